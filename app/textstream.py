@@ -1,0 +1,60 @@
+"""Turn generated token bytes into text pieces that never split a character or leak a stop string."""
+
+from __future__ import annotations
+
+import codecs
+
+
+class TextAssembler:
+    """Incremental UTF-8 decoding plus stop-string hold-back.
+
+    Text that could still be the start of a stop string is held back until the next
+    token settles it, so no part of a stop string is ever sent, and a streamed
+    response concatenates to exactly the non-streamed text.
+    """
+
+    def __init__(self, stop: list[str]) -> None:
+        self._stop = [s for s in stop if s]
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""
+        self.stopped = False
+
+    def feed(self, piece: bytes) -> str:
+        """Add one token's bytes; return the text that is now safe to send."""
+        self._pending += self._decoder.decode(piece)
+        return self._release()
+
+    def finish(self) -> str:
+        """Return the text still held back once generation has ended."""
+        if not self.stopped:
+            self._pending += self._decoder.decode(b"", final=True)
+        text = self._release(final=True)
+        self._pending = ""
+        return text
+
+    def _release(self, final: bool = False) -> str:
+        if self.stopped:
+            return ""
+        cut = self._first_stop()
+        if cut is not None:
+            self.stopped = True
+            text, self._pending = self._pending[:cut], ""
+            return text
+        keep = 0 if final else self._longest_stop_prefix_suffix()
+        end = len(self._pending) - keep
+        text, self._pending = self._pending[:end], self._pending[end:]
+        return text
+
+    def _first_stop(self) -> int | None:
+        hits = [i for i in (self._pending.find(s) for s in self._stop) if i >= 0]
+        return min(hits) if hits else None
+
+    def _longest_stop_prefix_suffix(self) -> int:
+        """Length of the longest tail of the pending text that begins some stop string."""
+        longest = 0
+        for stop in self._stop:
+            for size in range(min(len(stop) - 1, len(self._pending)), longest, -1):
+                if self._pending.endswith(stop[:size]):
+                    longest = size
+                    break
+        return longest

@@ -1,0 +1,32 @@
+"""Fixtures that run the real server: gunicorn, gevent workers, the default model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.integration.server import Server
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    """One shared server with a single worker and a short keep-alive interval."""
+    instance = Server(LLM_WORKERS="1", LLM_N_THREADS="2", LLM_SSE_KEEPALIVE="1").wait_ready()
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture
+def start_server() -> Iterator[Callable[..., Server]]:
+    """Start servers with custom settings; all are stopped after the test."""
+    started: list[Server] = []
+
+    def start(**env: str) -> Server:
+        instance = Server(**env)
+        started.append(instance)
+        return instance.wait_ready()
+
+    yield start
+    for instance in started:
+        instance.stop()

@@ -13,8 +13,9 @@ from app.config import Config
 from app.engine import Engine
 
 
-def create_app(config: Config | None = None, engine: Any = None,
-               overrides: Mapping[str, Any] | None = None) -> Flask:
+def create_app(
+    config: Config | None = None, engine: Any = None, overrides: Mapping[str, Any] | None = None
+) -> Flask:
     """Build the app: settings from the environment unless given, one engine per process.
 
     Tests pass `engine` to run the views without loading a model.

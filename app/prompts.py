@@ -84,8 +84,10 @@ class Tokenizer:
         """Tokenize a fill-in-the-middle prompt: <pre>prefix<suf>suffix<mid>."""
         encode = self._llama.tokenize
         return (
-            [self.fim["pre"]] + encode(prefix.encode(), add_bos=False, special=False)
-            + [self.fim["suf"]] + encode(suffix.encode(), add_bos=False, special=False)
+            [self.fim["pre"]]
+            + encode(prefix.encode(), add_bos=False, special=False)
+            + [self.fim["suf"]]
+            + encode(suffix.encode(), add_bos=False, special=False)
             + [self.fim["mid"]]
         )
 

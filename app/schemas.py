@@ -142,9 +142,7 @@ class GenerationSchema(BaseSchema):
 class ChatCompletionSchema(GenerationSchema):
     """`POST /v1/chat/completions`."""
 
-    messages = fields.List(
-        fields.Nested(MessageSchema), required=True, validate=validate.Length(min=1)
-    )
+    messages = fields.List(fields.Nested(MessageSchema), required=True, validate=validate.Length(min=1))
     max_completion_tokens = _count(1)
 
 

@@ -34,7 +34,10 @@ class Server:
         self.log = tempfile.NamedTemporaryFile("w+", prefix="gunicorn-", suffix=".log")
         self.process = subprocess.Popen(
             [str(GUNICORN), "-c", "gunicorn.conf.py", "wsgi:app"],
-            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 

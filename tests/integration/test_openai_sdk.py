@@ -57,8 +57,10 @@ def test_content_as_text_parts_and_developer_role(client: openai.OpenAI) -> None
         model=MODEL,
         messages=[
             {"role": "developer", "content": "You are a terse assistant."},
-            {"role": "user", "content": [{"type": "text", "text": "Name three "},
-                                         {"type": "text", "text": "colours."}]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "Name three "}, {"type": "text", "text": "colours."}],
+            },
         ],
         **SEEDED,
     )
@@ -71,9 +73,17 @@ def test_conversation_with_assistant_and_tool_turns(client: openai.OpenAI) -> No
         model=MODEL,
         messages=[
             {"role": "user", "content": "What is 2+2?"},
-            {"role": "assistant", "content": None,
-             "tool_calls": [{"id": "call_1", "type": "function",
-                             "function": {"name": "add", "arguments": "{\"a\":2,\"b\":2}"}}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "add", "arguments": '{"a":2,"b":2}'},
+                    }
+                ],
+            },
             {"role": "tool", "tool_call_id": "call_1", "content": "4"},
             {"role": "user", "content": "So?"},
         ],

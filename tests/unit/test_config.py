@@ -1,0 +1,68 @@
+"""Settings: defaults, derived values, and one clear message per bad value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.config import Config, ConfigError, default_model_path, describe_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults_serve_the_bundled_model() -> None:
+    config = Config.from_env({})
+    assert config.model_path == default_model_path() and config.model_path.endswith(".gguf")
+    assert config.model_id == "SmolLM2-135M-Instruct.Q4_1"
+    assert config.n_ctx == 2048 and config.max_tokens_limit == 2048 and config.n_threads >= 1
+    assert config.prompt_cache is False and 0 < config.sse_keepalive < 10
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "message"),
+    [
+        ("LLM_MODEL_PATH", "/nonexistent/model.gguf", "no such file"),
+        ("LLM_MODEL_PATH", str(ROOT / "README.md"), "is not a GGUF model file"),
+        ("LLM_MODEL_ID", "   x", None),
+        ("LLM_N_CTX", "0", "must be an integer >= 1"),
+        ("LLM_N_CTX", "-5", "must be an integer >= 1"),
+        ("LLM_N_CTX", "big", "must be an integer >= 1"),
+        ("LLM_N_BATCH", "0", "must be an integer >= 1"),
+        ("LLM_N_THREADS", "-1", "must be an integer >= 0"),
+        ("LLM_N_GPU_LAYERS", "x", "must be an integer >= 0"),
+        ("LLM_TENSOR_SPLIT", "1,x", "comma-separated list"),
+        ("LLM_PROMPT_CACHE", "maybe", "must be 0 or 1"),
+        ("LLM_WORKERS", "0", "must be an integer >= 1"),
+        ("LLM_BIND", "8000", "must be HOST:PORT"),
+        ("LLM_BIND", "127.0.0.1:99999", "must be HOST:PORT"),
+        ("LLM_MAX_BODY_BYTES", "0", "must be an integer >= 1"),
+        ("LLM_MAX_TOKENS_LIMIT", "4096", "must not exceed LLM_N_CTX"),
+        ("LLM_DEFAULT_MAX_TOKENS", "4096", "must not exceed the max_tokens limit"),
+        ("LLM_SSE_KEEPALIVE", "-1", "must be a number >= 0"),
+        ("LLM_SSE_KEEPALIVE", "nan", "must be a number >= 0"),
+        ("LLM_WORKER_TIMEOUT", "0", "must be an integer >= 1"),
+        ("LLM_GRACEFUL_TIMEOUT", "soon", "must be an integer >= 1"),
+    ],
+)
+def test_bad_value_names_the_variable(env: str, value: str, message: str | None) -> None:
+    if message is None:  # a value with surrounding blanks is trimmed, not refused
+        assert Config.from_env({env: value}).model_id == "x"
+        return
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({env: value})
+    assert str(caught.value).startswith(env) and message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_tensor_split_longer_than_the_devices() -> None:
+    config = Config.from_env({"LLM_TENSOR_SPLIT": "0.5,0.5"})
+    with pytest.raises(ConfigError, match="LLM_TENSOR_SPLIT lists 2 devices .* at most 1"):
+        config.check_devices(1)
+    config.check_devices(2)
+
+
+def test_readme_table_matches_the_settings() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for env, default, meaning in describe_settings():
+        assert f"| `{env}` | {default or '—'} | {meaning} |" in readme, env

@@ -1,0 +1,43 @@
+"""Stop strings and UTF-8 boundaries in streamed text."""
+
+from __future__ import annotations
+
+from app.textstream import TextAssembler
+
+
+def run(pieces: list[bytes], stop: list[str]) -> tuple[list[str], bool]:
+    assembler = TextAssembler(stop)
+    out = [assembler.feed(p) for p in pieces]
+    out.append(assembler.finish())
+    return out, assembler.stopped
+
+
+def test_stop_string_split_over_tokens_is_never_sent() -> None:
+    out, stopped = run([b"Hello", b" wor", b"ld", b"!"], ["world"])
+    assert stopped and "".join(out) == "Hello " and all("w" not in piece for piece in out)
+
+
+def test_held_back_prefix_is_released_when_it_is_not_a_stop() -> None:
+    out, stopped = run([b"a", b"EN", b"x"], ["END"])
+    assert not stopped and out == ["a", "", "ENx", ""]
+
+
+def test_held_back_prefix_is_released_at_the_end() -> None:
+    out, stopped = run([b"a", b"EN"], ["END"])
+    assert not stopped and "".join(out) == "aEN" and out[-1] == "EN"
+
+
+def test_earliest_of_several_stops_wins() -> None:
+    out, _ = run([b"one two three"], ["three", "two"])
+    assert "".join(out) == "one "
+
+
+def test_multibyte_character_split_over_tokens() -> None:
+    snowman = "☃".encode()
+    out, _ = run([b"x", snowman[:1], snowman[1:], b"y"], [])
+    assert out == ["x", "", "☃", "y", ""]
+
+
+def test_invalid_bytes_become_replacement_characters() -> None:
+    out, _ = run([b"a\xff", b"\xe2\x98"], [])
+    assert "".join(out) == "a\ufffd\ufffd"

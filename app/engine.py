@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import random
 import time
 import traceback
@@ -138,34 +139,45 @@ class Engine:
         """Queue a generation; it starts when iterated and the model is free."""
         return Generation(self, request, self.config.sse_keepalive)
 
-    def _load(self) -> tuple[Any, Tokenizer, float]:
+    def _load(self) -> tuple[Any, Tokenizer, float] | str:
+        """Runs in the native thread; returns the loaded model or why it failed."""
         import llama_cpp
 
         started = time.monotonic()
         cfg = self.config
-        llama = llama_cpp.Llama(
-            model_path=cfg.model_path,
-            n_ctx=cfg.n_ctx,
-            n_batch=cfg.n_batch,
-            n_threads=cfg.n_threads,
-            n_gpu_layers=cfg.n_gpu_layers,
-            tensor_split=cfg.tensor_split,
-            use_mmap=True,
-            verbose=False,
-        )
+        try:
+            llama = llama_cpp.Llama(
+                model_path=cfg.model_path,
+                n_ctx=cfg.n_ctx,
+                n_batch=cfg.n_batch,
+                n_threads=cfg.n_threads,
+                n_gpu_layers=cfg.n_gpu_layers,
+                tensor_split=cfg.tensor_split,
+                use_mmap=True,
+                verbose=False,
+            )
+        except Exception as exc:  # noqa: BLE001 - llama-cpp-python raises bare ValueErrors
+            return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         # Prompt processing can only be interrupted from inside llama_decode.
         self._abort_callback = llama_cpp.ggml_abort_callback(self._should_abort)
         llama_cpp.llama_set_abort_callback(llama.ctx, self._abort_callback, None)
         return llama, Tokenizer(llama), time.monotonic() - started
 
     def _on_loaded(self, result: Any) -> None:
-        if result.successful():
+        if not isinstance(result.value, str):
             self._llama, self.tokenizer, self.load_seconds = result.value
             log.info("model %s loaded in %.2fs", self.config.model_id, self.load_seconds)
-        else:
-            self.load_error = f"{type(result.exception).__name__}: {result.exception}"
-            log.error("model failed to load: %s", self.load_error)
+            self._loaded.set()
+            return
+        self.load_error = result.value
+        log.critical(
+            "LLM_MODEL_PATH=%s: llama.cpp could not load it: %s", self.config.model_path, result.value
+        )
         self._loaded.set()
+        # gunicorn's arbiter halts the whole server when a worker exits with 3
+        # (WORKER_BOOT_ERROR), rather than restarting workers that can never load.
+        logging.shutdown()
+        os._exit(3)
 
     def _should_abort(self, _data: Any) -> bool:
         current = self._current

@@ -1,0 +1,69 @@
+"""Bad configuration stops the real gunicorn with one clear line and a non-zero exit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.integration.server import GUNICORN, ROOT, Server, free_port
+
+
+def start(env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(GUNICORN), "-c", "gunicorn.conf.py", "wsgi:app"],
+        cwd=ROOT,
+        env={**os.environ, "LLM_BIND": f"127.0.0.1:{free_port()}", **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "value"),
+    [
+        ("LLM_MODEL_PATH", "/nonexistent/model.gguf"),
+        ("LLM_MODEL_PATH", str(ROOT / "wsgi.py")),
+        ("LLM_N_CTX", "0"),
+        ("LLM_N_CTX", "-1"),
+        ("LLM_N_BATCH", "zero"),
+        ("LLM_N_THREADS", "-2"),
+        ("LLM_N_GPU_LAYERS", "-1"),
+        ("LLM_TENSOR_SPLIT", "0.5,0.5"),
+        ("LLM_PROMPT_CACHE", "sometimes"),
+        ("LLM_WORKERS", "0"),
+        ("LLM_BIND", "nowhere"),
+        ("LLM_MAX_BODY_BYTES", "-1"),
+        ("LLM_MAX_TOKENS_LIMIT", "99999"),
+        ("LLM_DEFAULT_MAX_TOKENS", "99999"),
+        ("LLM_SSE_KEEPALIVE", "soon"),
+        ("LLM_WORKER_TIMEOUT", "0"),
+        ("LLM_GRACEFUL_TIMEOUT", "-5"),
+    ],
+)
+def test_bad_setting_stops_start_up_with_one_line(env: str, value: str) -> None:
+    result = start({env: value})
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"configuration error: {env}"), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unloadable_model_halts_the_server(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + os.urandom(4096))  # passes the magic check, fails to load
+    result = start({"LLM_MODEL_PATH": str(broken)})
+    assert result.returncode == 3
+    assert f"LLM_MODEL_PATH={broken}: llama.cpp could not load it" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_good_configuration_starts(start_server: Callable[..., Server]) -> None:
+    server = start_server(LLM_MODEL_ID="my-model", LLM_N_CTX="512", LLM_WORKERS="2")
+    assert httpx.get(server.url + "/v1/models/my-model").json()["id"] == "my-model"

@@ -29,7 +29,7 @@ def create_app(
 
     if engine is None:
         engine = Engine(config)
-        engine.start()
+        engine.load()
     app.extensions["engine"] = engine
 
     errors.init_app(app)

@@ -58,6 +58,16 @@ def _non_negative_float(raw: str) -> float:
     return value
 
 
+def _positive_float(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise ValueError("must be a number > 0")
+    return value
+
+
 def _float_list(raw: str) -> list[float]:
     try:
         values = [float(part) for part in raw.split(",")]
@@ -148,6 +158,18 @@ SETTINGS: dict[str, Setting] = {
         "1 reuses the previous prompt's KV cache (faster follow-up turns, but outputs "
         "may differ in rare near-ties from a cold run); 0 keeps seeded output reproducible",
     ),
+    "max_queue": Setting(
+        "LLM_MAX_QUEUE",
+        _non_negative_int,
+        lambda: "8",
+        "Requests a worker holds waiting behind the running one; more get a 429",
+    ),
+    "queue_timeout": Setting(
+        "LLM_QUEUE_TIMEOUT",
+        _positive_float,
+        lambda: "60",
+        "Seconds a request may wait for the model before it gets a 503",
+    ),
     "workers": Setting("LLM_WORKERS", _positive_int, lambda: "1", "gunicorn workers (one model each)"),
     "bind": Setting("LLM_BIND", _bind, lambda: "127.0.0.1:8000", "Address gunicorn listens on"),
     "max_body_bytes": Setting(
@@ -202,6 +224,8 @@ class Config:
     n_gpu_layers: int
     tensor_split: list[float] | None
     prompt_cache: bool
+    max_queue: int
+    queue_timeout: float
     workers: int
     bind: str
     max_body_bytes: int

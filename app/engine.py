@@ -7,101 +7,19 @@ import os
 import random
 import time
 import traceback
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-import gevent
 import gevent.event
 import gevent.lock
-import gevent.queue
 from gevent.threadpool import ThreadPool
 
 from app.config import Config
+from app.errors import QueueFullError
+from app.generation import Chunk, Generation, GenerationRequest
 from app.prompts import Tokenizer
 from app.textstream import TextAssembler
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """Sampling settings; the defaults are llama.cpp server's."""
-
-    temperature: float = 0.8
-    top_p: float = 0.95
-    top_k: int = 40
-    min_p: float = 0.05
-    repeat_penalty: float = 1.0
-    presence_penalty: float = 0.0
-    frequency_penalty: float = 0.0
-    seed: int | None = None
-
-
-@dataclass(frozen=True)
-class GenerationRequest:
-    """What the engine needs to generate: the prompt's tokens and how to sample."""
-
-    prompt_tokens: list[int]
-    max_tokens: int
-    sampling: Sampling = field(default_factory=Sampling)
-    stop: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A piece of generated text; the last chunk of a generation has `finish_reason` set."""
-
-    text: str = ""
-    finish_reason: str | None = None
-    completion_tokens: int = 0
-    error: str | None = None
-
-
-class Generation:
-    """One request's generation: iterate it for chunks, cancel it to stop.
-
-    Iterating yields `None` whenever `idle` seconds pass with nothing to send, so a
-    stream can write a keep-alive while it waits for the model.
-    """
-
-    def __init__(self, engine: Engine, request: GenerationRequest, idle: float | None) -> None:
-        self.request = request
-        self.cancelled = False
-        self._engine = engine
-        self._idle = idle or None
-        self._queue: gevent.queue.Queue[Chunk] = gevent.queue.Queue()
-        self._hub = gevent.get_hub()
-
-    def __iter__(self) -> Iterator[Chunk | None]:
-        finished = False
-        try:
-            while not self._engine.slot.acquire(timeout=self._idle):
-                yield None
-            running = self._engine.pool.spawn(self._engine.run, self)
-            # The slot is freed only when the native thread is done with the model,
-            # even if this greenlet has gone by then.
-            running.rawlink(lambda _: self._engine.slot.release())
-            while not finished:
-                try:
-                    chunk = self._queue.get(timeout=self._idle)
-                except gevent.queue.Empty:
-                    yield None
-                    continue
-                finished = chunk.finish_reason is not None
-                yield chunk
-        finally:
-            # Closed early (the client went away): stop the model at the next token.
-            if not finished:
-                self.cancel()
-
-    def cancel(self) -> None:
-        """Stop generating at the next token (or abort prompt processing)."""
-        self.cancelled = True
-
-    def emit(self, chunk: Chunk) -> None:
-        """Hand a chunk from the native thread to the request's greenlet (thread-safe)."""
-        self._hub.loop.run_callback_threadsafe(self._queue.put, chunk)
 
 
 class Engine:
@@ -112,6 +30,7 @@ class Engine:
         self.created = int(time.time())
         self.pool = ThreadPool(1)
         self.slot = gevent.lock.Semaphore(1)
+        self.admitted = 0  # the running generation plus those queued for the slot
         self.tokenizer: Tokenizer | None = None
         self.load_seconds: float | None = None
         self.load_error: str | None = None
@@ -125,7 +44,7 @@ class Engine:
         """True once the model is loaded and can generate."""
         return self._loaded.is_set() and self.load_error is None
 
-    def start(self) -> None:
+    def load(self) -> None:
         """Load the model in the native thread, so the worker answers /health meanwhile."""
         result = self.pool.spawn(self._load)
         result.rawlink(self._on_loaded)
@@ -136,8 +55,28 @@ class Engine:
         return self.ready
 
     def submit(self, request: GenerationRequest) -> Generation:
-        """Queue a generation; it starts when iterated and the model is free."""
-        return Generation(self, request, self.config.sse_keepalive)
+        """Admit a generation (or refuse at once); it starts when iterated and the model is free."""
+        if self.admitted >= 1 + self.config.max_queue:
+            raise QueueFullError(
+                f"This worker is busy with {self.admitted} requests (LLM_MAX_QUEUE="
+                f"{self.config.max_queue}); retry shortly."
+            )
+        self.admitted += 1
+        return Generation(self, request)
+
+    def run_in_thread(self, generation: Generation) -> None:
+        """Run a generation that holds the slot in the native thread; free the slot after."""
+        running = self.pool.spawn(self.run, generation)
+        # The slot is freed only when the native thread is done with the model,
+        # even if the request's greenlet has gone by then.
+        running.rawlink(lambda result: self._on_run_done(generation, result))
+
+    def _on_run_done(self, generation: Generation, result: Any) -> None:
+        self.slot.release()
+        reason, count = result.value if result.successful() else ("error", 0)
+        if reason == "cancelled":
+            stage = f"after {count} tokens" if count else "during prompt processing"
+            log.info("request cancelled by its client %s; the model is free", stage)
 
     def _load(self) -> tuple[Any, Tokenizer, float] | str:
         """Runs in the native thread; returns the loaded model or why it failed."""
@@ -183,11 +122,8 @@ class Engine:
         current = self._current
         return current is not None and current.cancelled
 
-    def run(self, generation: Generation) -> None:
+    def run(self, generation: Generation) -> tuple[str, int]:
         """Generate in the native thread. Touches no gevent object but through `emit`."""
-        if generation.cancelled:  # the client left while queued: never reach the model
-            generation.emit(Chunk(finish_reason="cancelled"))
-            return
         self._current = generation
         request = generation.request
         count, reason = 0, "length"
@@ -221,11 +157,12 @@ class Engine:
                 generation.emit(
                     Chunk(finish_reason="error", completion_tokens=count, error=traceback.format_exc())
                 )
-                return
+                return "error", count
             reason = "cancelled"
         finally:
             self._current = None
         generation.emit(Chunk(assembler.finish(), reason, count))
+        return reason, count
 
     @staticmethod
     def _tokens(llama: Any, request: GenerationRequest) -> Any:

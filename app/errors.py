@@ -18,6 +18,7 @@ class APIError(Exception):
     status = 500
     type = "server_error"
     code: str | None = None
+    headers: dict[str, str] = {}
 
     def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
@@ -63,11 +64,35 @@ class ModelNotFoundError(NotFoundError):
     code = "model_not_found"
 
 
+class NotAcceptableError(InvalidRequestError):
+    """The Accept header admits neither JSON nor an event stream."""
+
+    status = 406
+    code = "not_acceptable"
+
+
 class ServiceUnavailableError(APIError):
     """The worker cannot serve right now (its model is not loaded)."""
 
     status = 503
     type = "service_unavailable"
+    # The openai SDKs retry 429 and 5xx by themselves, honouring Retry-After.
+    headers = {"Retry-After": "1"}
+
+
+class QueueTimeoutError(ServiceUnavailableError):
+    """The request waited in the queue longer than LLM_QUEUE_TIMEOUT."""
+
+    code = "queue_timeout"
+
+
+class QueueFullError(APIError):
+    """The worker already holds as many requests as LLM_MAX_QUEUE allows."""
+
+    status = 429
+    type = "rate_limit_error"
+    code = "queue_full"
+    headers = {"Retry-After": "1"}
 
 
 class ServerError(APIError):
@@ -121,7 +146,7 @@ def error_response(error: APIError, headers: dict[str, str] | None = None) -> Re
 def handle_exception(exc: Exception) -> Response:
     """The single error handler: every failure leaves as OpenAI's error JSON."""
     if isinstance(exc, APIError):
-        return error_response(exc)
+        return error_response(exc, exc.headers)
     if isinstance(exc, ValidationError):
         return error_response(from_validation(exc))
     if isinstance(exc, HTTPException):

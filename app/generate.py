@@ -10,20 +10,23 @@ from flask import Response, current_app, jsonify, request
 from marshmallow import Schema
 from werkzeug.exceptions import BadRequest
 
-from app import sse
-from app.engine import Engine, Generation, GenerationRequest, Sampling
+from app import disconnect, sse
+from app.engine import Engine
 from app.errors import (
     APIError,
     ContextLengthError,
     InvalidRequestError,
     ModelNotFoundError,
+    NotAcceptableError,
     ServerError,
     ServiceUnavailableError,
 )
+from app.generation import Generation, GenerationRequest, Sampling
 from app.objects import Shape, usage
 
 log = logging.getLogger(__name__)
 
+_OFFERED = ["application/json", "text/event-stream"]
 _SAMPLING_FIELDS = (
     "temperature",
     "top_p",
@@ -46,6 +49,7 @@ def engine() -> Engine:
 
 def parse_body(schema: Schema) -> dict[str, Any]:
     """The JSON object body, validated by `schema`, and naming the served model."""
+    check_accept()
     try:
         body = request.get_json(force=True)
     except BadRequest:
@@ -60,6 +64,14 @@ def parse_body(schema: Schema) -> dict[str, Any]:
             param="model",
         )
     return data
+
+
+def check_accept() -> None:
+    """Refuse an Accept header that admits neither answer; the body's `stream` alone picks one."""
+    if request.headers.get("Accept", "").strip() and not request.accept_mimetypes.best_match(_OFFERED):
+        raise NotAcceptableError(
+            "This endpoint answers application/json or text/event-stream; the Accept header admits neither."
+        )
 
 
 def plan(
@@ -95,20 +107,26 @@ def respond(
 ) -> Response:
     """Run the generation and answer as one JSON object or as an event stream."""
     generation = engine().submit(gen_request)
+    generation.on_close(disconnect.watch(request.environ, generation.cancel))
     shape = Shape(model=current_app.config["LLM"].model_id, chat=chat)
     prompt_count = len(gen_request.prompt_tokens)
     if body.get("stream"):
         options = body.get("stream_options") or {}
-        return sse.stream_response(
+        response = sse.stream_response(
             _stream(generation, shape, prompt_count, bool(options.get("include_usage")), prefix)
         )
+        # Runs even when the client leaves before the stream's first event.
+        response.call_on_close(generation.close)
+        return response
     text, last = prefix, None
     for chunk in generation:
         if chunk is None:
             continue
         _raise_if_failed(chunk)
         text, last = text + chunk.text, chunk
-    assert last is not None and last.finish_reason is not None
+    if last is None or last.finish_reason == "cancelled":
+        # The client hung up (seen by the disconnect watcher); nobody reads this.
+        return Response(status=499)
     return jsonify(shape.completion(text, last.finish_reason, usage(prompt_count, last.completion_tokens)))
 
 
@@ -121,24 +139,35 @@ def _stream(
         yield sse.event(shape.chunk("", first=True) | extra)
     elif prefix:  # `echo`: the prompt comes first
         yield sse.event(shape.chunk(prefix) | extra)
-    for chunk in generation:
-        if chunk is None:
-            yield sse.KEEPALIVE
-            continue
-        try:
+    try:
+        for chunk in generation:
+            if chunk is None:
+                yield sse.KEEPALIVE
+                continue
+            if chunk.finish_reason == "cancelled":  # the client has gone: nobody to write to
+                return
             _raise_if_failed(chunk)
-        except APIError as exc:
-            body = exc.body()
-            body["error"].pop("param")
-            yield sse.event(body)
-            return
-        if chunk.text:
-            yield sse.event(shape.chunk(chunk.text) | extra)
-        if chunk.finish_reason is not None:
-            yield sse.event(shape.chunk(None, chunk.finish_reason) | extra)
-            if include_usage:
-                yield sse.event(shape.usage_chunk(usage(prompt_count, chunk.completion_tokens)))
+            yield from _chunk_events(chunk, shape, prompt_count, include_usage, extra)
+    except APIError as exc:
+        # The 200 has gone out: the error travels as one unnamed data event, which the
+        # openai SDKs raise as APIError, and the stream ends.
+        body = exc.body()
+        body["error"].pop("param")
+        yield sse.event(body)
+        return
     yield sse.DONE
+
+
+def _chunk_events(
+    chunk: Any, shape: Shape, prompt_count: int, include_usage: bool, extra: dict[str, Any]
+) -> Iterator[bytes]:
+    """The events one engine chunk becomes: its text, and at the end the finish and usage."""
+    if chunk.text:
+        yield sse.event(shape.chunk(chunk.text) | extra)
+    if chunk.finish_reason is not None:
+        yield sse.event(shape.chunk(None, chunk.finish_reason) | extra)
+        if include_usage:
+            yield sse.event(shape.usage_chunk(usage(prompt_count, chunk.completion_tokens)))
 
 
 def _raise_if_failed(chunk: Any) -> None:

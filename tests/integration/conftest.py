@@ -14,7 +14,9 @@ def server() -> Iterator[Server]:
     """One shared server with a single worker and a short keep-alive interval."""
     instance = Server(LLM_WORKERS="1", LLM_N_THREADS="2", LLM_SSE_KEEPALIVE="1").wait_ready()
     yield instance
+    log = instance.output()
     instance.stop()
+    assert "Traceback" not in log and "[ERROR]" not in log, log
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Config
-from app.engine import Chunk, GenerationRequest
+from app.generation import Chunk, GenerationRequest
 
 MODEL_ID = "test-model"
 
@@ -43,9 +43,32 @@ class FakeEngine:
     def wait_ready(self, timeout: float) -> bool:
         return self.ready
 
-    def submit(self, request: GenerationRequest) -> Iterator[Chunk | None]:
+    def submit(self, request: GenerationRequest) -> FakeGeneration:
         self.requests.append(request)
-        return iter(list(self.chunks))
+        return FakeGeneration(list(self.chunks))
+
+
+@dataclass
+class FakeGeneration:
+    """The Generation interface over a fixed list of chunks."""
+
+    chunks: list[Chunk]
+    closed: int = 0
+
+    def __iter__(self) -> Iterator[Chunk | None]:
+        try:
+            yield from self.chunks
+        finally:
+            self.close()
+
+    def cancel(self) -> None:
+        pass
+
+    def on_close(self, callback: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed += 1
 
 
 def make_config(**overrides: Any) -> Config:

@@ -1,0 +1,140 @@
+"""The engine's interface: a request goes in, an iterator of chunks comes out, and it can be cancelled."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import gevent
+import gevent.queue
+
+from app.errors import QueueTimeoutError
+
+if TYPE_CHECKING:
+    from app.engine import Engine
+
+log = logging.getLogger(__name__)
+
+# How often a queued request looks again at its deadline and its client.
+_QUEUE_POLL = 0.25
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling settings; the defaults are llama.cpp server's."""
+
+    temperature: float = 0.8
+    top_p: float = 0.95
+    top_k: int = 40
+    min_p: float = 0.05
+    repeat_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What the engine needs to generate: the prompt's tokens and how to sample."""
+
+    prompt_tokens: list[int]
+    max_tokens: int
+    sampling: Sampling = field(default_factory=Sampling)
+    stop: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of generated text; the last chunk of a generation has `finish_reason` set.
+
+    `finish_reason` is OpenAI's `stop` or `length`, or `cancelled` (the client left)
+    or `error` (then `error` holds the traceback for the log, never for the client).
+    """
+
+    text: str = ""
+    finish_reason: str | None = None
+    completion_tokens: int = 0
+    error: str | None = None
+
+
+class Generation:
+    """One admitted request: iterate it for chunks; `cancel()` or `close()` to stop it.
+
+    Iterating waits for the model (raising QueueTimeoutError past the queue timeout)
+    and yields `None` whenever `idle` seconds pass with nothing to send, so a stream
+    can write a keep-alive meanwhile. Chunks come from the engine's native thread.
+    """
+
+    def __init__(self, engine: Engine, request: GenerationRequest) -> None:
+        self.request = request
+        self.cancelled = False
+        self.reached_model = False
+        self._engine = engine
+        self._idle = engine.config.sse_keepalive or None
+        self._queue: gevent.queue.Queue[Chunk] = gevent.queue.Queue()
+        self._hub = gevent.get_hub()
+        self._closed = False
+        self._finished = False
+        self._on_close: list[Callable[[], object]] = []
+
+    def __iter__(self) -> Iterator[Chunk | None]:
+        try:
+            yield from self._wait_for_model()
+            if self.cancelled:
+                log.info("request cancelled by its client while queued; it never reached the model")
+                return
+            self.reached_model = True
+            self._engine.run_in_thread(self)
+            while not self._finished:
+                try:
+                    chunk = self._queue.get(timeout=self._idle)
+                except gevent.queue.Empty:
+                    yield None
+                    continue
+                self._finished = chunk.finish_reason is not None
+                yield chunk
+        finally:
+            self.close()
+
+    def _wait_for_model(self) -> Iterator[None]:
+        """Queue for the worker's one generation slot, sending keep-alives meanwhile."""
+        started = last_sent = time.monotonic()
+        while not self._engine.slot.acquire(timeout=_QUEUE_POLL):
+            now = time.monotonic()
+            if self.cancelled:  # the client left while queued: never reach the model
+                return
+            if now - started > self._engine.config.queue_timeout:
+                raise QueueTimeoutError(
+                    f"The request waited {now - started:.0f}s for the model; the server is busy, retry later."
+                )
+            if self._idle and now - last_sent >= self._idle:
+                last_sent = now
+                yield None
+        if self.cancelled:
+            self._engine.slot.release()
+
+    def cancel(self) -> None:
+        """Stop generating at the next token, abort prompt processing, or leave the queue."""
+        self.cancelled = True
+
+    def on_close(self, callback: Callable[[], object]) -> None:
+        """Run `callback` once this generation is closed."""
+        self._on_close.append(callback)
+
+    def close(self) -> None:
+        """Give back the queue place; cancel if unfinished. Safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self._finished:
+            self.cancel()
+        self._engine.admitted -= 1
+        for callback in self._on_close:
+            callback()
+
+    def emit(self, chunk: Chunk) -> None:
+        """Hand a chunk from the native thread to the request's greenlet (thread-safe)."""
+        self._hub.loop.run_callback_threadsafe(self._queue.put, chunk)

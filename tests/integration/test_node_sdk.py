@@ -1,0 +1,56 @@
+"""The official openai Node SDK (installed from npm by this test's setup) against the real server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.busy import model_busy
+from tests.integration.server import Server
+
+NODE_DIR = Path(__file__).resolve().parents[1] / "node"
+
+
+@pytest.fixture(scope="session")
+def node_sdk() -> Path:
+    """Install the pinned openai package (package-lock.json) once per session."""
+    assert shutil.which("node") and shutil.which("npm"), "Node.js and npm are needed (.ci/run installs them)"
+    if not (NODE_DIR / "node_modules" / "openai").is_dir():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=300)
+    return NODE_DIR / "sdk_client.mjs"
+
+
+def run_node(script: Path, server: Server, mode: str) -> dict[str, Any]:
+    result = subprocess.run(
+        ["node", str(script), server.url + "/v1", mode], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_node_stream_equals_whole_and_ignores_keepalives(
+    node_sdk: Path, start_server: Callable[..., Server]
+) -> None:
+    server = start_server(LLM_SSE_KEEPALIVE="0.2")
+    whole = run_node(node_sdk, server, "whole")
+    with model_busy(server.port, {"prompt": "1, 2,", "max_tokens": 150, "stream": True}) as ended:
+        streamed = run_node(node_sdk, server, "stream")  # queued: keep-alives come first
+        assert ended.wait(5)
+    assert streamed.get("error") is None, streamed
+    assert streamed["text"] == whole["text"] and streamed["text"]
+    assert streamed["roles"] == ["assistant"] and streamed["finish"] == whole["finish"]
+    assert streamed["usage"]["completion_tokens"] > 0
+
+
+def test_node_raises_api_error_on_an_error_event(node_sdk: Path, start_server: Callable[..., Server]) -> None:
+    server = start_server(LLM_QUEUE_TIMEOUT="1", LLM_SSE_KEEPALIVE="0.3")
+    with model_busy(server.port):
+        streamed = run_node(node_sdk, server, "stream")
+    assert streamed["error"]["isAPIError"] is True, streamed
+    assert "waited" in streamed["error"]["message"]

@@ -76,6 +76,19 @@ def test_queued_stream_gets_headers_at_once_then_keepalives(start_server: Callab
     assert frames == [b": keep-alive\n\n"] * 3
 
 
+def test_keepalive_zero_sends_none(start_server: Callable[..., Server]) -> None:
+    server = start_server(LLM_SSE_KEEPALIVE="0")
+    busy = {"prompt": "1, 2, 3,", "max_tokens": 700, "temperature": 0, "stream": True}
+    with model_busy(server.port, busy) as ended:
+        started = time.monotonic()
+        response = fetch(server.port, "POST", "/v1/completions", {**COMPLETION, "stream": True})
+        assert ended.wait(5)
+    # Queued for longer than the default interval (5 s), yet no comment was sent.
+    assert time.monotonic() - started > 5
+    assert response.status == 200 and response.body.startswith(b"data: {")
+    assert b"keep-alive" not in response.body
+
+
 def test_sdks_ignore_keepalives_while_queued(start_server: Callable[..., Server]) -> None:
     server = start_server(LLM_SSE_KEEPALIVE="0.2")
     request = {**CHAT, "model": MODEL, "stream": True, "seed": 3}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import random
@@ -38,6 +39,7 @@ class Engine:
         self._llama: Any = None
         self._current: Generation | None = None
         self._abort_callback: Any = None
+        self._abort_flag = ctypes.create_string_buffer(2)  # [flag, NUL]: strlen is 1 when set
 
     @property
     def ready(self) -> bool:
@@ -97,9 +99,15 @@ class Engine:
             )
         except Exception as exc:  # noqa: BLE001 - llama-cpp-python raises bare ValueErrors
             return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        # Prompt processing can only be interrupted from inside llama_decode.
-        self._abort_callback = llama_cpp.ggml_abort_callback(self._should_abort)
-        llama_cpp.llama_set_abort_callback(llama.ctx, self._abort_callback, None)
+        # Prompt processing can only be interrupted from inside llama_decode, which
+        # asks the abort callback hundreds of times per token from its compute thread.
+        # A Python callback would take the GIL each time, fighting the hub for it under
+        # load; libc's strlen on a two-byte buffer is a GIL-free "is the flag set?".
+        strlen = ctypes.cast(ctypes.CDLL(None).strlen, ctypes.c_void_p).value
+        self._abort_callback = llama_cpp.ggml_abort_callback(strlen)
+        llama_cpp.llama_set_abort_callback(
+            llama.ctx, self._abort_callback, ctypes.addressof(self._abort_flag)
+        )
         return llama, Tokenizer(llama), time.monotonic() - started
 
     def _on_loaded(self, result: Any) -> None:
@@ -118,13 +126,17 @@ class Engine:
         logging.shutdown()
         os._exit(3)
 
-    def _should_abort(self, _data: Any) -> bool:
-        current = self._current
-        return current is not None and current.cancelled
+    def abort_if_running(self, generation: Generation) -> None:
+        """Make llama.cpp abort its current decode if it is working for `generation`."""
+        if self._current is generation:
+            self._abort_flag[0] = b"\x01"
 
     def run(self, generation: Generation) -> tuple[str, int]:
         """Generate in the native thread. Touches no gevent object but through `emit`."""
         self._current = generation
+        self._abort_flag[0] = b"\x00"
+        if generation.cancelled:  # cancelled between admission and here (see abort_if_running)
+            self._abort_flag[0] = b"\x01"
         request = generation.request
         count, reason = 0, "length"
         assembler = TextAssembler(request.stop)

@@ -119,6 +119,7 @@ class Generation:
     def cancel(self) -> None:
         """Stop generating at the next token, abort prompt processing, or leave the queue."""
         self.cancelled = True
+        self._engine.abort_if_running(self)
 
     def on_close(self, callback: Callable[[], object]) -> None:
         """Run `callback` once this generation is closed."""

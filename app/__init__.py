@@ -3,29 +3,33 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask
 
-from app import chat, completions, errors, models
 from app.config import Config
-from app.engine import Engine
 
 
-def create_app(
-    config: Config | None = None, engine: Any = None, overrides: Mapping[str, Any] | None = None
-) -> Flask:
+def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     """Build the app: settings from the environment unless given, one engine per process.
 
     Tests pass `engine` to run the views without loading a model.
     """
+    # Imported here, as Flask's tutorial does, so that gunicorn.conf.py can read
+    # app.config in the master without loading llama.cpp or gevent before fork.
+    from app import chat, completions, errors, models
+    from app.engine import Engine
+
     app = Flask(__name__)
     config = config or Config.from_env()
     app.config.update(LLM=config, MAX_CONTENT_LENGTH=config.max_body_bytes)
-    app.config.update(overrides or {})
     app.json.sort_keys = False  # keep OpenAI's field order, as clients print it
-    logging.basicConfig(level=logging.INFO)
+    # The same line shape as gunicorn's own log, on stderr.
+    logging.basicConfig(
+        level=logging.INFO,
+        format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s",
+        datefmt="%Y-%m-%d %H:%M:%S %z",
+    )
 
     if engine is None:
         engine = Engine(config)

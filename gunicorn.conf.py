@@ -1,9 +1,21 @@
 """gunicorn settings: gevent workers, one model each, all values from LLM_* variables."""
 
+import os
+
+from app import balance
 from app.config import exit_on_bad_config
 
 # Validated here, in the master, so a bad value stops start-up with one line.
 _config = exit_on_bad_config()
+
+# llama.cpp's OpenMP threads spin while idle. That is fastest for one process with
+# its cores to itself, but when workers share the cores (or a worker has one thread,
+# whose spare OpenMP thread only spins) both workers stall for seconds at a time;
+# measured here: 2 workers x 1 thread, 0.55 s per 40 tokens passive, up to 8 s spinning.
+if "OMP_WAIT_POLICY" not in os.environ and (
+    _config.n_threads == 1 or _config.workers * _config.n_threads > (os.cpu_count() or 1)
+):
+    os.environ["OMP_WAIT_POLICY"] = "passive"
 
 bind = _config.bind
 workers = _config.workers
@@ -23,3 +35,31 @@ accesslog = "-"
 errorlog = "-"
 loglevel = "info"
 control_socket_disable = True  # several instances may share a host (tests, multi-backend)
+
+# Fair use of workers (app/balance.py): a table of each worker's load, shared
+# through fork, and a private socket per worker for relayed requests. Kept in the
+# module so a reload (SIGHUP), which re-reads this file, keeps the same table.
+if balance.table is None:
+    balance.table = balance.PeerTable()
+
+
+def pre_fork(server, worker):
+    worker.llm_slot = balance.table.claim()
+
+
+def post_fork(server, worker):
+    balance.this_worker = balance.Worker(balance.table, worker.llm_slot)
+    balance.this_worker.publish(0)
+
+
+def post_worker_init(worker):
+    # After gevent's patching, so this is a gevent socket; run() serves it like the others.
+    worker.sockets.append(balance.this_worker.listen())
+
+
+def child_exit(server, worker):
+    balance.table.release(worker.llm_slot)
+
+
+def on_exit(server):
+    balance.table.close()

@@ -17,7 +17,7 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     """
     # Imported here, as Flask's tutorial does, so that gunicorn.conf.py can read
     # app.config in the master without loading llama.cpp or gevent before fork.
-    from app import chat, completions, errors, models
+    from app import balance, chat, completions, errors, models
     from app.engine import Engine
 
     app = Flask(__name__)
@@ -32,7 +32,8 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     )
 
     if engine is None:
-        engine = Engine(config)
+        worker = balance.this_worker
+        engine = Engine(config, on_load_change=worker.publish if worker else None)
         engine.load()
     app.extensions["engine"] = engine
 

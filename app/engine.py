@@ -8,6 +8,7 @@ import os
 import random
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import gevent.event
@@ -26,8 +27,9 @@ log = logging.getLogger(__name__)
 class Engine:
     """One llama.cpp model, its tokenizer, and the single slot that serialises generations."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, on_load_change: Callable[[int], object] | None = None) -> None:
         self.config = config
+        self._on_load_change = on_load_change
         self.created = int(time.time())
         self.pool = ThreadPool(1)
         self.slot = gevent.lock.Semaphore(1)
@@ -63,8 +65,14 @@ class Engine:
                 f"This worker is busy with {self.admitted} requests (LLM_MAX_QUEUE="
                 f"{self.config.max_queue}); retry shortly."
             )
-        self.admitted += 1
+        self.count_admitted(+1)
         return Generation(self, request)
+
+    def count_admitted(self, change: int) -> None:
+        """Track the requests this worker holds, and tell the other workers."""
+        self.admitted += change
+        if self._on_load_change is not None:
+            self._on_load_change(self.admitted)
 
     def run_in_thread(self, generation: Generation) -> None:
         """Run a generation that holds the slot in the native thread; free the slot after."""

@@ -10,7 +10,7 @@ from flask import Response, current_app, jsonify, request
 from marshmallow import Schema
 from werkzeug.exceptions import BadRequest
 
-from app import disconnect, sse
+from app import disconnect, relay, sse
 from app.engine import Engine
 from app.errors import (
     APIError,
@@ -106,7 +106,11 @@ def respond(
     body: dict[str, Any], gen_request: GenerationRequest, *, chat: bool, prefix: str = ""
 ) -> Response:
     """Run the generation and answer as one JSON object or as an event stream."""
-    generation = engine().submit(gen_request)
+    the_engine = engine()
+    relayed = relay.to_idle_peer(request, the_engine)
+    if relayed is not None:
+        return relayed
+    generation = the_engine.submit(gen_request)
     generation.on_close(disconnect.watch(request.environ, generation.cancel))
     shape = Shape(model=current_app.config["LLM"].model_id, chat=chat)
     prompt_count = len(gen_request.prompt_tokens)

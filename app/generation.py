@@ -132,7 +132,7 @@ class Generation:
         self._closed = True
         if not self._finished:
             self.cancel()
-        self._engine.admitted -= 1
+        self._engine.count_admitted(-1)
         for callback in self._on_close:
             callback()
 

@@ -110,6 +110,10 @@ SETTINGS: dict[str, Setting] = {
         lambda: "0",
         "max_tokens when a request sends none (0: the rest of the context)",
     ),
+    "max_generation_seconds": Setting(
+        "LLM_MAX_GENERATION_SECONDS", values.non_negative_float, lambda: "300",
+        "Wall time after which a generation ends with finish_reason length; 0: no limit",
+    ),
     "sse_keepalive": Setting(
         "LLM_SSE_KEEPALIVE",
         values.non_negative_float,
@@ -151,6 +155,7 @@ class Config:
     max_body_bytes: int
     max_tokens_limit: int
     default_max_tokens: int
+    max_generation_seconds: float
     sse_keepalive: float
     timeout: int
     graceful_timeout: int

@@ -148,6 +148,8 @@ class Engine:
         request = generation.request
         count, reason = 0, "length"
         assembler = TextAssembler(request.stop)
+        limit = self.config.max_generation_seconds
+        deadline = time.monotonic() + limit if limit else float("inf")
         try:
             llama = self._llama
             if not self.config.prompt_cache:
@@ -169,8 +171,8 @@ class Engine:
                 if assembler.stopped:
                     reason = "stop"
                     break
-                if count >= request.max_tokens:
-                    break
+                if count >= request.max_tokens or time.monotonic() > deadline:
+                    break  # "length": out of tokens or out of time
             tokens.close()
         except Exception:  # noqa: BLE001 - reported to the greenlet, which logs it
             if not generation.cancelled:  # an aborted llama_decode raises; that is no error

@@ -145,3 +145,18 @@ def test_models_and_health(client: FlaskClient, engine: FakeEngine) -> None:
     assert client.get("/health").status_code == 200
     error_of(client.get("/health/ready"), 503)
     error_of(client.post("/v1/chat/completions", json=CHAT), 503)
+
+
+def test_default_and_ceiling_of_max_tokens(engine: FakeEngine) -> None:
+    from app import create_app
+    from tests.unit.conftest import make_config
+
+    client = create_app(
+        make_config(LLM_DEFAULT_MAX_TOKENS="10", LLM_MAX_TOKENS_LIMIT="20"), engine=engine
+    ).test_client()
+    client.post("/v1/completions", json={"prompt": "a"})
+    assert engine.requests[-1].max_tokens == 10
+    client.post("/v1/completions", json={"prompt": "a", "max_tokens": 20})
+    assert engine.requests[-1].max_tokens == 20
+    error = error_of(client.post("/v1/completions", json={"prompt": "a", "max_tokens": 21}), 400)
+    assert error["param"] == "max_tokens" and "limit of 20" in error["message"]

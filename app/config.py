@@ -111,7 +111,9 @@ SETTINGS: dict[str, Setting] = {
         "max_tokens when a request sends none (0: the rest of the context)",
     ),
     "max_generation_seconds": Setting(
-        "LLM_MAX_GENERATION_SECONDS", values.non_negative_float, lambda: "300",
+        "LLM_MAX_GENERATION_SECONDS",
+        values.non_negative_float,
+        lambda: "300",
         "Wall time after which a generation ends with finish_reason length; 0: no limit",
     ),
     "sse_keepalive": Setting(

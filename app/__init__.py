@@ -17,7 +17,7 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     """
     # Imported here, as Flask's tutorial does, so that gunicorn.conf.py can read
     # app.config in the master without loading llama.cpp or gevent before fork.
-    from app import balance, chat, completions, errors, models
+    from app import balance, chat, completions, errors, models, openapi
     from app.engine import Engine
 
     app = Flask(__name__)
@@ -40,4 +40,5 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     errors.init_app(app)
     for module in (chat, completions, models):
         app.register_blueprint(module.bp)
+    openapi.init_app(app)
     return app

@@ -73,7 +73,10 @@ class Tokenizer:
     def text(self, prompt: str) -> list[int]:
         """Tokenize a raw completion prompt as llama.cpp's server does (BOS, no special parsing)."""
         tokens = self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=False)
-        return ([self._bos] if self._adds_bos else []) + tokens
+        if self._adds_bos or not tokens:
+            # An empty prompt still needs one token to generate from: the start of text.
+            tokens = [self._bos if self._bos >= 0 else self._llama.token_eos()] + tokens
+        return tokens
 
     @property
     def supports_infill(self) -> bool:

@@ -20,8 +20,46 @@ class BaseSchema(Schema):
         unknown = EXCLUDE
 
 
+class StrictFloat(fields.Float):
+    """A JSON number, as OpenAI takes it: no numeric strings, no booleans."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValidationError("must be a number")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class StrictInteger(fields.Integer):
+    """A JSON integer: no numeric strings, no booleans, no 1.5."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(strict=True, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, bool):
+            raise ValidationError("must be an integer")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class StrictBoolean(fields.Boolean):
+    """A JSON true or false, nothing merely truthy."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError("must be true or false")
+        return value
+
+
 class StopField(fields.Field):
     """`stop`: a string or a list of up to four strings, loaded as a list."""
+
+    OPENAPI = {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "string"}, "maxItems": 4},
+            {"type": "null"},
+        ]
+    }
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[str]:
         values = [value] if isinstance(value, str) else value
@@ -34,6 +72,21 @@ class StopField(fields.Field):
 
 class ContentField(fields.Field):
     """Message `content`: a string or a list of text parts, loaded as one string."""
+
+    OPENAPI = {
+        "anyOf": [
+            {"type": "string"},
+            {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
+                    "required": ["type", "text"],
+                },
+            },
+            {"type": "null"},
+        ]
+    }
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         if isinstance(value, str):
@@ -55,6 +108,13 @@ class ContentField(fields.Field):
 
 class PromptField(fields.Field):
     """Completions `prompt`: a string, or a list holding exactly one string."""
+
+    OPENAPI = {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 1},
+        ]
+    }
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         if isinstance(value, list) and len(value) == 1:
@@ -83,18 +143,22 @@ class MessageSchema(BaseSchema):
 class StreamOptionsSchema(BaseSchema):
     """`stream_options`."""
 
-    include_usage = fields.Boolean(load_default=False, allow_none=True)
+    include_usage = StrictBoolean(load_default=False, allow_none=True)
 
 
 def _number(low: float, high: float | None = None, *, low_inclusive: bool = True) -> fields.Float:
-    return fields.Float(
+    return StrictFloat(
         allow_none=True,
         validate=validate.Range(min=low, max=high, min_inclusive=low_inclusive),
     )
 
 
 def _count(low: int = 0, high: int | None = None) -> fields.Integer:
-    return fields.Integer(strict=True, allow_none=True, validate=validate.Range(min=low, max=high))
+    return StrictInteger(allow_none=True, validate=validate.Range(min=low, max=high))
+
+
+def _neutral_only(openapi: dict[str, Any]) -> fields.Raw:
+    return fields.Raw(allow_none=True, metadata={"openapi": openapi})
 
 
 class GenerationSchema(BaseSchema):
@@ -110,20 +174,26 @@ class GenerationSchema(BaseSchema):
     presence_penalty = _number(-2, 2)
     frequency_penalty = _number(-2, 2)
     stop = StopField(allow_none=True)
-    seed = fields.Integer(strict=True, allow_none=True)
-    stream = fields.Boolean(allow_none=True)
+    seed = StrictInteger(allow_none=True)
+    stream = StrictBoolean(allow_none=True)
     stream_options = fields.Nested(StreamOptionsSchema, allow_none=True)
     user = fields.String(allow_none=True)
-    n = fields.Integer(
-        strict=True, allow_none=True, validate=validate.Equal(1, error="only n=1 is supported")
+    n = StrictInteger(allow_none=True, validate=validate.Equal(1, error="only n=1 is supported"))
+    # Not implemented yet: accepted only with their neutral value (the document says so).
+    logprobs = _neutral_only({"enum": [None, False]})
+    top_logprobs = _neutral_only({"enum": [None, 0]})
+    logit_bias = _neutral_only({"anyOf": [{"type": "null"}, {"type": "object", "maxProperties": 0}]})
+    response_format = _neutral_only(
+        {
+            "anyOf": [
+                {"type": "null"},
+                {"type": "object", "properties": {"type": {"const": "text"}}, "required": ["type"]},
+            ]
+        }
     )
-    logprobs = fields.Raw(allow_none=True)
-    top_logprobs = fields.Raw(allow_none=True)
-    logit_bias = fields.Raw(allow_none=True)
-    response_format = fields.Raw(allow_none=True)
-    tools = fields.Raw(allow_none=True)
-    tool_choice = fields.Raw(allow_none=True)
-    best_of = fields.Raw(allow_none=True)
+    tools = _neutral_only({"anyOf": [{"type": "null"}, {"type": "array", "maxItems": 0}]})
+    tool_choice = _neutral_only({"enum": [None, "none", "auto"]})
+    best_of = _neutral_only({"enum": [None, 1]})
 
     @validates_schema
     def reject_unsupported(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -150,7 +220,7 @@ class CompletionSchema(GenerationSchema):
     """`POST /v1/completions`."""
 
     prompt = PromptField(required=True)
-    echo = fields.Boolean(allow_none=True)
+    echo = StrictBoolean(allow_none=True)
     suffix = fields.String(allow_none=True)
 
 

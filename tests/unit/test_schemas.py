@@ -38,6 +38,13 @@ def param_of(schema: Any, body: dict[str, Any]) -> str | None:
         ("max_completion_tokens", -5),
         ("seed", 1.5),
         ("stream", "maybe"),
+        ("stream", "true"),
+        ("stream", 1),
+        ("temperature", "0.5"),
+        ("temperature", True),
+        ("max_tokens", True),
+        ("seed", "7"),
+        ("stream_options", "yes"),
         ("n", 2),
         ("n", 0),
         ("stop", ["a", "b", "c", "d", "e"]),
@@ -126,3 +133,8 @@ def test_content_parts_and_stop_are_normalised() -> None:
     assert data["stop"] == ["END"]
     assert data["stream_options"] == {"include_usage": True}
     assert completion_schema.load({"prompt": ["only one"]})["prompt"] == "only one"
+
+
+def test_nested_option_is_named_with_its_path() -> None:
+    body = {"messages": USER, "stream_options": {"include_usage": 1}}
+    assert param_of(chat_completion_schema, body) == "stream_options.include_usage"

@@ -1,0 +1,85 @@
+"""schemathesis against the live server, from its own OpenAPI document: no 5xx, and every
+response (status, headers, body) as the document says."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.integration.server import Server
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+
+
+@pytest.fixture(scope="module")
+def fuzz_server() -> Iterator[Server]:
+    # Small limits keep every generation short; the 2 s wall time bounds the rest.
+    server = Server(
+        LLM_N_CTX="512", LLM_MAX_TOKENS_LIMIT="8", LLM_MAX_GENERATION_SECONDS="2", LLM_MAX_QUEUE="64"
+    ).wait_ready()
+    yield server
+    log = server.output()
+    server.stop()
+    assert "Traceback" not in log, log
+
+
+@pytest.fixture(scope="module")
+def api_schema(fuzz_server: Server) -> schemathesis.BaseSchema:
+    return schemathesis.openapi.from_url(fuzz_server.url + "/openapi.json")
+
+
+OPERATIONS = [
+    "POST /v1/chat/completions",
+    "POST /v1/completions",
+    "GET /v1/models",
+    "GET /v1/models/{model_id}",
+    "GET /health",
+    "GET /health/ready",
+]
+
+
+def test_the_document_has_exactly_these_operations(api_schema: schemathesis.BaseSchema) -> None:
+    assert sorted(result.ok().label for result in api_schema.get_all_operations()) == sorted(OPERATIONS)
+
+
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=str)
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "event-stream"])
+@pytest.mark.parametrize("label", OPERATIONS)
+def test_operation_conforms(
+    api_schema: schemathesis.BaseSchema, label: str, stream: bool, mode: GenerationMode
+) -> None:
+    operation = api_schema.find_operation_by_label(label)
+    if operation.method.upper() != "POST" and (stream or mode == GenerationMode.NEGATIVE):
+        pytest.skip("only the completions have a stream mode, and a body to make invalid")
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=25,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    def check(case: schemathesis.Case) -> None:
+        if isinstance(case.body, dict):
+            case.body["stream"] = stream  # both stream modes, whatever else was generated
+        case.call_and_validate(checks=CHECKS)
+
+    check()

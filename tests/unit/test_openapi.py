@@ -1,0 +1,55 @@
+"""The OpenAPI document and the docs page, through Flask's test client."""
+
+from __future__ import annotations
+
+import re
+
+from flask.testing import FlaskClient
+from openapi_spec_validator import validate
+
+GENERATION_PATHS = ["/v1/chat/completions", "/v1/completions"]
+
+
+def test_document_is_valid_openapi_3_1(client: FlaskClient) -> None:
+    document = client.get("/openapi.json").get_json()
+    assert document["openapi"] == "3.1.0"
+    validate(document)
+
+
+def test_completions_declare_json_and_event_stream(client: FlaskClient) -> None:
+    document = client.get("/openapi.json").get_json()
+    schemas = document["components"]["schemas"]
+    for path in GENERATION_PATHS:
+        operation = document["paths"][path]["post"]
+        ok = operation["responses"]["200"]
+        assert set(ok["content"]) == {"application/json", "text/event-stream"}
+        assert "data: [DONE]" in ok["description"] and "include_usage" in ok["description"]
+        event = schemas[ok["content"]["text/event-stream"]["schema"]["$ref"].rsplit("/", 1)[1]]
+        chunk_ref = event["properties"]["data"]["anyOf"][0]["contentSchema"]["$ref"]
+        assert chunk_ref.endswith("Chunk")
+        assert set(operation["responses"]) == {"200", "400", "404", "406", "413", "429", "500", "503"}
+        assert operation["responses"]["429"]["headers"]["Retry-After"]
+
+
+def test_request_bounds_come_from_the_validating_schemas(client: FlaskClient) -> None:
+    schemas = client.get("/openapi.json").get_json()["components"]["schemas"]
+    chat = schemas["ChatCompletionRequest"]
+    assert chat["required"] == ["messages"]
+    assert chat["properties"]["temperature"]["maximum"] == 2.0
+    assert chat["properties"]["messages"]["minItems"] == 1
+    assert chat["properties"]["stop"]["anyOf"][1]["maxItems"] == 4
+    assert "prompt" in schemas["CompletionRequest"]["required"]
+
+
+def test_docs_page_is_served_with_local_assets(client: FlaskClient) -> None:
+    page = client.get("/docs/")
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    html = page.get_data(as_text=True)
+    assert '"url": "/openapi.json"' in html and '"validatorUrl": null' in html
+    # Nothing from the network: the only absolute URL is this server's own.
+    assert all(url.startswith("http://localhost/") for url in re.findall(r"https?://[^\s\"']+", html))
+    for asset in ("swagger-ui-bundle.js", "swagger-ui-standalone-preset.js", "swagger-ui.css"):
+        assert f"/docs/{asset}" in html
+        response = client.get(f"/docs/{asset}")
+        assert response.status_code == 200 and len(response.get_data()) > 10_000
+        response.close()

@@ -1,6 +1,8 @@
 """gunicorn settings: gevent workers, one model each, all values from LLM_* variables."""
 
 import os
+import tempfile
+from pathlib import Path
 
 from app import balance
 from app.config import exit_on_bad_config
@@ -31,16 +33,35 @@ graceful_timeout = _config.graceful_timeout
 # Above the idle timeout of nginx's upstream keepalive (60 s) so a proxy never
 # reuses a connection this side has just closed.
 keepalive = 75
-accesslog = "-"
+# The app writes one access line per request itself (with tokens and time to first
+# token, when the stream has ended), so gunicorn's own access log stays off.
+accesslog = None
 errorlog = "-"
 loglevel = "info"
+if _config.log_format == "json":
+    logconfig_dict = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "app.requestlog.JsonFormatter"}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
+        "root": {"handlers": ["stderr"], "level": "INFO"},
+        "loggers": {"gunicorn.error": {"handlers": ["stderr"], "level": "INFO", "propagate": False}},
+    }
+
+
 control_socket_disable = True  # several instances may share a host (tests, multi-backend)
 
 # Fair use of workers (app/balance.py): a table of each worker's load, shared
 # through fork, and a private socket per worker for relayed requests. Kept in the
 # module so a reload (SIGHUP), which re-reads this file, keeps the same table.
-if balance.table is None:
+if balance.table is None:  # the first start, not a reload
     balance.table = balance.PeerTable()
+    # prometheus_client's multiprocess mode: one directory shared by the workers,
+    # emptied at start so no earlier run's figures linger (kept across reloads).
+    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="llm-metrics-")
+    for _stale in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
+        _stale.unlink()
 
 
 def pre_fork(server, worker):
@@ -58,7 +79,10 @@ def post_worker_init(worker):
 
 
 def child_exit(server, worker):
+    from prometheus_client import multiprocess
+
     balance.table.release(worker.llm_slot)
+    multiprocess.mark_process_dead(worker.pid)
 
 
 def on_exit(server):

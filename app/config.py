@@ -39,6 +39,7 @@ class Setting:
     parse: Callable[[str], Any]
     default: Callable[[], str]
     help: str
+    secret: bool = False  # never echoed in an error message
 
 
 SETTINGS: dict[str, Setting] = {
@@ -116,6 +117,28 @@ SETTINGS: dict[str, Setting] = {
         lambda: "300",
         "Wall time after which a generation ends with finish_reason length; 0: no limit",
     ),
+    "api_keys": Setting(
+        "LLM_API_KEYS",
+        values.text_list,
+        lambda: "",
+        "Comma-separated API keys; when set (or LLM_API_KEYS_FILE), /v1 needs Authorization: Bearer",
+        secret=True,
+    ),
+    "api_keys_file": Setting(
+        "LLM_API_KEYS_FILE", values.key_file, lambda: "", "File of API keys, one per line"
+    ),
+    "metrics_auth": Setting(
+        "LLM_METRICS_AUTH", values.flag, lambda: "0", "1 makes /metrics need an API key too"
+    ),
+    "cors_origins": Setting(
+        "LLM_CORS_ORIGINS",
+        values.origins,
+        lambda: "",
+        "Comma-separated origins allowed to call the API from a browser (CORS); empty: CORS off",
+    ),
+    "log_format": Setting(
+        "LLM_LOG_FORMAT", values.choice("text", "json"), lambda: "text", "Log lines on stderr: text or json"
+    ),
     "sse_keepalive": Setting(
         "LLM_SSE_KEEPALIVE",
         values.non_negative_float,
@@ -135,7 +158,7 @@ SETTINGS: dict[str, Setting] = {
         "Seconds in-flight requests get to finish on shutdown",
     ),
 }
-_OPTIONAL_WHEN_EMPTY = {"model_id", "tensor_split"}
+_OPTIONAL_WHEN_EMPTY = {"model_id", "tensor_split", "api_keys", "api_keys_file", "cors_origins"}
 
 
 @dataclass(frozen=True)
@@ -158,6 +181,11 @@ class Config:
     max_tokens_limit: int
     default_max_tokens: int
     max_generation_seconds: float
+    api_keys: tuple[str, ...]
+    api_keys_file: tuple[str, ...] | None
+    metrics_auth: bool
+    cors_origins: tuple[str, ...] | None
+    log_format: str
     sse_keepalive: float
     timeout: int
     graceful_timeout: int
@@ -166,17 +194,18 @@ class Config:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
         """Read and validate every setting; the first bad one raises ConfigError."""
         environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
+        parsed: dict[str, Any] = {}
         for name, setting in SETTINGS.items():
             raw = environ.get(setting.env, "").strip() or setting.default()
             if name in _OPTIONAL_WHEN_EMPTY and not raw:
-                values[name] = None
+                parsed[name] = None
                 continue
             try:
-                values[name] = setting.parse(raw)
+                parsed[name] = setting.parse(raw)
             except ValueError as exc:
-                raise ConfigError(f"{setting.env}={raw!r}: {exc}") from None
-        return cls(**_derive(values))
+                shown = "<hidden>" if setting.secret else repr(raw)
+                raise ConfigError(f"{setting.env}={shown}: {exc}") from None
+        return cls(**_derive(parsed))
 
     def check_devices(self, max_devices: int) -> None:
         """Refuse a tensor split that names more devices than the llama.cpp build has."""
@@ -187,21 +216,22 @@ class Config:
             )
 
 
-def _derive(values: dict[str, Any]) -> dict[str, Any]:
+def _derive(parsed: dict[str, Any]) -> dict[str, Any]:
     """Fill the defaults that depend on other settings, and cross-check them."""
-    values["model_id"] = values["model_id"] or Path(values["model_path"]).stem
-    if values["n_threads"] == 0:
-        values["n_threads"] = max(1, (os.cpu_count() or 1) // values["workers"])
-    limit = values["max_tokens_limit"] or values["n_ctx"]
-    if limit > values["n_ctx"]:
-        raise ConfigError(f"LLM_MAX_TOKENS_LIMIT={limit}: must not exceed LLM_N_CTX={values['n_ctx']}")
-    values["max_tokens_limit"] = limit
-    if values["default_max_tokens"] > limit:
+    parsed["model_id"] = parsed["model_id"] or Path(parsed["model_path"]).stem
+    parsed["api_keys"] = (parsed["api_keys"] or ()) + (parsed["api_keys_file"] or ())
+    if parsed["n_threads"] == 0:
+        parsed["n_threads"] = max(1, (os.cpu_count() or 1) // parsed["workers"])
+    limit = parsed["max_tokens_limit"] or parsed["n_ctx"]
+    if limit > parsed["n_ctx"]:
+        raise ConfigError(f"LLM_MAX_TOKENS_LIMIT={limit}: must not exceed LLM_N_CTX={parsed['n_ctx']}")
+    parsed["max_tokens_limit"] = limit
+    if parsed["default_max_tokens"] > limit:
         raise ConfigError(
-            f"LLM_DEFAULT_MAX_TOKENS={values['default_max_tokens']}: "
+            f"LLM_DEFAULT_MAX_TOKENS={parsed['default_max_tokens']}: "
             f"must not exceed the max_tokens limit ({limit})"
         )
-    return values
+    return parsed
 
 
 def describe_settings() -> list[tuple[str, str, str]]:

@@ -15,6 +15,7 @@ import gevent.event
 import gevent.lock
 from gevent.threadpool import ThreadPool
 
+from app import metrics
 from app.config import Config
 from app.errors import QueueFullError
 from app.generation import Chunk, Generation, GenerationRequest
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 class Engine:
     """One llama.cpp model, its tokenizer, and the single slot that serialises generations."""
 
-    def __init__(self, config: Config, on_load_change: Callable[[int], object] | None = None) -> None:
+    def __init__(self, config: Config, on_load_change: Callable[[int, bool], object] | None = None) -> None:
         self.config = config
         self._on_load_change = on_load_change
         self.created = int(time.time())
@@ -71,18 +72,23 @@ class Engine:
     def count_admitted(self, change: int) -> None:
         """Track the requests this worker holds, and tell the other workers."""
         self.admitted += change
+        self._load_changed()
+
+    def _load_changed(self) -> None:
         if self._on_load_change is not None:
-            self._on_load_change(self.admitted)
+            self._on_load_change(self.admitted, self.slot.locked())
 
     def run_in_thread(self, generation: Generation) -> None:
         """Run a generation that holds the slot in the native thread; free the slot after."""
         running = self.pool.spawn(self.run, generation)
+        self._load_changed()
         # The slot is freed only when the native thread is done with the model,
         # even if the request's greenlet has gone by then.
         running.rawlink(lambda result: self._on_run_done(generation, result))
 
     def _on_run_done(self, generation: Generation, result: Any) -> None:
         self.slot.release()
+        self._load_changed()
         reason, count = result.value if result.successful() else ("error", 0)
         if reason == "cancelled":
             stage = f"after {count} tokens" if count else "during prompt processing"
@@ -122,6 +128,7 @@ class Engine:
         if not isinstance(result.value, str):
             self._llama, self.tokenizer, self.load_seconds = result.value
             log.info("model %s loaded in %.2fs", self.config.model_id, self.load_seconds)
+            metrics.MODEL_LOAD.set(self.load_seconds)
             self._loaded.set()
             return
         self.load_error = result.value

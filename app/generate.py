@@ -6,7 +6,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from flask import Response, current_app, jsonify, request
+from flask import Response, current_app, g, jsonify, request
 from marshmallow import Schema
 from werkzeug.exceptions import BadRequest
 
@@ -18,11 +18,14 @@ from app.errors import (
     InvalidRequestError,
     ModelNotFoundError,
     NotAcceptableError,
+    QueueFullError,
+    QueueTimeoutError,
     ServerError,
     ServiceUnavailableError,
 )
 from app.generation import Generation, GenerationRequest, Sampling
 from app.objects import Shape, usage
+from app.requestlog import RequestStats
 
 log = logging.getLogger(__name__)
 
@@ -107,43 +110,62 @@ def respond(
 ) -> Response:
     """Run the generation and answer as one JSON object or as an event stream."""
     the_engine = engine()
+    stats = g.stats
     relayed = relay.to_idle_peer(request, the_engine)
     if relayed is not None:
+        stats.relayed = True
         return relayed
-    generation = the_engine.submit(gen_request)
+    try:
+        generation = the_engine.submit(gen_request)
+    except QueueFullError:
+        stats.rejected = True
+        raise
+    stats.prompt_tokens = len(gen_request.prompt_tokens)
     generation.on_close(disconnect.watch(request.environ, generation.cancel))
     shape = Shape(model=current_app.config["LLM"].model_id, chat=chat)
     prompt_count = len(gen_request.prompt_tokens)
     if body.get("stream"):
         options = body.get("stream_options") or {}
         response = sse.stream_response(
-            _stream(generation, shape, prompt_count, bool(options.get("include_usage")), prefix)
+            _stream(generation, shape, prompt_count, bool(options.get("include_usage")), prefix, stats)
         )
         # Runs even when the client leaves before the stream's first event.
         response.call_on_close(generation.close)
         return response
     text, last = prefix, None
-    for chunk in generation:
-        if chunk is None:
-            continue
-        _raise_if_failed(chunk)
-        text, last = text + chunk.text, chunk
+    try:
+        for chunk in generation:
+            if chunk is None:
+                continue
+            _raise_if_failed(chunk)
+            _account(chunk, stats)
+            text, last = text + chunk.text, chunk
+    except QueueTimeoutError:
+        stats.rejected = True
+        raise
     if last is None or last.finish_reason == "cancelled":
         # The client hung up (seen by the disconnect watcher); nobody reads this.
+        stats.cancelled = True
         return Response(status=499)
     return jsonify(shape.completion(text, last.finish_reason, usage(prompt_count, last.completion_tokens)))
 
 
 def _stream(
-    generation: Generation, shape: Shape, prompt_count: int, include_usage: bool, prefix: str
+    generation: Generation,
+    shape: Shape,
+    prompt_count: int,
+    include_usage: bool,
+    prefix: str,
+    stats: RequestStats,
 ) -> Iterator[bytes]:
     """The SSE events of one generation; runs after the headers have gone out."""
     extra = {"usage": None} if include_usage else {}
-    if shape.chat:
-        yield sse.event(shape.chunk("", first=True) | extra)
-    elif prefix:  # `echo`: the prompt comes first
-        yield sse.event(shape.chunk(prefix) | extra)
+    ended = False
     try:
+        if shape.chat:
+            yield sse.event(shape.chunk("", first=True) | extra)
+        elif prefix:  # `echo`: the prompt comes first
+            yield sse.event(shape.chunk(prefix) | extra)
         for chunk in generation:
             if chunk is None:
                 yield sse.KEEPALIVE
@@ -151,15 +173,28 @@ def _stream(
             if chunk.finish_reason == "cancelled":  # the client has gone: nobody to write to
                 return
             _raise_if_failed(chunk)
+            _account(chunk, stats)
             yield from _chunk_events(chunk, shape, prompt_count, include_usage, extra)
+        ended = True
+        yield sse.DONE
     except APIError as exc:
         # The 200 has gone out: the error travels as one unnamed data event, which the
         # openai SDKs raise as APIError, and the stream ends.
+        ended = True
+        stats.rejected = isinstance(exc, QueueTimeoutError)
         body = exc.body()
         body["error"].pop("param")
         yield sse.event(body)
-        return
-    yield sse.DONE
+    finally:
+        stats.cancelled = not ended
+
+
+def _account(chunk: Any, stats: RequestStats) -> None:
+    """Note timing and token counts of a chunk for the access log and metrics."""
+    if chunk.text:
+        stats.on_text()
+    if chunk.finish_reason is not None:
+        stats.completion_tokens = chunk.completion_tokens
 
 
 def _chunk_events(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -88,3 +89,43 @@ def bind(raw: str) -> str:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError("must be HOST:PORT, e.g. 127.0.0.1:8000")
     return raw
+
+
+def text_list(raw: str) -> tuple[str, ...]:
+    """Comma-separated non-empty strings."""
+    items = tuple(part.strip() for part in raw.split(",") if part.strip())
+    if not items:
+        raise ValueError("must be a comma-separated list")
+    return items
+
+
+def key_file(raw: str) -> tuple[str, ...]:
+    """A file of API keys, one per line (blank lines and # comments skipped)."""
+    try:
+        lines = Path(raw).read_text().splitlines()
+    except OSError as exc:
+        raise ValueError(f"cannot read the file: {exc.strerror}") from None
+    keys = tuple(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
+    if not keys:
+        raise ValueError("holds no keys")
+    return keys
+
+
+def origins(raw: str) -> tuple[str, ...]:
+    """Comma-separated origins such as https://app.example.com, or *."""
+    items = text_list(raw)
+    for item in items:
+        if item != "*" and not re.fullmatch(r"https?://[^/\s]+", item):
+            raise ValueError(f"{item!r} is not an origin like https://app.example.com (no path)")
+    return items
+
+
+def choice(*allowed: str) -> Callable[[str], str]:
+    """A parser accepting one of `allowed`."""
+
+    def parse(raw: str) -> str:
+        if raw not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return raw
+
+    return parse

@@ -40,5 +40,6 @@ def model_busy(port: int, body: dict | None = None) -> Iterator[threading.Event]
         yield ended
     finally:
         sock.shutdown(socket.SHUT_RDWR)
-        sock.close()
         thread.join(10)
+        reader.close()
+        sock.close()

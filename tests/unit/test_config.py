@@ -41,6 +41,12 @@ def test_defaults_serve_the_bundled_model() -> None:
         ("LLM_DEFAULT_MAX_TOKENS", "4096", "must not exceed the max_tokens limit"),
         ("LLM_SSE_KEEPALIVE", "-1", "must be a number >= 0"),
         ("LLM_MAX_GENERATION_SECONDS", "-3", "must be a number >= 0"),
+        ("LLM_API_KEYS", ",", "must be a comma-separated list"),
+        ("LLM_API_KEYS_FILE", "/nonexistent/keys", "cannot read the file"),
+        ("LLM_METRICS_AUTH", "sometimes", "must be 0 or 1"),
+        ("LLM_CORS_ORIGINS", "app.example.com", "is not an origin"),
+        ("LLM_CORS_ORIGINS", "https://app.example.com/path", "is not an origin"),
+        ("LLM_LOG_FORMAT", "xml", "must be one of text, json"),
         ("LLM_MAX_QUEUE", "-1", "must be an integer >= 0"),
         ("LLM_QUEUE_TIMEOUT", "0", "must be a number > 0"),
         ("LLM_SSE_KEEPALIVE", "nan", "must be a number >= 0"),
@@ -69,3 +75,23 @@ def test_readme_table_matches_the_settings() -> None:
     readme = (ROOT / "README.md").read_text()
     for env, default, meaning in describe_settings():
         assert f"| `{env}` | {default or '—'} | {meaning} |" in readme, env
+
+
+def test_api_keys_from_the_variable_and_the_file(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("# team keys\nsk-file-1\n\n  sk-file-2  \n")
+    config = Config.from_env({"LLM_API_KEYS": "sk-a,sk-b", "LLM_API_KEYS_FILE": str(keys)})
+    assert config.api_keys == ("sk-a", "sk-b", "sk-file-1", "sk-file-2")
+    empty = tmp_path / "empty"
+    empty.write_text("# nothing\n")
+    with pytest.raises(ConfigError, match="holds no keys"):
+        Config.from_env({"LLM_API_KEYS_FILE": str(empty)})
+
+
+def test_a_bad_secret_is_never_echoed() -> None:
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({"LLM_API_KEYS": " , "})
+    assert "LLM_API_KEYS" in str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({"LLM_API_KEYS": "sk-secret", "LLM_N_CTX": "0"})
+    assert "sk-secret" not in str(caught.value)

@@ -1,0 +1,102 @@
+"""deploy/nginx.conf in front of two real backends: streaming, spreading, aborts, keep-alives."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.integration.busy import model_busy
+from tests.integration.conftest import assert_clean
+from tests.integration.nginx import Nginx
+from tests.integration.rawhttp import open_request, read_chunk, read_head
+from tests.integration.server import Server
+
+LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "stream": True}
+
+
+@pytest.fixture(scope="module")
+def deployment() -> Iterator[tuple[Nginx, list[Server]]]:
+    backends = [Server(LLM_N_THREADS="1", LLM_SSE_KEEPALIVE="0.5") for _ in range(2)]
+    proxy = None
+    try:
+        for backend in backends:
+            backend.wait_ready()
+        proxy = Nginx([b.port for b in backends])
+        yield proxy, backends
+    finally:
+        if proxy:
+            proxy.stop()
+        logs = [b.output() for b in backends]
+        for backend in backends:
+            backend.stop()
+    for log in logs:
+        assert_clean(log)
+
+
+def test_stream_arrives_incrementally_through_nginx(deployment: tuple[Nginx, list[Server]]) -> None:
+    proxy, _ = deployment
+    arrivals = []
+    body = {"prompt": "1, 2, 3,", "max_tokens": 100, "temperature": 0, "stream": True}
+    with httpx.stream("POST", proxy.url + "/v1/completions", json=body, timeout=60) as response:
+        assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                arrivals.append(time.monotonic())
+    assert len(arrivals) > 50
+    # A hundred tokens take about a second; buffered, they would all arrive at once.
+    assert arrivals[-1] - arrivals[0] > 0.5
+    assert arrivals[len(arrivals) // 2] - arrivals[0] > 0.2
+
+
+def test_requests_are_spread_over_both_backends(deployment: tuple[Nginx, list[Server]]) -> None:
+    proxy, backends = deployment
+    marker = f"spread-{time.monotonic_ns()}"
+    body = {"prompt": "Hi", "max_tokens": 60, "temperature": 0, "stream": True}
+
+    def one(index: int) -> None:
+        headers = {"X-Request-ID": f"{marker}-{index}"}
+        with httpx.stream("POST", proxy.url + "/v1/completions", json=body, headers=headers, timeout=60) as r:
+            assert r.status_code == 200 and r.headers["x-request-id"] == f"{marker}-{index}"
+            r.read()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join(60)
+    time.sleep(0.3)
+    served = [b.output().count(f"[{marker}-") for b in backends]
+    assert all(count > 0 for count in served), served
+
+
+def test_client_abort_through_nginx_cancels_the_backend(deployment: tuple[Nginx, list[Server]]) -> None:
+    proxy, backends = deployment
+    before = sum(b.output().count("cancelled by its client after") for b in backends)
+    sock = open_request(proxy.port, "POST", "/v1/completions", LONG)
+    reader = sock.makefile("rb")
+    assert read_head(reader)[0] == 200
+    for _ in range(5):
+        read_chunk(reader)
+    sock.shutdown(socket.SHUT_RDWR)
+    reader.close()
+    sock.close()
+    deadline = time.monotonic() + 10
+    while sum(b.output().count("cancelled by its client after") for b in backends) == before:
+        assert time.monotonic() < deadline, "the backend never cancelled"
+        time.sleep(0.1)
+
+
+def test_keepalive_comments_pass_through_nginx(deployment: tuple[Nginx, list[Server]]) -> None:
+    proxy, backends = deployment
+    with model_busy(backends[0].port), model_busy(backends[1].port):
+        sock = open_request(proxy.port, "POST", "/v1/completions", {**LONG, "max_tokens": 5})
+        with sock, sock.makefile("rb") as reader:
+            assert read_head(reader)[0] == 200
+            frames = [read_chunk(reader) for _ in range(2)]
+    assert frames == [b": keep-alive\n\n"] * 2

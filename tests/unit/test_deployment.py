@@ -1,0 +1,87 @@
+"""API keys, request ids, CORS and /metrics through Flask's test client."""
+
+from __future__ import annotations
+
+import pytest
+from flask.testing import FlaskClient
+
+from app import create_app
+from tests.unit.conftest import FakeEngine, make_config
+
+CHAT = {"messages": [{"role": "user", "content": "hi"}]}
+
+
+@pytest.fixture
+def keyed(engine: FakeEngine) -> FlaskClient:
+    return create_app(make_config(LLM_API_KEYS="sk-one, sk-two"), engine=engine).test_client()
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "", "Bearer", "Bearer ", "Bearer sk-three", "Basic sk-one", "sk-one", "Bearer sk-on"],
+)
+def test_missing_or_wrong_key_is_401(keyed: FlaskClient, authorization: str | None) -> None:
+    headers = {"Authorization": authorization} if authorization is not None else {}
+    for method, path, kwargs in [("post", "/v1/chat/completions", {"json": CHAT}), ("get", "/v1/models", {})]:
+        response = getattr(keyed, method)(path, headers=headers, **kwargs)
+        assert response.status_code == 401
+        error = response.get_json()["error"]
+        assert error["code"] == "invalid_api_key" and error["type"] == "invalid_request_error"
+        assert "sk-" not in response.get_data(as_text=True)
+
+
+def test_right_keys_pass_and_health_stays_public(keyed: FlaskClient) -> None:
+    for key in ("sk-one", "sk-two"):
+        assert keyed.get("/v1/models", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+    assert (
+        keyed.post("/v1/chat/completions", json=CHAT, headers={"Authorization": "bearer sk-two"}).status_code
+        == 200
+    )
+    assert keyed.get("/health").status_code == 200
+    assert keyed.get("/metrics").status_code == 200
+    assert keyed.get("/openapi.json").status_code == 200
+
+
+def test_metrics_can_require_a_key(engine: FakeEngine) -> None:
+    client = create_app(make_config(LLM_API_KEYS="sk-one", LLM_METRICS_AUTH="1"), engine=engine).test_client()
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers={"Authorization": "Bearer sk-one"}).status_code == 200
+
+
+def test_no_keys_means_open(client: FlaskClient) -> None:
+    assert client.get("/v1/models").status_code == 200
+
+
+def test_request_id_is_honoured_or_made(client: FlaskClient) -> None:
+    assert client.get("/health", headers={"X-Request-ID": "abc-123"}).headers["X-Request-ID"] == "abc-123"
+    made = client.get("/health").headers["X-Request-ID"]
+    assert len(made) == 32
+    # Ids that could forge log lines are replaced.
+    assert client.get("/health", headers={"X-Request-ID": "a b\tc"}).headers["X-Request-ID"] != "a b\tc"
+    assert client.get("/nope").headers["X-Request-ID"]  # errors too
+
+
+def test_cors_is_off_by_default(client: FlaskClient) -> None:
+    response = client.options(
+        "/v1/chat/completions",
+        headers={"Origin": "https://app.example.com", "Access-Control-Request-Method": "POST"},
+    )
+    assert "Access-Control-Allow-Origin" not in response.headers
+
+
+def test_cors_allow_list(engine: FakeEngine) -> None:
+    client = create_app(make_config(LLM_CORS_ORIGINS="https://app.example.com"), engine=engine).test_client()
+    preflight = client.options(
+        "/v1/chat/completions",
+        headers={
+            "Origin": "https://app.example.com",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type",
+        },
+    )
+    assert preflight.status_code == 200
+    assert preflight.headers["Access-Control-Allow-Origin"] == "https://app.example.com"
+    assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
+    assert "authorization" in preflight.headers["Access-Control-Allow-Headers"].lower()
+    other = client.post("/v1/chat/completions", json=CHAT, headers={"Origin": "https://evil.example.com"})
+    assert "Access-Control-Allow-Origin" not in other.headers

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response
 
-from app.generate import engine, parse_body, plan, respond
+from app import structured, tools
+from app.answer import Answer, respond
+from app.generate import engine, parse_body, plan_choices
 from app.schemas import chat_completion_schema
 
 bp = Blueprint("chat", __name__)
@@ -14,6 +16,29 @@ bp = Blueprint("chat", __name__)
 def create_chat_completion() -> Response:
     """Answer a conversation, formatted by the model's own chat template."""
     body = parse_body(chat_completion_schema)
-    prompt_tokens = engine().tokenizer.chat(body["messages"])
-    gen_request = plan(body, prompt_tokens, prompt_param="messages", max_param="max_completion_tokens")
-    return respond(body, gen_request, chat=True)
+    the_engine = engine()
+    messages = body["messages"]
+    if tools.active(body):
+        messages = tools.with_tool_instructions(messages, body["tools"])
+    if tools.forced(body):
+        grammar, param = tools.call_grammar(body), "tools"
+    else:
+        grammar, param = structured.response_grammar(body.get("response_format")), "response_format"
+    prompt = the_engine.tokenizer.chat(messages)
+    requests = plan_choices(
+        body,
+        [prompt],
+        prompt_param="messages",
+        max_param="max_completion_tokens",
+        logprobs=(body.get("top_logprobs") or 0) if body.get("logprobs") else None,
+        grammar=structured.checked(the_engine.tokenizer, grammar, param),
+        vocabulary_size=the_engine.tokenizer.vocabulary_size,
+    )
+    answer = Answer(
+        chat=True,
+        prompt_tokens=len(prompt),
+        include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+        tools=body["tools"] if tools.active(body) else None,
+        tools_forced=tools.forced(body),
+    )
+    return respond(the_engine, body, requests, answer)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response
 
+from app.answer import Answer, respond
 from app.errors import InvalidRequestError
-from app.generate import engine, parse_body, plan, respond
+from app.generate import engine, parse_body, plan_choices
 from app.schemas import completion_schema
 
 bp = Blueprint("completions", __name__)
@@ -13,17 +14,31 @@ bp = Blueprint("completions", __name__)
 
 @bp.post("/v1/completions")
 def create_completion() -> Response:
-    """Continue a text prompt (or fill in the middle, given a `suffix`)."""
+    """Continue each text prompt (or fill in the middle, given a `suffix`)."""
     body = parse_body(completion_schema)
-    tokenizer = engine().tokenizer
+    the_engine = engine()
+    tokenizer = the_engine.tokenizer
     if body.get("suffix"):
         if not tokenizer.supports_infill:
             raise InvalidRequestError(
-                "suffix needs a model with fill-in-the-middle tokens; this one has none.",
-                param="suffix",
+                "suffix needs a model with fill-in-the-middle tokens; this one has none.", param="suffix"
             )
-        prompt_tokens = tokenizer.infill(body["prompt"], body["suffix"])
+        prompts = [tokenizer.infill(text, body["suffix"]) for text in body["prompt"]]
     else:
-        prompt_tokens = tokenizer.text(body["prompt"])
-    gen_request = plan(body, prompt_tokens, prompt_param="prompt")
-    return respond(body, gen_request, chat=False, prefix=body["prompt"] if body.get("echo") else "")
+        prompts = [tokenizer.text(text) for text in body["prompt"]]
+    requests = plan_choices(
+        body,
+        prompts,
+        prompt_param="prompt",
+        logprobs=body.get("logprobs"),
+        vocabulary_size=tokenizer.vocabulary_size,
+    )
+    n = body.get("n") or 1
+    echoed = {r.index: body["prompt"][r.index // n] for r in requests} if body.get("echo") else {}
+    answer = Answer(
+        chat=False,
+        prompt_tokens=sum(len(tokens) for tokens in prompts),
+        prefixes=echoed,
+        include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+    )
+    return respond(the_engine, body, requests, answer)

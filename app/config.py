@@ -111,6 +111,9 @@ SETTINGS: dict[str, Setting] = {
         lambda: "0",
         "max_tokens when a request sends none (0: the rest of the context)",
     ),
+    "max_n": Setting(
+        "LLM_MAX_N", values.positive_int, lambda: "8", "Most choices (n) one request may ask for"
+    ),
     "max_generation_seconds": Setting(
         "LLM_MAX_GENERATION_SECONDS",
         values.non_negative_float,
@@ -180,6 +183,7 @@ class Config:
     max_body_bytes: int
     max_tokens_limit: int
     default_max_tokens: int
+    max_n: int
     max_generation_seconds: float
     api_keys: tuple[str, ...]
     api_keys_file: tuple[str, ...] | None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-import random
 import time
 import traceback
 from collections.abc import Callable
@@ -17,10 +16,11 @@ from gevent.threadpool import ThreadPool
 
 from app import metrics
 from app.config import Config
+from app.decode import decode
 from app.errors import QueueFullError
 from app.generation import Chunk, Generation, GenerationRequest
 from app.prompts import Tokenizer
-from app.textstream import TextAssembler
+from app.sampling import ServerLlama
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class Engine:
         self._loaded.wait(timeout)
         return self.ready
 
-    def submit(self, request: GenerationRequest) -> Generation:
+    def submit(self, requests: list[GenerationRequest]) -> Generation:
         """Admit a generation (or refuse at once); it starts when iterated and the model is free."""
         if self.admitted >= 1 + self.config.max_queue:
             raise QueueFullError(
@@ -67,7 +67,7 @@ class Engine:
                 f"{self.config.max_queue}); retry shortly."
             )
         self.count_admitted(+1)
-        return Generation(self, request)
+        return Generation(self, requests)
 
     def count_admitted(self, change: int) -> None:
         """Track the requests this worker holds, and tell the other workers."""
@@ -101,7 +101,7 @@ class Engine:
         started = time.monotonic()
         cfg = self.config
         try:
-            llama = llama_cpp.Llama(
+            llama = ServerLlama(
                 model_path=cfg.model_path,
                 n_ctx=cfg.n_ctx,
                 n_batch=cfg.n_batch,
@@ -147,64 +147,30 @@ class Engine:
             self._abort_flag[0] = b"\x01"
 
     def run(self, generation: Generation) -> tuple[str, int]:
-        """Generate in the native thread. Touches no gevent object but through `emit`."""
+        """Generate every choice of a request in the native thread, one after another."""
         self._current = generation
         self._abort_flag[0] = b"\x00"
         if generation.cancelled:  # cancelled between admission and here (see abort_if_running)
             self._abort_flag[0] = b"\x01"
-        request = generation.request
-        count, reason = 0, "length"
-        assembler = TextAssembler(request.stop)
         limit = self.config.max_generation_seconds
         deadline = time.monotonic() + limit if limit else float("inf")
+        reason, total = "length", 0
         try:
-            llama = self._llama
-            if not self.config.prompt_cache:
-                # Reusing a cached prefix evaluates the prompt in other batch shapes,
-                # which can flip a near-tie: a cold start keeps seeded output identical.
-                llama.reset()
-            tokens = self._tokens(llama, request)
-            for token in tokens:
-                if generation.cancelled:
-                    reason = "cancelled"
+            for request in generation.requests:
+                if not self.config.prompt_cache:
+                    # Reusing a cached prefix evaluates the prompt in other batch shapes,
+                    # which can flip a near-tie: a cold start keeps seeded output identical.
+                    self._llama.reset()
+                reason, count = decode(self._llama, self.tokenizer, request, generation, deadline)
+                total += count
+                if reason == "cancelled":
                     break
-                if self.tokenizer.is_end_of_generation(token):
-                    reason = "stop"
-                    break
-                count += 1
-                text = assembler.feed(self.tokenizer.piece(token))
-                if text:
-                    generation.emit(Chunk(text))
-                if assembler.stopped:
-                    reason = "stop"
-                    break
-                if count >= request.max_tokens or time.monotonic() > deadline:
-                    break  # "length": out of tokens or out of time
-            tokens.close()
         except Exception:  # noqa: BLE001 - reported to the greenlet, which logs it
             if not generation.cancelled:  # an aborted llama_decode raises; that is no error
-                generation.emit(
-                    Chunk(finish_reason="error", completion_tokens=count, error=traceback.format_exc())
-                )
-                return "error", count
+                generation.emit(Chunk(finish_reason="error", error=traceback.format_exc()))
+                return "error", total
+            generation.emit(Chunk(finish_reason="cancelled"))
             reason = "cancelled"
         finally:
             self._current = None
-        generation.emit(Chunk(assembler.finish(), reason, count))
-        return reason, count
-
-    @staticmethod
-    def _tokens(llama: Any, request: GenerationRequest) -> Any:
-        sampling = request.sampling
-        seed = sampling.seed if sampling.seed is not None else random.getrandbits(32)
-        llama.set_seed(seed & 0xFFFFFFFF)
-        return llama.generate(
-            request.prompt_tokens,
-            temp=sampling.temperature,
-            top_p=sampling.top_p,
-            top_k=sampling.top_k,
-            min_p=sampling.min_p,
-            repeat_penalty=sampling.repeat_penalty,
-            presence_penalty=sampling.presence_penalty,
-            frequency_penalty=sampling.frequency_penalty,
-        )
+        return reason, total

@@ -1,31 +1,24 @@
-"""The request flow both completion endpoints share: parse, plan, generate, respond."""
+"""What both completion endpoints do before generating: parse the body, then plan each choice."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
-from flask import Response, current_app, g, jsonify, request
+from flask import current_app, request
 from marshmallow import Schema
 from werkzeug.exceptions import BadRequest
 
-from app import disconnect, relay, sse
 from app.engine import Engine
 from app.errors import (
-    APIError,
     ContextLengthError,
     InvalidRequestError,
     ModelNotFoundError,
     NotAcceptableError,
-    QueueFullError,
-    QueueTimeoutError,
-    ServerError,
     ServiceUnavailableError,
 )
-from app.generation import Generation, GenerationRequest, Sampling
-from app.objects import Shape, usage
-from app.requestlog import RequestStats
+from app.generation import GenerationRequest, Sampling
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +50,8 @@ def parse_body(schema: Schema) -> dict[str, Any]:
         body = request.get_json(force=True)
     except BadRequest:
         raise InvalidRequestError("The request body is not valid JSON.") from None
+    except RecursionError:
+        raise InvalidRequestError("The request body is nested too deeply.") from None
     if not isinstance(body, dict):
         raise InvalidRequestError("The request body must be a JSON object.")
     data: dict[str, Any] = schema.load(body)
@@ -105,112 +100,51 @@ def plan(
     return GenerationRequest(prompt_tokens, max_tokens, sampling, body.get("stop") or [])
 
 
-def respond(
-    body: dict[str, Any], gen_request: GenerationRequest, *, chat: bool, prefix: str = ""
-) -> Response:
-    """Run the generation and answer as one JSON object or as an event stream."""
-    the_engine = engine()
-    stats = g.stats
-    relayed = relay.to_idle_peer(request, the_engine)
-    if relayed is not None:
-        stats.relayed = True
-        return relayed
-    try:
-        generation = the_engine.submit(gen_request)
-    except QueueFullError:
-        stats.rejected = True
-        raise
-    stats.prompt_tokens = len(gen_request.prompt_tokens)
-    generation.on_close(disconnect.watch(request.environ, generation.cancel))
-    shape = Shape(model=current_app.config["LLM"].model_id, chat=chat)
-    prompt_count = len(gen_request.prompt_tokens)
-    if body.get("stream"):
-        options = body.get("stream_options") or {}
-        response = sse.stream_response(
-            _stream(generation, shape, prompt_count, bool(options.get("include_usage")), prefix, stats)
+def plan_choices(
+    body: dict[str, Any],
+    prompts: list[list[int]],
+    *,
+    prompt_param: str,
+    max_param: str = "max_tokens",
+    logprobs: int | None = None,
+    grammar: str | None = None,
+    vocabulary_size: int,
+) -> list[GenerationRequest]:
+    """One request per choice: `n` for each prompt, indexed prompt by prompt, as OpenAI orders them.
+
+    With a seed, choice j of a prompt uses seed + j, so identical requests give identical choices.
+    """
+    n = body.get("n") or 1
+    limit = current_app.config["LLM"].max_n
+    if n * len(prompts) > limit:
+        raise InvalidRequestError(
+            f"n is {n} for {len(prompts)} prompt(s): at most {limit} choices per request (LLM_MAX_N).",
+            param="n",
         )
-        # Runs even when the client leaves before the stream's first event.
-        response.call_on_close(generation.close)
-        return response
-    text, last = prefix, None
-    try:
-        for chunk in generation:
-            if chunk is None:
-                continue
-            _raise_if_failed(chunk)
-            _account(chunk, stats)
-            text, last = text + chunk.text, chunk
-    except QueueTimeoutError:
-        stats.rejected = True
-        raise
-    if last is None or last.finish_reason == "cancelled":
-        # The client hung up (seen by the disconnect watcher); nobody reads this.
-        stats.cancelled = True
-        return Response(status=499)
-    return jsonify(shape.completion(text, last.finish_reason, usage(prompt_count, last.completion_tokens)))
+    bias = _logit_bias(body.get("logit_bias"), vocabulary_size)
+    requests = []
+    for position, tokens in enumerate(prompts):
+        base = replace(
+            plan(body, tokens, prompt_param=prompt_param, max_param=max_param),
+            logit_bias=bias,
+            logprobs=logprobs,
+            grammar=grammar,
+        )
+        for j in range(n):
+            seed = base.sampling.seed
+            sampling = replace(base.sampling, seed=None if seed is None else seed + j)
+            requests.append(replace(base, index=position * n + j, sampling=sampling))
+    return requests
 
 
-def _stream(
-    generation: Generation,
-    shape: Shape,
-    prompt_count: int,
-    include_usage: bool,
-    prefix: str,
-    stats: RequestStats,
-) -> Iterator[bytes]:
-    """The SSE events of one generation; runs after the headers have gone out."""
-    extra = {"usage": None} if include_usage else {}
-    ended = False
-    try:
-        if shape.chat:
-            yield sse.event(shape.chunk("", first=True) | extra)
-        elif prefix:  # `echo`: the prompt comes first
-            yield sse.event(shape.chunk(prefix) | extra)
-        for chunk in generation:
-            if chunk is None:
-                yield sse.KEEPALIVE
-                continue
-            if chunk.finish_reason == "cancelled":  # the client has gone: nobody to write to
-                return
-            _raise_if_failed(chunk)
-            _account(chunk, stats)
-            yield from _chunk_events(chunk, shape, prompt_count, include_usage, extra)
-        ended = True
-        yield sse.DONE
-    except APIError as exc:
-        # The 200 has gone out: the error travels as one unnamed data event, which the
-        # openai SDKs raise as APIError, and the stream ends.
-        ended = True
-        stats.rejected = isinstance(exc, QueueTimeoutError)
-        body = exc.body()
-        body["error"].pop("param")
-        yield sse.event(body)
-    finally:
-        stats.cancelled = not ended
-
-
-def _account(chunk: Any, stats: RequestStats) -> None:
-    """Note timing and token counts of a chunk for the access log and metrics."""
-    if chunk.text:
-        stats.on_text()
-    if chunk.finish_reason is not None:
-        stats.completion_tokens = chunk.completion_tokens
-
-
-def _chunk_events(
-    chunk: Any, shape: Shape, prompt_count: int, include_usage: bool, extra: dict[str, Any]
-) -> Iterator[bytes]:
-    """The events one engine chunk becomes: its text, and at the end the finish and usage."""
-    if chunk.text:
-        yield sse.event(shape.chunk(chunk.text) | extra)
-    if chunk.finish_reason is not None:
-        yield sse.event(shape.chunk(None, chunk.finish_reason) | extra)
-        if include_usage:
-            yield sse.event(shape.usage_chunk(usage(prompt_count, chunk.completion_tokens)))
-
-
-def _raise_if_failed(chunk: Any) -> None:
-    """Log a generation's failure and turn it into a 500 that tells the client no internals."""
-    if chunk.error:
-        log.error("generation failed:\n%s", chunk.error)
-        raise ServerError("The server had an error while generating; please retry.")
+def _logit_bias(raw: dict[str, float] | None, vocabulary_size: int) -> dict[int, float]:
+    """Token ids (JSON keys are strings) to a bias in [-100, 100], checked against the vocabulary."""
+    bias = {}
+    for key, value in (raw or {}).items():
+        if not key.lstrip("-").isdigit() or not 0 <= int(key) < vocabulary_size:
+            raise InvalidRequestError(
+                f"logit_bias: {key!r} is not a token id of this model (0 to {vocabulary_size - 1}).",
+                param="logit_bias",
+            )
+        bias[int(key)] = float(value)
+    return bias

@@ -12,6 +12,7 @@ import gevent
 import gevent.queue
 
 from app.errors import QueueTimeoutError
+from app.sampling import TokenLogprob
 
 if TYPE_CHECKING:
     from app.engine import Engine
@@ -44,6 +45,10 @@ class GenerationRequest:
     max_tokens: int
     sampling: Sampling = field(default_factory=Sampling)
     stop: list[str] = field(default_factory=list)
+    index: int = 0  # the choice this generates
+    logit_bias: dict[int, float] = field(default_factory=dict)
+    logprobs: int | None = None  # None: off; k: the chosen token's and the top k alternatives
+    grammar: str | None = None  # GBNF the output must follow
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,8 @@ class Chunk:
     text: str = ""
     finish_reason: str | None = None
     completion_tokens: int = 0
+    index: int = 0
+    logprobs: tuple[TokenLogprob, ...] = ()
     error: str | None = None
 
 
@@ -68,8 +75,8 @@ class Generation:
     can write a keep-alive meanwhile. Chunks come from the engine's native thread.
     """
 
-    def __init__(self, engine: Engine, request: GenerationRequest) -> None:
-        self.request = request
+    def __init__(self, engine: Engine, requests: list[GenerationRequest]) -> None:
+        self.requests = requests
         self.cancelled = False
         self.reached_model = False
         self._engine = engine
@@ -88,13 +95,17 @@ class Generation:
                 return
             self.reached_model = True
             self._engine.run_in_thread(self)
+            open_choices = len(self.requests)
             while not self._finished:
                 try:
                     chunk = self._queue.get(timeout=self._idle)
                 except gevent.queue.Empty:
                     yield None
                     continue
-                self._finished = chunk.finish_reason is not None
+                if chunk.finish_reason is not None:
+                    open_choices -= 1
+                stop = chunk.finish_reason in ("cancelled", "error")
+                self._finished = open_choices == 0 or stop
                 yield chunk
         finally:
             self.close()

@@ -18,6 +18,17 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
 
 
 @dataclass
+class Choice:
+    """One finished choice of a non-streamed answer."""
+
+    index: int
+    text: str = ""
+    finish_reason: str = "length"
+    logprobs: dict[str, Any] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+
+@dataclass
 class Shape:
     """What one endpoint's objects look like; the same id, created and model in every chunk."""
 
@@ -40,35 +51,57 @@ class Shape:
             "choices": choices,
         }
 
-    def completion(self, text: str, finish_reason: str, tokens: dict[str, int]) -> dict[str, Any]:
+    def completion(self, choices: list[Choice], tokens: dict[str, int]) -> dict[str, Any]:
         """The whole, non-streamed response."""
-        if self.chat:
-            choice = {
-                "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
-                "logprobs": None,
-                "finish_reason": finish_reason,
-            }
-        else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
-        body = self._envelope("chat.completion" if self.chat else "text_completion", [choice])
+        body = self._envelope(
+            "chat.completion" if self.chat else "text_completion",
+            [self._choice(choice) for choice in sorted(choices, key=lambda c: c.index)],
+        )
         body["usage"] = tokens
         return body
 
+    def _choice(self, choice: Choice) -> dict[str, Any]:
+        if self.chat:
+            message: dict[str, Any] = {"role": "assistant", "content": choice.text, "refusal": None}
+            if choice.tool_calls:
+                message["content"] = None
+                message["tool_calls"] = choice.tool_calls
+            return {
+                "index": choice.index,
+                "message": message,
+                "logprobs": choice.logprobs,
+                "finish_reason": choice.finish_reason,
+            }
+        return {
+            "index": choice.index,
+            "text": choice.text,
+            "logprobs": choice.logprobs,
+            "finish_reason": choice.finish_reason,
+        }
+
     def chunk(
-        self, text: str | None, finish_reason: str | None = None, *, first: bool = False
+        self,
+        text: str | None,
+        finish_reason: str | None = None,
+        *,
+        index: int = 0,
+        first: bool = False,
+        logprobs: dict[str, Any] | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """One streamed chunk; `text=None` with a finish reason is the closing chunk."""
+        """One streamed chunk of choice `index`; `text=None` with a finish reason closes it."""
         if self.chat:
             delta: dict[str, Any] = {"role": "assistant"} if first else {}
             if text is not None:
                 delta["content"] = text
-            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            if tool_calls:
+                delta["tool_calls"] = tool_calls
+            choice = {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}
         else:
             choice = {
-                "index": 0,
+                "index": index,
                 "text": text or "",
-                "logprobs": None,
+                "logprobs": logprobs,
                 "finish_reason": finish_reason,
             }
         return self._envelope(self._chunk_object, [choice])

@@ -9,6 +9,7 @@ import llama_cpp
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from app.errors import InvalidRequestError
+from app.sampling import grammar_is_valid
 
 # ChatML, for a model whose GGUF carries no chat template.
 FALLBACK_TEMPLATE = (
@@ -29,6 +30,7 @@ class Tokenizer:
 
     def __init__(self, llama: Any) -> None:
         self._llama = llama
+        self.vocabulary_size = llama.n_vocab()
         self._vocab = llama._model.vocab
         metadata = llama.metadata
         template = metadata.get("tokenizer.chat_template") or FALLBACK_TEMPLATE
@@ -49,6 +51,10 @@ class Tokenizer:
         if token < 0:
             return ""
         return self._llama.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+    def accepts_grammar(self, gbnf: str) -> bool:
+        """Whether llama.cpp can build this grammar over this vocabulary."""
+        return grammar_is_valid(self._llama, gbnf)
 
     def is_end_of_generation(self, token: int) -> bool:
         """True for end-of-turn / end-of-text tokens."""

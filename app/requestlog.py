@@ -34,6 +34,12 @@ class RequestStats:
     started: float = field(default_factory=time.monotonic)
     gaps: list[float] = field(default_factory=list)
     _last: float | None = None
+    _tokens_by_choice: dict[int, int] = field(default_factory=dict)
+
+    def count_tokens(self, choice: int, tokens: int) -> None:
+        """The tokens a choice has generated so far (chunks carry running counts)."""
+        self._tokens_by_choice[choice] = max(tokens, self._tokens_by_choice.get(choice, 0))
+        self.completion_tokens = sum(self._tokens_by_choice.values())
 
     def on_text(self) -> None:
         """A piece of text was produced now: time to first token, then gaps between tokens."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-FINISH_REASONS = ("stop", "length")
+FINISH_REASONS = ("stop", "length", "tool_calls")
 
 
 class ErrorBodySchema(Schema):
@@ -45,16 +45,66 @@ class _EnvelopeSchema(Schema):
     system_fingerprint = fields.String(required=True, allow_none=True)
 
 
+class TopLogprobSchema(Schema):
+    token = fields.String(required=True)
+    logprob = fields.Float(required=True)
+    bytes = fields.List(fields.Integer(), required=True)
+
+
+class TokenLogprobSchema(TopLogprobSchema):
+    top_logprobs = fields.List(fields.Nested(TopLogprobSchema), required=True)
+
+
+class ChatLogprobsSchema(Schema):
+    content = fields.List(fields.Nested(TokenLogprobSchema), required=True)
+    refusal = fields.String(required=True, allow_none=True)
+
+
+class TextLogprobsSchema(Schema):
+    tokens = fields.List(fields.String(), required=True)
+    token_logprobs = fields.List(fields.Float(), required=True)
+    top_logprobs = fields.List(fields.Dict(keys=fields.String(), values=fields.Float()), required=True)
+    text_offset = fields.List(fields.Integer(), required=True)
+
+
+class FunctionCallSchema(Schema):
+    name = fields.String(required=True)
+    arguments = fields.String(
+        required=True, metadata={"description": "The arguments, as a JSON object's text"}
+    )
+
+
+class ToolCallSchema(Schema):
+    id = fields.String(required=True)
+    type = fields.String(required=True, validate=validate.Equal("function"))
+    function = fields.Nested(FunctionCallSchema, required=True)
+
+
+class FunctionCallDeltaSchema(Schema):
+    name = fields.String()
+    arguments = fields.String()
+
+
+class ToolCallDeltaSchema(Schema):
+    """A piece of a streamed tool call: id, type and name first, then arguments in pieces."""
+
+    index = fields.Integer(required=True)
+    id = fields.String()
+    type = fields.String(validate=validate.Equal("function"))
+    function = fields.Nested(FunctionCallDeltaSchema)
+
+
 class AssistantMessageSchema(Schema):
     role = fields.String(required=True, validate=validate.Equal("assistant"))
     content = fields.String(required=True, allow_none=True)
     refusal = fields.String(required=True, allow_none=True)
+    tool_calls = fields.List(fields.Nested(ToolCallSchema))
 
 
 class ChatChoiceSchema(Schema):
     index = fields.Integer(required=True)
     message = fields.Nested(AssistantMessageSchema, required=True)
-    logprobs = fields.Raw(required=True, metadata={"type": "null"})
+    logprobs = fields.Nested(ChatLogprobsSchema, required=True, allow_none=True)
     finish_reason = fields.String(required=True, validate=validate.OneOf(FINISH_REASONS))
 
 
@@ -69,12 +119,13 @@ class ChatCompletionSchema(_EnvelopeSchema):
 class DeltaSchema(Schema):
     role = fields.String(validate=validate.Equal("assistant"))
     content = fields.String()
+    tool_calls = fields.List(fields.Nested(ToolCallDeltaSchema))
 
 
 class ChatChunkChoiceSchema(Schema):
     index = fields.Integer(required=True)
     delta = fields.Nested(DeltaSchema, required=True)
-    logprobs = fields.Raw(required=True, metadata={"type": "null"})
+    logprobs = fields.Nested(ChatLogprobsSchema, required=True, allow_none=True)
     finish_reason = fields.String(required=True, allow_none=True, validate=validate.OneOf(FINISH_REASONS))
 
 
@@ -89,7 +140,7 @@ class ChatCompletionChunkSchema(_EnvelopeSchema):
 class TextChoiceSchema(Schema):
     index = fields.Integer(required=True)
     text = fields.String(required=True)
-    logprobs = fields.Raw(required=True, metadata={"type": "null"})
+    logprobs = fields.Nested(TextLogprobsSchema, required=True, allow_none=True)
     finish_reason = fields.String(required=True, allow_none=True, validate=validate.OneOf(FINISH_REASONS))
 
 

@@ -6,11 +6,17 @@ from typing import Any
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
 
-ROLES = ("system", "developer", "user", "assistant", "tool")
+from app.fields import (
+    ContentField,
+    PromptField,
+    StopField,
+    StrictBoolean,
+    StrictFloat,
+    StrictInteger,
+    ToolChoiceField,
+)
 
-# Fields of the OpenAI surface this server does not implement yet: a client that sets
-# one to anything but its neutral value gets a 400 naming it instead of silently wrong output.
-_NEUTRAL = (None, False, 0, "", [], {}, "none", "auto", {"type": "text"})
+ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
 class BaseSchema(Schema):
@@ -18,110 +24,6 @@ class BaseSchema(Schema):
 
     class Meta:
         unknown = EXCLUDE
-
-
-class StrictFloat(fields.Float):
-    """A JSON number, as OpenAI takes it: no numeric strings, no booleans."""
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValidationError("must be a number")
-        return super()._deserialize(value, attr, data, **kwargs)
-
-
-class StrictInteger(fields.Integer):
-    """A JSON integer: no numeric strings, no booleans, no 1.5."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(strict=True, **kwargs)
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
-        if isinstance(value, bool):
-            raise ValidationError("must be an integer")
-        return super()._deserialize(value, attr, data, **kwargs)
-
-
-class StrictBoolean(fields.Boolean):
-    """A JSON true or false, nothing merely truthy."""
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
-        if not isinstance(value, bool):
-            raise ValidationError("must be true or false")
-        return value
-
-
-class StopField(fields.Field):
-    """`stop`: a string or a list of up to four strings, loaded as a list."""
-
-    OPENAPI = {
-        "anyOf": [
-            {"type": "string"},
-            {"type": "array", "items": {"type": "string"}, "maxItems": 4},
-            {"type": "null"},
-        ]
-    }
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[str]:
-        values = [value] if isinstance(value, str) else value
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise ValidationError("must be a string or a list of strings")
-        if len(values) > 4:
-            raise ValidationError("must hold at most 4 strings")
-        return [v for v in values if v]
-
-
-class ContentField(fields.Field):
-    """Message `content`: a string or a list of text parts, loaded as one string."""
-
-    OPENAPI = {
-        "anyOf": [
-            {"type": "string"},
-            {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
-                    "required": ["type", "text"],
-                },
-            },
-            {"type": "null"},
-        ]
-    }
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
-        if isinstance(value, str):
-            return value
-        if not isinstance(value, list):
-            raise ValidationError("must be a string or a list of content parts")
-        texts = []
-        for index, part in enumerate(value):
-            if not isinstance(part, dict) or part.get("type") != "text":
-                kind = part.get("type") if isinstance(part, dict) else None
-                raise ValidationError(
-                    {index: {"type": [f"content part type {kind!r} is not supported; use 'text'"]}}
-                )
-            if not isinstance(part.get("text"), str):
-                raise ValidationError({index: {"text": ["must be a string"]}})
-            texts.append(part["text"])
-        return "".join(texts)
-
-
-class PromptField(fields.Field):
-    """Completions `prompt`: a string, or a list holding exactly one string."""
-
-    OPENAPI = {
-        "anyOf": [
-            {"type": "string"},
-            {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 1},
-        ]
-    }
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
-        if isinstance(value, list) and len(value) == 1:
-            value = value[0]
-        if not isinstance(value, str):
-            raise ValidationError("must be a string (a list of prompts is not supported yet)")
-        return value
 
 
 class MessageSchema(BaseSchema):
@@ -157,10 +59,6 @@ def _count(low: int = 0, high: int | None = None) -> fields.Integer:
     return StrictInteger(allow_none=True, validate=validate.Range(min=low, max=high))
 
 
-def _neutral_only(openapi: dict[str, Any]) -> fields.Raw:
-    return fields.Raw(allow_none=True, metadata={"openapi": openapi})
-
-
 class GenerationSchema(BaseSchema):
     """Fields shared by chat and text completions."""
 
@@ -178,35 +76,56 @@ class GenerationSchema(BaseSchema):
     stream = StrictBoolean(allow_none=True)
     stream_options = fields.Nested(StreamOptionsSchema, allow_none=True)
     user = fields.String(allow_none=True)
-    n = StrictInteger(allow_none=True, validate=validate.Equal(1, error="only n=1 is supported"))
-    # Not implemented yet: accepted only with their neutral value (the document says so).
-    logprobs = _neutral_only({"enum": [None, False]})
-    top_logprobs = _neutral_only({"enum": [None, 0]})
-    logit_bias = _neutral_only({"anyOf": [{"type": "null"}, {"type": "object", "maxProperties": 0}]})
-    response_format = _neutral_only(
-        {
-            "anyOf": [
-                {"type": "null"},
-                {"type": "object", "properties": {"type": {"const": "text"}}, "required": ["type"]},
-            ]
-        }
+    n = _count(1, 128)
+    logit_bias = fields.Dict(
+        keys=fields.String(), values=_number(-100, 100), allow_none=True, validate=validate.Length(max=1024)
     )
-    tools = _neutral_only({"anyOf": [{"type": "null"}, {"type": "array", "maxItems": 0}]})
-    tool_choice = _neutral_only({"enum": [None, "none", "auto"]})
-    best_of = _neutral_only({"enum": [None, 1]})
+    best_of = _count(1, 128)
 
     @validates_schema
-    def reject_unsupported(self, data: dict[str, Any], **kwargs: Any) -> None:
-        """Refuse, by name, the OpenAI options this server does not implement yet."""
-        logprobs = data.get("logprobs")
-        if logprobs is not None and logprobs is not False:
-            # Identity, not equality: `logprobs: 0` (== False) asks completions for logprobs.
-            raise ValidationError("is not supported by this server yet", "logprobs")
-        for name in ("top_logprobs", "logit_bias", "response_format", "tools", "tool_choice"):
-            if data.get(name) not in _NEUTRAL:
-                raise ValidationError("is not supported by this server yet", name)
-        if data.get("best_of") not in (None, 1):
-            raise ValidationError("only best_of=1 is supported", "best_of")
+    def best_of_at_least_n(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """best_of > n would need ranking by log-probability, which this server does not do."""
+        best_of = data.get("best_of")
+        if best_of is not None and best_of != (data.get("n") or 1):
+            raise ValidationError("only best_of equal to n (or left out) is supported", "best_of")
+
+
+class FunctionSchema(BaseSchema):
+    """A function the model may call."""
+
+    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    description = fields.String(allow_none=True)
+    parameters = fields.Dict(allow_none=True)
+    strict = StrictBoolean(allow_none=True)
+
+
+class ToolSchema(BaseSchema):
+    """One entry of `tools`."""
+
+    type = fields.String(required=True, validate=validate.Equal("function"))
+    function = fields.Nested(FunctionSchema, required=True)
+
+
+class JsonSchemaFormatSchema(BaseSchema):
+    """`response_format.json_schema`."""
+
+    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    description = fields.String(allow_none=True)
+    schema = fields.Dict(allow_none=True)
+    strict = StrictBoolean(allow_none=True)
+
+
+class ResponseFormatSchema(BaseSchema):
+    """`response_format`: free text, any JSON object, or JSON following a schema."""
+
+    type = fields.String(required=True, validate=validate.OneOf(["text", "json_object", "json_schema"]))
+    json_schema = fields.Nested(JsonSchemaFormatSchema, allow_none=True)
+
+    @validates_schema
+    def schema_given(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """A json_schema format needs its json_schema."""
+        if data["type"] == "json_schema" and not data.get("json_schema"):
+            raise ValidationError("is required when type is json_schema", "json_schema")
 
 
 class ChatCompletionSchema(GenerationSchema):
@@ -214,6 +133,24 @@ class ChatCompletionSchema(GenerationSchema):
 
     messages = fields.List(fields.Nested(MessageSchema), required=True, validate=validate.Length(min=1))
     max_completion_tokens = _count(1)
+    logprobs = StrictBoolean(allow_none=True)
+    top_logprobs = _count(0, 20)
+    response_format = fields.Nested(ResponseFormatSchema, allow_none=True)
+    tools = fields.List(fields.Nested(ToolSchema), allow_none=True, validate=validate.Length(max=128))
+    tool_choice = ToolChoiceField(allow_none=True)
+    parallel_tool_calls = StrictBoolean(allow_none=True)
+
+    @validates_schema
+    def consistent_options(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """top_logprobs needs logprobs; a tool choice needs tools, and must name one of them."""
+        if data.get("top_logprobs") and not data.get("logprobs"):
+            raise ValidationError("needs logprobs: true", "top_logprobs")
+        choice = data.get("tool_choice")
+        names = {tool["function"]["name"] for tool in data.get("tools") or []}
+        if choice in ("required",) and not names:
+            raise ValidationError("'required' needs tools", "tool_choice")
+        if isinstance(choice, dict) and choice["name"] not in names:
+            raise ValidationError(f"names {choice['name']!r}, which is not in tools", "tool_choice")
 
 
 class CompletionSchema(GenerationSchema):
@@ -222,6 +159,7 @@ class CompletionSchema(GenerationSchema):
     prompt = PromptField(required=True)
     echo = StrictBoolean(allow_none=True)
     suffix = fields.String(allow_none=True)
+    logprobs = _count(0, 5)
 
 
 chat_completion_schema = ChatCompletionSchema()

@@ -28,7 +28,7 @@ USER = [{"role": "user", "content": "hi"}]
             "model_not_found",
         ),
         ("POST", "/v1/chat/completions", {"messages": USER, "temperature": 9}, 400, "temperature", None),
-        ("POST", "/v1/chat/completions", {"messages": USER, "n": 2}, 400, "n", None),
+        ("POST", "/v1/chat/completions", {"messages": USER, "n": 9}, 400, "n", None),
         ("POST", "/v1/chat/completions", {"messages": USER, "stop": ["a"] * 5}, 400, "stop", None),
         ("POST", "/v1/chat/completions", {"messages": [{"role": "user"}]}, 400, "messages[0].content", None),
         ("POST", "/v1/chat/completions", {"messages": USER, "max_tokens": 5000}, 400, "max_tokens", None),

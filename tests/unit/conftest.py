@@ -21,6 +21,10 @@ class FakeTokenizer:
     """One token per whitespace-separated word."""
 
     supports_infill = False
+    vocabulary_size = 1000
+
+    def accepts_grammar(self, gbnf: str) -> bool:
+        return True
 
     def chat(self, messages: list[dict[str, Any]]) -> list[int]:
         return [1] * sum(len(m["content"].split()) + 2 for m in messages)
@@ -43,9 +47,9 @@ class FakeEngine:
     def wait_ready(self, timeout: float) -> bool:
         return self.ready
 
-    def submit(self, request: GenerationRequest) -> FakeGeneration:
-        self.requests.append(request)
-        return FakeGeneration(list(self.chunks))
+    def submit(self, requests: list[GenerationRequest]) -> FakeGeneration:
+        self.requests.extend(requests)
+        return FakeGeneration(list(self.chunks), requests)
 
 
 @dataclass
@@ -53,7 +57,9 @@ class FakeGeneration:
     """The Generation interface over a fixed list of chunks."""
 
     chunks: list[Chunk]
+    requests: list[GenerationRequest]
     closed: int = 0
+    cancelled: bool = False
 
     def __iter__(self) -> Iterator[Chunk | None]:
         try:

@@ -45,22 +45,29 @@ def param_of(schema: Any, body: dict[str, Any]) -> str | None:
         ("max_tokens", True),
         ("seed", "7"),
         ("stream_options", "yes"),
-        ("n", 2),
+        ("n", 200),
         ("n", 0),
         ("stop", ["a", "b", "c", "d", "e"]),
         ("stop", 5),
         ("stop", [1]),
         ("model", 5),
         ("user", 5),
-        ("logprobs", True),
+        ("logprobs", 1),
         ("top_logprobs", 3),
-        ("logit_bias", {"1": 5}),
+        ("logit_bias", {"1": 500}),
+        ("logit_bias", [1]),
         ("tools", [{"type": "function"}]),
-        ("response_format", {"type": "json_object"}),
+        ("response_format", {"type": "xml"}),
+        ("response_format", {"type": "json_schema"}),
+        ("tool_choice", "sometimes"),
+        ("tool_choice", {"type": "function", "function": {"name": "absent"}}),
+        ("tool_choice", "required"),
+        ("parallel_tool_calls", "yes"),
     ],
 )
 def test_bad_field_is_named(field: str, value: Any) -> None:
-    assert param_of(chat_completion_schema, {"messages": USER, field: value}) == field
+    param = param_of(chat_completion_schema, {"messages": USER, field: value}) or ""
+    assert param == field or param.startswith((field + ".", field + "[")), param
 
 
 @pytest.mark.parametrize(
@@ -85,9 +92,10 @@ def test_bad_messages_are_named(messages: Any, param: str) -> None:
 def test_missing_messages_and_prompt() -> None:
     assert param_of(chat_completion_schema, {}) == "messages"
     assert param_of(completion_schema, {}) == "prompt"
-    assert param_of(completion_schema, {"prompt": ["a", "b"]}) == "prompt"
+    assert param_of(completion_schema, {"prompt": []}) == "prompt"
+    assert param_of(completion_schema, {"prompt": ["a", 1]}) == "prompt"
     assert param_of(completion_schema, {"prompt": "a", "echo": "loud"}) == "echo"
-    assert param_of(completion_schema, {"prompt": "a", "logprobs": 0}) == "logprobs"
+    assert param_of(completion_schema, {"prompt": "a", "logprobs": 6}) == "logprobs"
     assert param_of(completion_schema, {"prompt": "a", "best_of": 3}) == "best_of"
 
 
@@ -132,7 +140,8 @@ def test_content_parts_and_stop_are_normalised() -> None:
     assert data["messages"][0]["content"] == "ab"
     assert data["stop"] == ["END"]
     assert data["stream_options"] == {"include_usage": True}
-    assert completion_schema.load({"prompt": ["only one"]})["prompt"] == "only one"
+    assert completion_schema.load({"prompt": "one"})["prompt"] == ["one"]
+    assert completion_schema.load({"prompt": ["a", "b"]})["prompt"] == ["a", "b"]
 
 
 def test_nested_option_is_named_with_its_path() -> None:

@@ -83,6 +83,7 @@ def test_unexpected_exception_is_500_without_traceback(client: FlaskClient, engi
         ("post", "/v1/chat/completions", {"data": "{not json"}, 400, None, None),
         ("post", "/v1/chat/completions", {"data": ""}, 400, None, None),
         ("post", "/v1/chat/completions", {"json": [1, 2]}, 400, None, None),
+        ("post", "/v1/chat/completions", {"data": "[" * 3000}, 400, None, None),
         (
             "post",
             "/v1/chat/completions",
@@ -92,7 +93,7 @@ def test_unexpected_exception_is_500_without_traceback(client: FlaskClient, engi
             "model_not_found",
         ),
         ("post", "/v1/chat/completions", {"json": {**CHAT, "top_p": 0}}, 400, "top_p", None),
-        ("post", "/v1/chat/completions", {"json": {**CHAT, "n": 3}}, 400, "n", None),
+        ("post", "/v1/chat/completions", {"json": {**CHAT, "n": 9}}, 400, "n", None),
         (
             "post",
             "/v1/chat/completions",

@@ -1,0 +1,150 @@
+"""Field types with OpenAI's JSON typing: no numeric strings, no truthy booleans, unions described."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import ValidationError, fields
+
+
+class StrictFloat(fields.Float):
+    """A JSON number, as OpenAI takes it: no numeric strings, no booleans."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValidationError("must be a number")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class StrictInteger(fields.Integer):
+    """A JSON integer: no numeric strings, no booleans, no 1.5."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(strict=True, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, bool):
+            raise ValidationError("must be an integer")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class StrictBoolean(fields.Boolean):
+    """A JSON true or false, nothing merely truthy."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError("must be true or false")
+        return value
+
+
+class StopField(fields.Field):
+    """`stop`: a string or a list of up to four strings, loaded as a list."""
+
+    OPENAPI = {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "string"}, "maxItems": 4},
+            {"type": "null"},
+        ]
+    }
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[str]:
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise ValidationError("must be a string or a list of strings")
+        if len(values) > 4:
+            raise ValidationError("must hold at most 4 strings")
+        return [v for v in values if v]
+
+
+class ContentField(fields.Field):
+    """Message `content`: a string or a list of text parts, loaded as one string."""
+
+    OPENAPI = {
+        "anyOf": [
+            {"type": "string"},
+            {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
+                    "required": ["type", "text"],
+                },
+            },
+            {"type": "null"},
+        ]
+    }
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        if isinstance(value, str):
+            return value
+        if not isinstance(value, list):
+            raise ValidationError("must be a string or a list of content parts")
+        texts = []
+        for index, part in enumerate(value):
+            if not isinstance(part, dict) or part.get("type") != "text":
+                kind = part.get("type") if isinstance(part, dict) else None
+                raise ValidationError(
+                    {index: {"type": [f"content part type {kind!r} is not supported; use 'text'"]}}
+                )
+            if not isinstance(part.get("text"), str):
+                raise ValidationError({index: {"text": ["must be a string"]}})
+            texts.append(part["text"])
+        return "".join(texts)
+
+
+class PromptField(fields.Field):
+    """Completions `prompt`: a string, or a list of strings (one choice each), loaded as a list."""
+
+    OPENAPI = {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 16},
+        ]
+    }
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[str]:
+        prompts = [value] if isinstance(value, str) else value
+        if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
+            raise ValidationError("must be a string or a non-empty list of strings")
+        if len(prompts) > 16:
+            raise ValidationError("must hold at most 16 prompts")
+        return prompts
+
+
+class ToolChoiceField(fields.Field):
+    """`tool_choice`: none, auto, required, or one named function."""
+
+    OPENAPI = {
+        "anyOf": [
+            {"enum": ["none", "auto", "required"]},
+            {
+                "type": "object",
+                "properties": {
+                    "type": {"const": "function"},
+                    "function": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["name"],
+                    },
+                },
+                "required": ["type", "function"],
+            },
+            {"type": "null"},
+        ]
+    }
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | dict[str, str]:
+        if value in ("none", "auto", "required"):
+            return value
+        function = value.get("function") if isinstance(value, dict) else None
+        if (
+            not isinstance(value, dict)
+            or value.get("type") != "function"
+            or not isinstance(function, dict)
+            or not isinstance(function.get("name"), str)
+        ):
+            raise ValidationError(
+                "must be 'none', 'auto', 'required' or {'type': 'function', 'function': {'name': ...}}"
+            )
+        return {"name": function["name"]}

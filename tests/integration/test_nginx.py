@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from bench.services import Service, nginx
 from tests.integration.busy import model_busy
 from tests.integration.conftest import assert_clean
-from tests.integration.nginx import Nginx
 from tests.integration.rawhttp import open_request, read_chunk, read_head
 from tests.integration.server import Server
 
@@ -20,13 +20,13 @@ LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "stream":
 
 
 @pytest.fixture(scope="module")
-def deployment() -> Iterator[tuple[Nginx, list[Server]]]:
+def deployment() -> Iterator[tuple[Service, list[Server]]]:
     backends = [Server(LLM_N_THREADS="1", LLM_SSE_KEEPALIVE="0.5") for _ in range(2)]
     proxy = None
     try:
         for backend in backends:
             backend.wait_ready()
-        proxy = Nginx([b.port for b in backends])
+        proxy = nginx([b.port for b in backends])
         yield proxy, backends
     finally:
         if proxy:
@@ -38,7 +38,7 @@ def deployment() -> Iterator[tuple[Nginx, list[Server]]]:
         assert_clean(log)
 
 
-def test_stream_arrives_incrementally_through_nginx(deployment: tuple[Nginx, list[Server]]) -> None:
+def test_stream_arrives_incrementally_through_nginx(deployment: tuple[Service, list[Server]]) -> None:
     proxy, _ = deployment
     arrivals = []
     body = {"prompt": "1, 2, 3,", "max_tokens": 100, "temperature": 0, "stream": True}
@@ -53,7 +53,7 @@ def test_stream_arrives_incrementally_through_nginx(deployment: tuple[Nginx, lis
     assert arrivals[len(arrivals) // 2] - arrivals[0] > 0.2
 
 
-def test_requests_are_spread_over_both_backends(deployment: tuple[Nginx, list[Server]]) -> None:
+def test_requests_are_spread_over_both_backends(deployment: tuple[Service, list[Server]]) -> None:
     proxy, backends = deployment
     marker = f"spread-{time.monotonic_ns()}"
     body = {"prompt": "Hi", "max_tokens": 60, "temperature": 0, "stream": True}
@@ -75,7 +75,7 @@ def test_requests_are_spread_over_both_backends(deployment: tuple[Nginx, list[Se
     assert all(count > 0 for count in served), served
 
 
-def test_client_abort_through_nginx_cancels_the_backend(deployment: tuple[Nginx, list[Server]]) -> None:
+def test_client_abort_through_nginx_cancels_the_backend(deployment: tuple[Service, list[Server]]) -> None:
     proxy, backends = deployment
     before = sum(b.output().count("cancelled by its client after") for b in backends)
     sock = open_request(proxy.port, "POST", "/v1/completions", LONG)
@@ -92,7 +92,7 @@ def test_client_abort_through_nginx_cancels_the_backend(deployment: tuple[Nginx,
         time.sleep(0.1)
 
 
-def test_keepalive_comments_pass_through_nginx(deployment: tuple[Nginx, list[Server]]) -> None:
+def test_keepalive_comments_pass_through_nginx(deployment: tuple[Service, list[Server]]) -> None:
     proxy, backends = deployment
     with model_busy(backends[0].port), model_busy(backends[1].port):
         sock = open_request(proxy.port, "POST", "/v1/completions", {**LONG, "max_tokens": 5})

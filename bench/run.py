@@ -32,39 +32,38 @@ def repeat(times: int, run: Callable[[], Any]) -> list[Any]:
 
 
 def single_streams(args: argparse.Namespace, model: str) -> dict[str, list[measure.Stream]]:
-    """Time to first token and decode speed of one stream, for every target."""
-    results = {
-        "raw llama-cpp-python": repeat(
-            args.repeats, lambda: measure.raw(model, args.threads, args.n_ctx, args.max_tokens, args.seed)
-        )
-    }
-    server = services.ours(1, args.threads, args.n_ctx)
+    """Time to first token and decode speed of one stream, for every target.
+
+    Every server runs for the whole measurement and the repeats are interleaved (raw,
+    ours, nginx, peer, then again), so the machine's drift weighs on all of them alike.
+    """
+    started: list[services.Service] = []
     try:
-        measure.single(server.url, 4, args.seed)  # warm-up
-        results["ours, direct"] = repeat(
-            args.repeats, lambda: measure.single(server.url, args.max_tokens, args.seed)
-        )
+        server = services.ours(1, args.threads, args.n_ctx)
+        started.append(server)
+        urls = {"ours, direct": server.url}
+        # The peer reuses the KV cache of an identical prompt; ours does on request.
+        started.append(services.ours(1, args.threads, args.n_ctx, LLM_PROMPT_CACHE="1"))
+        urls["ours, LLM_PROMPT_CACHE=1"] = started[-1].url
         if not args.skip_nginx:
-            proxy = services.nginx([server.port])
-            try:
-                measure.single(proxy.url, 4, args.seed)
-                results["ours, through nginx"] = repeat(
-                    args.repeats, lambda: measure.single(proxy.url, args.max_tokens, args.seed)
-                )
-            finally:
-                proxy.stop()
-    finally:
-        server.stop()
-    if not args.skip_peer:
-        other = services.peer(model, args.threads, args.n_ctx)
-        try:
-            measure.single(other.url, 4, args.seed)
-            results["peer: llama-cpp-python server"] = repeat(
-                args.repeats, lambda: measure.single(other.url, args.max_tokens, args.seed)
+            started.append(services.nginx([server.port]))
+            urls["ours, through nginx"] = started[-1].url
+        if not args.skip_peer:
+            started.append(services.peer(model, args.threads, args.n_ctx))
+            urls["peer: llama-cpp-python server"] = started[-1].url
+        for url in urls.values():
+            measure.single(url, 4, args.seed)  # warm-up
+        results: dict[str, list[measure.Stream]] = {"raw llama-cpp-python": [], **{name: [] for name in urls}}
+        for _ in range(args.repeats):
+            results["raw llama-cpp-python"].append(
+                measure.raw(model, args.threads, args.n_ctx, args.max_tokens, args.seed)
             )
-        finally:
-            other.stop()
-    return results
+            for name, url in urls.items():
+                results[name].append(measure.single(url, args.max_tokens, args.seed))
+        return results
+    finally:
+        for service in reversed(started):
+            service.stop()
 
 
 def sweeps(args: argparse.Namespace, model: str) -> dict[str, list[measure.Sweep]]:
@@ -104,7 +103,7 @@ def sweeps(args: argparse.Namespace, model: str) -> dict[str, list[measure.Sweep
     return results
 
 
-def memory(args: argparse.Namespace) -> dict[int, tuple[list[int], int]]:
+def memory(args: argparse.Namespace) -> dict[int, tuple[list[int], int, int]]:
     """Per-worker RSS and total PSS of ours with 1 and 2 workers, once loaded and warm."""
     figures = {}
     for workers in (1, 2):
@@ -112,8 +111,7 @@ def memory(args: argparse.Namespace) -> dict[int, tuple[list[int], int]]:
         try:
             for _ in range(2 * workers):
                 measure.single(service.url, 4, args.seed)
-            rss, pss = measure.memory_kib(service.pids()[1:])
-            figures[workers] = (rss, pss)
+            figures[workers] = measure.memory_kib(service.pids()[1:])
         finally:
             service.stop()
     return figures
@@ -188,9 +186,15 @@ def report(
             )
     if mem:
         weights = Path(model).stat().st_size // 1024
-        lines += ["", "### Memory (KiB)", "", "| workers | RSS per worker | total PSS |", "|---|---|---|"]
-        for workers, (rss, pss) in mem.items():
-            lines.append(f"| {workers} | {', '.join(map(str, rss))} | {pss} |")
+        lines += [
+            "",
+            "### Memory (KiB)",
+            "",
+            "| workers | RSS per worker | total PSS | PSS of the mmapped weights |",
+            "|---|---|---|---|",
+        ]
+        for workers, (rss, pss, weights_pss) in mem.items():
+            lines.append(f"| {workers} | {', '.join(map(str, rss))} | {pss} | {weights_pss} |")
         if 1 in mem and 2 in mem:
             added = mem[2][1] - mem[1][1]
             lines.append(f"\nA second worker adds {added} KiB (PSS); the weights file is {weights} KiB.")

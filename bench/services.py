@@ -82,10 +82,11 @@ class Service:
         self.log.close()
 
 
-def ours(workers: int, threads: int, n_ctx: int) -> Service:
-    """This server under gunicorn, with the settings the comparison uses."""
+def ours(workers: int, threads: int, n_ctx: int, **extra: str) -> Service:
+    """This server under gunicorn, with the settings the comparison uses (plus `extra` LLM_* ones)."""
     port = free_port()
     env = {
+        **extra,
         "LLM_BIND": f"127.0.0.1:{port}",
         "LLM_WORKERS": str(workers),
         "LLM_N_THREADS": str(threads),

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.config import SETTINGS
 from tests.integration.server import GUNICORN, ROOT, Server, free_port
 
 
@@ -24,9 +25,9 @@ def start(env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProce
     )
 
 
-@pytest.mark.parametrize(
-    ("env", "value"),
-    [
+BAD_SETTINGS = [
+    pytest.param(env, value, id=f"{env}={value}")
+    for env, value in [
         ("LLM_MODEL_PATH", "/nonexistent/model.gguf"),
         ("LLM_MODEL_PATH", str(ROOT / "wsgi.py")),
         ("LLM_N_CTX", "0"),
@@ -49,10 +50,15 @@ def start(env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProce
         ("LLM_METRICS_AUTH", "perhaps"),
         ("LLM_CORS_ORIGINS", "not-an-origin"),
         ("LLM_LOG_FORMAT", "yaml"),
+        ("LLM_API_KEYS", ","),
+        ("LLM_MAX_N", "0"),
         ("LLM_WORKER_TIMEOUT", "0"),
         ("LLM_GRACEFUL_TIMEOUT", "-5"),
-    ],
-)
+    ]
+]
+
+
+@pytest.mark.parametrize(("env", "value"), BAD_SETTINGS)
 def test_bad_setting_stops_start_up_with_one_line(env: str, value: str) -> None:
     result = start({env: value})
     assert result.returncode == 2
@@ -60,6 +66,12 @@ def test_bad_setting_stops_start_up_with_one_line(env: str, value: str) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"configuration error: {env}"), result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_every_setting_has_a_bad_value_case() -> None:
+    covered = {case.values[0] for case in BAD_SETTINGS}
+    # LLM_MODEL_ID has no bad value: any non-blank text is an id, and blank means the default.
+    assert covered | {"LLM_MODEL_ID"} == {setting.env for setting in SETTINGS.values()}
 
 
 def test_unloadable_model_halts_the_server(tmp_path: Path) -> None:

@@ -50,7 +50,11 @@ def to_idle_peer(request: Request, engine: Engine) -> Response | None:
     peer = worker.table.least_loaded_peer(worker.slot)
     if peer is None or peer[1] >= engine.admitted:
         return None
-    connection = _UnixConnection(worker.table.socket_path(peer[0]), timeout=engine.config.queue_timeout)
+    # Silence from the peer lasts at most the queue wait plus one generation (streams also
+    # send keep-alives); past that, the peer is stuck and the relay gives up.
+    config = engine.config
+    timeout = config.queue_timeout + (config.max_generation_seconds or 3600) + 30
+    connection = _UnixConnection(worker.table.socket_path(peer[0]), timeout=timeout)
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP | {"content-length"}}
     headers[RELAYED_HEADER] = "1"
     try:

@@ -31,6 +31,18 @@ class Stream:
         return (self.tokens - 1) / self.decode_seconds if self.decode_seconds > 0 else 0.0
 
 
+def request_body(max_tokens: int, seed: int) -> dict[str, object]:
+    """The streamed, greedy, seeded completion every target is asked for."""
+    return {
+        "prompt": PROMPT,
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "seed": seed,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
 def raw(model_path: str, threads: int, n_ctx: int, max_tokens: int, seed: int) -> Stream:
     """llama-cpp-python with no HTTP, in a fresh process: the ceiling for this stack."""
     command = [
@@ -60,34 +72,42 @@ async def stream(client: httpx.AsyncClient, max_tokens: int, seed: int) -> Strea
         return 0  # e.g. a server that cuts one stream short when another arrives
 
 
+class Tally:
+    """Times and counts the events of one stream as they arrive."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.first: float | None = None
+        self.last: float | None = None
+        self.texts = self.usage_tokens = 0
+
+    def feed(self, line: str | bytes) -> None:
+        if not line.startswith(b"data: {" if isinstance(line, bytes) else "data: {"):
+            return
+        now = time.perf_counter()
+        chunk = json.loads(line[6:])
+        if chunk.get("usage"):
+            self.usage_tokens = chunk["usage"]["completion_tokens"]
+        if any(choice.get("text") for choice in chunk.get("choices", [])):
+            self.texts += 1
+            self.first, self.last = self.first or now, now
+
+    def result(self) -> Stream | None:
+        if self.first is None or self.last is None:
+            return None
+        # A server that ignores include_usage (the peer) sends one event per token.
+        return Stream(self.first - self.started, self.usage_tokens or self.texts, self.last - self.first)
+
+
 async def _stream(client: httpx.AsyncClient, max_tokens: int, seed: int) -> Stream | int:
-    body = {
-        "prompt": PROMPT,
-        "max_tokens": max_tokens,
-        "temperature": 0,
-        "seed": seed,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    started = time.perf_counter()
-    first = last = None
-    tokens = 0
-    async with client.stream("POST", "/v1/completions", json=body) as response:
+    tally = Tally()
+    async with client.stream("POST", "/v1/completions", json=request_body(max_tokens, seed)) as response:
         if response.status_code != 200:
             await response.aread()
             return response.status_code
         async for line in response.aiter_lines():
-            if not line.startswith("data: {"):
-                continue
-            chunk = json.loads(line[6:])
-            if chunk.get("usage"):
-                tokens = chunk["usage"]["completion_tokens"]
-            if any(choice.get("text") for choice in chunk.get("choices", [])):
-                last = time.perf_counter()
-                first = first or last
-    if first is None or last is None:
-        return 0
-    return Stream(first - started, tokens, last - first)
+            tally.feed(line)
+    return tally.result() or 0
 
 
 def single(url: str, max_tokens: int, seed: int) -> Stream:
@@ -96,38 +116,23 @@ def single(url: str, max_tokens: int, seed: int) -> Stream:
     The client shares the machine's cores with the server it measures: an asyncio
     client parsing every event would slow the very decoding it times.
     """
-    body = json.dumps(
-        {
-            "prompt": PROMPT,
-            "max_tokens": max_tokens,
-            "temperature": 0,
-            "seed": seed,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-    )
     host, port = url.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=600)
-    started = time.perf_counter()
-    connection.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+    tally = Tally()
+    connection.request(
+        "POST",
+        "/v1/completions",
+        json.dumps(request_body(max_tokens, seed)),
+        {"Content-Type": "application/json"},
+    )
     response = connection.getresponse()
     assert response.status == 200, response.status
-    first = last = None
-    texts = usage_tokens = 0
     for line in response:
-        if not line.startswith(b"data: {"):
-            continue
-        now = time.perf_counter()
-        chunk = json.loads(line[6:])
-        if chunk.get("usage"):
-            usage_tokens = chunk["usage"]["completion_tokens"]
-        if any(choice.get("text") for choice in chunk.get("choices", [])):
-            texts += 1
-            first, last = first or now, now
+        tally.feed(line)
     connection.close()
-    assert first is not None and last is not None, "no text came"
-    # A server without include_usage (the peer) sends one event per token.
-    return Stream(first - started, usage_tokens or texts, last - first)
+    result = tally.result()
+    assert result is not None, "no text came"
+    return result
 
 
 @dataclass

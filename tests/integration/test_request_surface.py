@@ -181,40 +181,37 @@ def token_ids(*texts: str) -> list[int]:
     return [tokens[0] for tokens in tokenized]
 
 
+def structured(client: openai.OpenAI, messages: list[dict[str, str]], response_format: dict[str, Any]) -> str:
+    """The answer's text, streamed and not (temperature 0, so both are the same), finished by the model."""
+    request = {
+        "model": MODEL,
+        "messages": messages,
+        "max_tokens": 200,
+        "temperature": 0,
+        "response_format": response_format,
+    }
+    whole = client.chat.completions.create(**request).choices[0]
+    streamed = collect(client.chat.completions.create(**request, stream=True))[0]
+    assert whole.finish_reason == streamed["finish"] == "stop"  # not cut short by max_tokens
+    assert streamed["text"] == whole.message.content
+    return whole.message.content
+
+
 def test_json_object_and_json_schema(client: openai.OpenAI) -> None:
-    for stream in (False, True):
-        request = {
-            "model": MODEL,
-            "messages": ASK,
-            "max_tokens": 80,
-            "response_format": {"type": "json_object"},
-        }
-        if stream:
-            text = collect(client.chat.completions.create(**request, stream=True))[0]["text"]
-        else:
-            text = client.chat.completions.create(**request).choices[0].message.content
-        assert isinstance(json.loads(text), dict)
+    paris = [{"role": "user", "content": "Describe Paris as a JSON object with the keys name and country."}]
+    assert json.loads(structured(client, paris, {"type": "json_object"}))["name"]
     schema = {
         "type": "object",
         "properties": {"name": {"type": "string", "maxLength": 20}, "population": {"type": "integer"}},
         "required": ["name", "population"],
         "additionalProperties": False,
     }
-    for stream in (False, True):
-        request = {
-            "model": MODEL,
-            "messages": ASK,
-            "max_tokens": 80,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": "city", "schema": schema, "strict": True},
-            },
-        }
-        if stream:
-            text = collect(client.chat.completions.create(**request, stream=True))[0]["text"]
-        else:
-            text = client.chat.completions.create(**request).choices[0].message.content
-        jsonschema.validate(json.loads(text), schema)
+    text = structured(
+        client,
+        ASK,
+        {"type": "json_schema", "json_schema": {"name": "city", "schema": schema, "strict": True}},
+    )
+    jsonschema.validate(json.loads(text), schema)
 
 
 class City(BaseModel):
@@ -223,9 +220,11 @@ class City(BaseModel):
 
 
 def test_sdk_parse_with_a_pydantic_model(client: openai.OpenAI) -> None:
-    parsed = client.chat.completions.parse(model=MODEL, messages=ASK, max_tokens=80, response_format=City)
-    city = parsed.choices[0].message.parsed
-    assert isinstance(city, City)
+    parsed = client.chat.completions.parse(
+        model=MODEL, messages=ASK, max_tokens=200, temperature=0, response_format=City
+    )
+    assert parsed.choices[0].finish_reason == "stop"
+    assert isinstance(parsed.choices[0].message.parsed, City)
 
 
 def test_unsupported_schema_feature_is_a_400(client: openai.OpenAI) -> None:
@@ -247,7 +246,8 @@ def test_unsupported_schema_feature_is_a_400(client: openai.OpenAI) -> None:
 def test_forced_tool_call(client: openai.OpenAI, tool_choice: Any) -> None:
     request = {
         "model": MODEL,
-        "max_tokens": 60,
+        "max_tokens": 200,
+        "temperature": 0,
         "tools": [WEATHER, TIME],
         "tool_choice": tool_choice,
         "messages": [{"role": "user", "content": "What is the weather in Paris?"}],

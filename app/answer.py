@@ -46,6 +46,7 @@ def respond(
         stats.rejected = True
         raise
     generation.on_close(disconnect.watch(request.environ, generation.cancel))
+    generation.migrate = relay.migrator(request, engine)
     stats.prompt_tokens = answer.prompt_tokens
     shape = Shape(model=current_app.config["LLM"].model_id, chat=answer.chat)
     if body.get("stream"):
@@ -77,6 +78,9 @@ def _whole(generation: Generation, shape: Shape, answer: Answer, stats: RequestS
     except QueueTimeoutError:
         stats.rejected = True
         raise
+    except relay.Migrated as moved:  # a peer became idle while this waited: it answers
+        stats.relayed = True
+        return moved.response(request.environ)
     if generation.cancelled:
         # The client hung up (seen by the disconnect watcher); nobody reads this.
         stats.cancelled = True
@@ -140,6 +144,12 @@ def _stream(generation: Generation, shape: Shape, answer: Answer, stats: Request
             yield sse.event(shape.usage_chunk(usage(answer.prompt_tokens, completion_tokens)))
         ended = True
         yield sse.DONE
+    except relay.Migrated as moved:
+        # A peer became idle while this waited: only keep-alives have gone out so far,
+        # so its events carry on this stream.
+        ended = True
+        stats.relayed = True
+        yield from moved.body()
     except APIError as exc:
         # The 200 has gone out: the error travels as one unnamed data event, which the
         # openai SDKs raise as APIError, and the stream ends.

@@ -78,7 +78,8 @@ class Generation:
     def __init__(self, engine: Engine, requests: list[GenerationRequest]) -> None:
         self.requests = requests
         self.cancelled = False
-        self.reached_model = False
+        # Called while queued; may hand the request to an idle peer by raising (relay.py).
+        self.migrate: Callable[[], None] | None = None
         self._engine = engine
         self._idle = engine.config.sse_keepalive or None
         self._queue: gevent.queue.Queue[Chunk] = gevent.queue.Queue()
@@ -93,7 +94,6 @@ class Generation:
             if self.cancelled:
                 log.info("request cancelled by its client while queued; it never reached the model")
                 return
-            self.reached_model = True
             self._engine.run_in_thread(self)
             open_choices = len(self.requests)
             while not self._finished:
@@ -117,6 +117,8 @@ class Generation:
             now = time.monotonic()
             if self.cancelled:  # the client left while queued: never reach the model
                 return
+            if self.migrate is not None:
+                self.migrate()
             if now - started > self._engine.config.queue_timeout:
                 raise QueueTimeoutError(
                     f"The request waited {now - started:.0f}s for the model; the server is busy, retry later."

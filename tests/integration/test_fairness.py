@@ -7,7 +7,10 @@ import time
 from collections.abc import Callable
 
 import httpx
+import pytest
 
+from tests.integration.busy import model_busy
+from tests.integration.rawhttp import open_request, read_chunk, read_head
 from tests.integration.server import Server
 
 BODY = {"prompt": "1, 2, 3,", "max_tokens": 40, "temperature": 0, "stream": True}
@@ -55,3 +58,29 @@ def test_two_workers_serve_two_streams_at_once(start_server: Callable[..., Serve
             assert overlapped(run_pair(clients))
         for client in clients:
             client.close()
+
+
+def test_a_queued_request_moves_to_a_worker_that_frees_up(start_server: Callable[..., Server]) -> None:
+    server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_SSE_KEEPALIVE="0.3")
+    body = {"prompt": "Hi", "max_tokens": 5, "temperature": 0, "stream": True}
+    # Where the queued request lands is the kernel's choice: try until it has landed, at
+    # least once, on the worker that stays busy, so that it had to move.
+    for _ in range(8):
+        with model_busy(server.port) as stays_busy:
+            with model_busy(server.port):  # both workers now generate
+                sock = open_request(server.port, "POST", "/v1/completions", body)
+                reader = sock.makefile("rb")
+                assert read_head(reader)[0] == 200
+                assert read_chunk(reader) == b": keep-alive\n\n"  # queued
+            freed = time.monotonic()  # the inner stream hung up: one worker is idle now
+            while (frame := read_chunk(reader)) == b": keep-alive\n\n":
+                pass
+            assert frame is not None and frame.startswith(b"data: {")
+            # It starts at once on the idle worker, not after the other's long stream.
+            assert time.monotonic() - freed < 5
+            assert not stays_busy.is_set()
+            reader.close()
+            sock.close()
+        if "queued request moved to worker slot" in server.output():
+            return
+    pytest.fail("the queued request never had to move (it always landed on the freed worker)")

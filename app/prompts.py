@@ -9,7 +9,7 @@ import llama_cpp
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from app.errors import InvalidRequestError
-from app.sampling import grammar_is_valid
+from app.sampling import grammar_is_valid, piece
 
 # ChatML, for a model whose GGUF carries no chat template.
 FALLBACK_TEMPLATE = (
@@ -62,7 +62,7 @@ class Tokenizer:
 
     def piece(self, token: int) -> bytes:
         """The bytes one generated token stands for (special tokens render as nothing)."""
-        return self._llama.detokenize([token], special=False)
+        return piece(self._llama, token)
 
     def chat(self, messages: list[dict[str, Any]]) -> list[int]:
         """Apply the model's chat template and tokenize, template markers included."""

@@ -152,11 +152,9 @@ class TextCompletionSchema(_EnvelopeSchema):
     usage = fields.Nested(UsageSchema, required=True)
 
 
-class TextCompletionChunkSchema(_EnvelopeSchema):
-    """One event of a text-completion stream."""
+class TextCompletionChunkSchema(TextCompletionSchema):
+    """One event of a text-completion stream: the whole object's shape, usage only in the last."""
 
-    object = fields.String(required=True, validate=validate.Equal("text_completion"))
-    choices = fields.List(fields.Nested(TextChoiceSchema), required=True)
     usage = fields.Nested(UsageSchema, allow_none=True)
 
 

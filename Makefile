@@ -30,6 +30,7 @@ serve: install
 test: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/pytest -ra
 
 clean:

@@ -4,8 +4,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from app import balance
 from app.config import exit_on_bad_config
+from app.serving import peers
 
 # Validated here, in the master, so a bad value stops start-up with one line.
 _config = exit_on_bad_config()
@@ -42,7 +42,7 @@ if _config.log_format == "json":
     logconfig_dict = {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "app.requestlog.JsonFormatter"}},
+        "formatters": {"json": {"()": "app.telemetry.request_log.JsonFormatter"}},
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
         "root": {"handlers": ["stderr"], "level": "INFO"},
         "loggers": {"gunicorn.error": {"handlers": ["stderr"], "level": "INFO", "propagate": False}},
@@ -51,11 +51,11 @@ if _config.log_format == "json":
 
 control_socket_disable = True  # several instances may share a host (tests, multi-backend)
 
-# Fair use of workers (app/balance.py): a table of each worker's load, shared
+# Fair use of workers (app/serving/peers.py): a table of each worker's load, shared
 # through fork, and a private socket per worker for relayed requests. Kept in the
 # module so a reload (SIGHUP), which re-reads this file, keeps the same table.
-if balance.table is None:  # the first start, not a reload
-    balance.table = balance.PeerTable()
+if peers.table is None:  # the first start, not a reload
+    peers.table = peers.PeerTable()
     # prometheus_client's multiprocess mode: one directory shared by the workers,
     # emptied at start so no earlier run's figures linger (kept across reloads).
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
@@ -65,25 +65,25 @@ if balance.table is None:  # the first start, not a reload
 
 
 def pre_fork(server, worker):
-    worker.llm_slot = balance.table.claim()
+    worker.llm_slot = peers.table.claim()
 
 
 def post_fork(server, worker):
-    balance.this_worker = balance.Worker(balance.table, worker.llm_slot)
-    balance.this_worker.publish(0)
+    peers.this_worker = peers.Worker(peers.table, worker.llm_slot)
+    peers.this_worker.publish(0)
 
 
 def post_worker_init(worker):
     # After gevent's patching, so this is a gevent socket; run() serves it like the others.
-    worker.sockets.append(balance.this_worker.listen())
+    worker.sockets.append(peers.this_worker.listen())
 
 
 def child_exit(server, worker):
     from prometheus_client import multiprocess
 
-    balance.table.release(worker.llm_slot)
+    peers.table.release(worker.llm_slot)
     multiprocess.mark_process_dead(worker.pid)
 
 
 def on_exit(server):
-    balance.table.close()
+    peers.table.close()

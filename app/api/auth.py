@@ -1,0 +1,35 @@
+"""API keys: when configured, /v1 routes (and optionally /metrics) need `Authorization: Bearer <key>`."""
+
+from __future__ import annotations
+
+import hmac
+
+from flask import Flask, current_app, request
+
+from app.api.errors import AuthenticationError
+
+
+def _key_matches(presented: str, keys: tuple[bytes, ...]) -> bool:
+    # Compare with every key, in constant time, so neither a key nor its position leaks.
+    candidate = presented.encode()
+    return sum(hmac.compare_digest(candidate, key) for key in keys) > 0
+
+
+def _require_key() -> None:
+    config = current_app.config["LLM"]
+    keys: tuple[bytes, ...] = current_app.extensions["api_keys"]
+    protected = request.path.startswith("/v1/") or (request.path == "/metrics" and config.metrics_auth)
+    if not keys or not protected or request.method == "OPTIONS":  # CORS preflights carry no key
+        return
+    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not presented.strip():
+        raise AuthenticationError("Missing API key: send it as 'Authorization: Bearer <key>'.")
+    if not _key_matches(presented.strip(), keys):
+        # Never echo the key: it would land in client logs and ours.
+        raise AuthenticationError("Incorrect API key provided.")
+
+
+def init_app(app: Flask) -> None:
+    """Check keys before any /v1 view runs."""
+    app.extensions["api_keys"] = tuple(key.encode() for key in app.config["LLM"].api_keys)
+    app.before_request(_require_key)

@@ -1,0 +1,46 @@
+"""`POST /v1/completions`."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response
+
+from app.api.answer import Answer
+from app.api.engine_requests import plan_choices
+from app.api.errors import InvalidRequestError
+from app.api.request_body import engine, parse_body
+from app.api.respond import respond
+from app.api.schemas import completion_schema
+
+bp = Blueprint("completions", __name__)
+
+
+@bp.post("/v1/completions")
+def create_completion() -> Response:
+    """Continue each text prompt (or fill in the middle, given a `suffix`)."""
+    body = parse_body(completion_schema)
+    the_engine = engine()
+    tokenizer = the_engine.tokenizer
+    if body.get("suffix"):
+        if not tokenizer.supports_infill:
+            raise InvalidRequestError(
+                "suffix needs a model with fill-in-the-middle tokens; this one has none.", param="suffix"
+            )
+        prompts = [tokenizer.infill(text, body["suffix"]) for text in body["prompt"]]
+    else:
+        prompts = [tokenizer.text(text) for text in body["prompt"]]
+    requests = plan_choices(
+        body,
+        prompts,
+        prompt_param="prompt",
+        logprobs=body.get("logprobs"),
+        vocabulary_size=tokenizer.vocabulary_size,
+    )
+    n = body.get("n") or 1
+    echoed = {r.index: body["prompt"][r.index // n] for r in requests} if body.get("echo") else {}
+    answer = Answer(
+        chat=False,
+        prompt_tokens=sum(len(tokens) for tokens in prompts),
+        prefixes=echoed,
+        include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+    )
+    return respond(the_engine, body, requests, answer)

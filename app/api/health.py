@@ -1,0 +1,25 @@
+"""`GET /health` (liveness) and `GET /health/ready` (readiness)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app, jsonify
+
+from app.api.errors import ServiceUnavailableError
+
+bp = Blueprint("health", __name__)
+
+
+@bp.get("/health")
+def health() -> Response:
+    """Liveness: this worker's event loop answers, even while the model generates."""
+    return jsonify({"status": "ok"})
+
+
+@bp.get("/health/ready")
+def ready() -> Response:
+    """Readiness: 200 once this worker's model is loaded, 503 until then."""
+    engine = current_app.extensions["engine"]
+    if not engine.ready:
+        detail = "failed to load (see the server log)" if engine.load_error else "loading"
+        raise ServiceUnavailableError(f"The model is {detail}.")
+    return jsonify({"status": "ok", "model": current_app.config["LLM"].model_id})

@@ -1,0 +1,166 @@
+"""Marshmallow schemas for the request bodies, with OpenAI's types and bounds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
+
+from app.api.fields import (
+    ContentField,
+    PromptField,
+    StopField,
+    StrictBoolean,
+    StrictFloat,
+    StrictInteger,
+    ToolChoiceField,
+)
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+class BaseSchema(Schema):
+    """Ignore unknown fields: OpenAI clients send many a server may not know."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+
+class MessageSchema(BaseSchema):
+    """One chat message."""
+
+    role = fields.String(required=True, validate=validate.OneOf(ROLES))
+    content = ContentField(load_default=None, allow_none=True)
+    name = fields.String(allow_none=True)
+    tool_calls = fields.List(fields.Dict(), allow_none=True)
+    tool_call_id = fields.String(allow_none=True)
+
+    @validates_schema
+    def require_content(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """Only an assistant message that calls tools may leave out its content."""
+        if data.get("content") is None and not (data["role"] == "assistant" and data.get("tool_calls")):
+            raise ValidationError("is required for this role", "content")
+
+
+class StreamOptionsSchema(BaseSchema):
+    """`stream_options`."""
+
+    include_usage = StrictBoolean(load_default=False, allow_none=True)
+
+
+def _number(low: float, high: float | None = None, *, low_inclusive: bool = True) -> fields.Float:
+    return StrictFloat(
+        allow_none=True,
+        validate=validate.Range(min=low, max=high, min_inclusive=low_inclusive),
+    )
+
+
+def _count(low: int = 0, high: int | None = None) -> fields.Integer:
+    return StrictInteger(allow_none=True, validate=validate.Range(min=low, max=high))
+
+
+class GenerationSchema(BaseSchema):
+    """Fields shared by chat and text completions."""
+
+    model = fields.String(allow_none=True)
+    max_tokens = _count(1)
+    temperature = _number(0, 2)
+    top_p = _number(0, 1, low_inclusive=False)
+    top_k = _count(0)
+    min_p = _number(0, 1)
+    repeat_penalty = _number(0)
+    presence_penalty = _number(-2, 2)
+    frequency_penalty = _number(-2, 2)
+    stop = StopField(allow_none=True)
+    seed = StrictInteger(allow_none=True)
+    stream = StrictBoolean(allow_none=True)
+    stream_options = fields.Nested(StreamOptionsSchema, allow_none=True)
+    user = fields.String(allow_none=True)
+    n = _count(1, 128)
+    logit_bias = fields.Dict(
+        keys=fields.String(), values=_number(-100, 100), allow_none=True, validate=validate.Length(max=1024)
+    )
+    best_of = _count(1, 128)
+
+    @validates_schema
+    def best_of_at_least_n(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """best_of > n would need ranking by log-probability, which this server does not do."""
+        best_of = data.get("best_of")
+        if best_of is not None and best_of != (data.get("n") or 1):
+            raise ValidationError("only best_of equal to n (or left out) is supported", "best_of")
+
+
+class FunctionSchema(BaseSchema):
+    """A function the model may call."""
+
+    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    description = fields.String(allow_none=True)
+    parameters = fields.Dict(allow_none=True)
+    strict = StrictBoolean(allow_none=True)
+
+
+class ToolSchema(BaseSchema):
+    """One entry of `tools`."""
+
+    type = fields.String(required=True, validate=validate.Equal("function"))
+    function = fields.Nested(FunctionSchema, required=True)
+
+
+class JsonSchemaFormatSchema(BaseSchema):
+    """`response_format.json_schema`."""
+
+    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    description = fields.String(allow_none=True)
+    schema = fields.Dict(allow_none=True)
+    strict = StrictBoolean(allow_none=True)
+
+
+class ResponseFormatSchema(BaseSchema):
+    """`response_format`: free text, any JSON object, or JSON following a schema."""
+
+    type = fields.String(required=True, validate=validate.OneOf(["text", "json_object", "json_schema"]))
+    json_schema = fields.Nested(JsonSchemaFormatSchema, allow_none=True)
+
+    @validates_schema
+    def schema_given(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """A json_schema format needs its json_schema."""
+        if data["type"] == "json_schema" and not data.get("json_schema"):
+            raise ValidationError("is required when type is json_schema", "json_schema")
+
+
+class ChatCompletionSchema(GenerationSchema):
+    """`POST /v1/chat/completions`."""
+
+    messages = fields.List(fields.Nested(MessageSchema), required=True, validate=validate.Length(min=1))
+    max_completion_tokens = _count(1)
+    logprobs = StrictBoolean(allow_none=True)
+    top_logprobs = _count(0, 20)
+    response_format = fields.Nested(ResponseFormatSchema, allow_none=True)
+    tools = fields.List(fields.Nested(ToolSchema), allow_none=True, validate=validate.Length(max=128))
+    tool_choice = ToolChoiceField(allow_none=True)
+    parallel_tool_calls = StrictBoolean(allow_none=True)
+
+    @validates_schema
+    def consistent_options(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """top_logprobs needs logprobs; a tool choice needs tools, and must name one of them."""
+        if data.get("top_logprobs") and not data.get("logprobs"):
+            raise ValidationError("needs logprobs: true", "top_logprobs")
+        choice = data.get("tool_choice")
+        names = {tool["function"]["name"] for tool in data.get("tools") or []}
+        if choice in ("required",) and not names:
+            raise ValidationError("'required' needs tools", "tool_choice")
+        if isinstance(choice, dict) and choice["name"] not in names:
+            raise ValidationError(f"names {choice['name']!r}, which is not in tools", "tool_choice")
+
+
+class CompletionSchema(GenerationSchema):
+    """`POST /v1/completions`."""
+
+    prompt = PromptField(required=True)
+    echo = StrictBoolean(allow_none=True)
+    suffix = fields.String(allow_none=True)
+    logprobs = _count(0, 5)
+
+
+chat_completion_schema = ChatCompletionSchema()
+completion_schema = CompletionSchema()

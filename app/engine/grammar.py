@@ -1,0 +1,57 @@
+"""Grammars that make output parse: any JSON object, JSON following a schema, checked by llama.cpp."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import llama_cpp
+from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
+
+from app.engine.errors import GrammarError
+
+# Bounds past this would make the grammar (and the time to build it) explode.
+MAX_BOUND = 1000
+_BOUNDED = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties")
+
+
+def json_object_grammar() -> str:
+    """GBNF for any JSON object."""
+    return JSON_GBNF
+
+
+def schema_grammar(schema: Any, prop_order: list[str] | None = None) -> str:
+    """GBNF for JSON that validates against `schema`; GrammarError for what the converter lacks."""
+    check_bounds(schema)
+    try:
+        return json_schema_to_gbnf(json.dumps(schema), prop_order=prop_order)
+    except Exception as exc:  # noqa: BLE001 - any failure of the converter means "unsupported here"
+        raise GrammarError(f"this JSON schema is not supported: {exc}") from None
+
+
+def check_bounds(schema: Any) -> None:
+    """Refuse a size bound so large that the grammar would explode."""
+    if isinstance(schema, dict):
+        for key in _BOUNDED:
+            bound = schema.get(key)
+            if isinstance(bound, int | float) and bound > MAX_BOUND:
+                raise GrammarError(f"{key} {bound} is above the {MAX_BOUND} this server supports.")
+        for value in schema.values():
+            check_bounds(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            check_bounds(value)
+
+
+def grammar_from(gbnf: str | None) -> LlamaGrammar | None:
+    """The grammar object llama-cpp-python's sampler takes."""
+    return LlamaGrammar.from_string(gbnf, verbose=False) if gbnf else None
+
+
+def grammar_is_valid(vocab: Any, gbnf: str) -> bool:
+    """Whether llama.cpp accepts the grammar over `vocab` (checked before any byte of a stream)."""
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
+    if not sampler:
+        return False
+    llama_cpp.llama_sampler_free(sampler)
+    return True

@@ -1,0 +1,110 @@
+"""Turn chat messages and text prompts into tokens with the model's own vocabulary and chat template."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+import llama_cpp
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+from app.engine.errors import PromptRejectedError
+from app.engine.grammar import grammar_is_valid
+from app.engine.sampling import piece
+
+# ChatML, for a model whose GGUF carries no chat template.
+FALLBACK_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+class Tokenizer:
+    """The model's vocabulary and chat template, used on the hub while the model generates.
+
+    llama.cpp's vocabulary is read-only once loaded, so tokenizing on the hub thread
+    (microseconds) while the native thread decodes is safe: llama.cpp's own server
+    tokenizes in its HTTP threads the same way. So a context-length error is an
+    ordinary 400 even while the model is busy with another request.
+    """
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+        self.vocabulary_size = llama.n_vocab()
+        self._vocab = llama._model.vocab
+        metadata = llama.metadata
+        template = metadata.get("tokenizer.chat_template") or FALLBACK_TEMPLATE
+        self._bos = llama.token_bos()
+        self._formatter = Jinja2ChatFormatter(
+            template=template,
+            eos_token=self._text_of(llama.token_eos()),
+            bos_token=self._text_of(self._bos),
+        )
+        self._adds_bos = llama._model.add_bos_token() and self._bos >= 0
+        self.fim = {
+            "pre": llama_cpp.llama_vocab_fim_pre(self._vocab),
+            "suf": llama_cpp.llama_vocab_fim_suf(self._vocab),
+            "mid": llama_cpp.llama_vocab_fim_mid(self._vocab),
+        }
+
+    def _text_of(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self._llama.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+    def accepts_grammar(self, gbnf: str) -> bool:
+        """Whether llama.cpp can build this grammar over this vocabulary."""
+        return grammar_is_valid(self._vocab, gbnf)
+
+    def is_end_of_generation(self, token: int) -> bool:
+        """True for end-of-turn / end-of-text tokens."""
+        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+
+    def piece(self, token: int) -> bytes:
+        """The bytes one generated token stands for (special tokens render as nothing)."""
+        return piece(self._llama, token)
+
+    def chat(self, messages: list[dict[str, Any]]) -> list[int]:
+        """Apply the model's chat template and tokenize, template markers included."""
+        conversation = [_template_message(m) for m in messages]
+        try:
+            prompt = self._formatter(messages=conversation).prompt
+        except (jinja2.TemplateError, ValueError) as exc:
+            raise PromptRejectedError(f"The model's chat template rejected these messages: {exc}") from None
+        # The template writes the BOS marker itself when the model wants one.
+        return self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+
+    def text(self, prompt: str) -> list[int]:
+        """Tokenize a raw completion prompt as llama.cpp's server does (BOS, no special parsing)."""
+        tokens = self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=False)
+        if self._adds_bos or not tokens:
+            # An empty prompt still needs one token to generate from: the start of text.
+            tokens = [self._bos if self._bos >= 0 else self._llama.token_eos()] + tokens
+        return tokens
+
+    @property
+    def supports_infill(self) -> bool:
+        """True when the vocabulary has fill-in-the-middle markers."""
+        return all(token >= 0 for token in self.fim.values())
+
+    def infill(self, prefix: str, suffix: str) -> list[int]:
+        """Tokenize a fill-in-the-middle prompt: <pre>prefix<suf>suffix<mid>."""
+        encode = self._llama.tokenize
+        return (
+            [self.fim["pre"]]
+            + encode(prefix.encode(), add_bos=False, special=False)
+            + [self.fim["suf"]]
+            + encode(suffix.encode(), add_bos=False, special=False)
+            + [self.fim["mid"]]
+        )
+
+
+def _template_message(message: dict[str, Any]) -> dict[str, Any]:
+    """The message as chat templates expect it; `developer` is OpenAI's new name for `system`."""
+    role = "system" if message["role"] == "developer" else message["role"]
+    converted = {"role": role, "content": message.get("content") or ""}
+    for key in ("name", "tool_calls", "tool_call_id"):
+        if message.get(key):
+            converted[key] = message[key]
+    return converted

@@ -1,0 +1,59 @@
+"""The data the engine takes and gives: a generation request in, chunks of text out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling settings; the defaults are llama.cpp server's."""
+
+    temperature: float = 0.8
+    top_p: float = 0.95
+    top_k: int = 40
+    min_p: float = 0.05
+    repeat_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What the engine needs to generate one choice: the prompt's tokens and how to sample."""
+
+    prompt_tokens: list[int]
+    max_tokens: int
+    sampling: Sampling = field(default_factory=Sampling)
+    stop: list[str] = field(default_factory=list)
+    index: int = 0  # the choice this generates
+    logit_bias: dict[int, float] = field(default_factory=dict)
+    logprobs: int | None = None  # None: off; k: the chosen token's and the top k alternatives
+    grammar: str | None = None  # GBNF the output must follow
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token with its log-probability and the most likely alternatives."""
+
+    token: int
+    piece: bytes
+    logprob: float
+    top: tuple[tuple[int, bytes, float], ...]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of generated text; the last chunk of a choice has `finish_reason` set.
+
+    `finish_reason` is OpenAI's `stop` or `length`, or `cancelled` (the client left)
+    or `error` (then `error` holds the traceback for the log, never for the client).
+    """
+
+    text: str = ""
+    finish_reason: str | None = None
+    completion_tokens: int = 0
+    index: int = 0
+    logprobs: tuple[TokenLogprob, ...] = ()
+    error: str | None = None

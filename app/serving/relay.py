@@ -1,0 +1,168 @@
+"""Hand a request from a busy worker to an idle one, streaming the answer back unchanged."""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from flask import Request, Response
+
+from app.engine.engine import Engine
+from app.serving import disconnect, peers
+
+log = logging.getLogger(__name__)
+
+# Marks a request already relayed once, so it is never passed on again.
+RELAYED_HEADER = "X-LLM-Relayed"
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "host",
+    "date",
+    "server",
+}
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self._path)
+
+
+class Migrated(Exception):  # noqa: N818 - a hand-over, not an error
+    """A queued request was handed to a peer that became idle: answer with the peer's response."""
+
+    def __init__(self, connection: http.client.HTTPConnection, upstream: http.client.HTTPResponse) -> None:
+        super().__init__("relayed to an idle peer")
+        self.connection, self.upstream = connection, upstream
+
+    def body(self) -> Iterator[bytes]:
+        """The peer's response body, chunk by chunk; hangs up on the peer when closed early."""
+        try:
+            yield from _body(self.upstream)
+        finally:
+            _hang_up(self.connection)
+            self.connection.close()
+
+    def response(self, environ: dict[str, object]) -> Response:
+        """The peer's whole response, as ours."""
+        return _as_response(environ, self.connection, self.upstream)
+
+
+def to_idle_peer(request: Request, engine: Engine) -> Response | None:
+    """Relay `request` to a less loaded worker if this one is busy; None to serve it here."""
+    worker = peers.this_worker
+    if worker is None or engine.admitted == 0 or request.headers.get(RELAYED_HEADER):
+        return None
+    peer = worker.table.least_loaded_peer(worker.slot)
+    if peer is None or peer[1] >= engine.admitted:
+        return None
+    opened = _open(request, engine, peer[0])
+    return None if opened is None else _as_response(request.environ, *opened)
+
+
+def migrator(request: Request, engine: Engine) -> Callable[[], None] | None:
+    """For a request about to queue here: a check, run while it waits, that hands it to a peer
+    that has become idle (raising Migrated), so that no request waits while a worker idles."""
+    worker = peers.this_worker
+    if worker is None or request.headers.get(RELAYED_HEADER):
+        return None
+    forward = _Forward(
+        request.method, request.full_path.rstrip("?"), request.get_data(), dict(request.headers)
+    )
+
+    def try_peer() -> None:
+        peer = worker.table.least_loaded_peer(worker.slot)
+        if peer is None or peer[1] > 0:
+            return
+        opened = _open(forward, engine, peer[0])
+        if opened is None:
+            return
+        if opened[1].status == 200:
+            log.info("queued request moved to worker slot %d, which became idle", peer[0])
+            raise Migrated(*opened)
+        opened[1].read()  # the peer got busy meanwhile (a 429): stay in our queue
+        opened[0].close()
+
+    return try_peer
+
+
+@dataclass
+class _Forward:
+    """What a relay sends on: the request as it came."""
+
+    method: str
+    full_path: str
+    body: bytes
+    headers: dict[str, str]
+
+
+def _open(
+    request: Request | _Forward, engine: Engine, slot: int
+) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse] | None:
+    """Send the request to the worker in `slot`; None if it cannot be reached."""
+    table = peers.this_worker.table  # type: ignore[union-attr]
+    # Silence from the peer lasts at most the queue wait plus one generation (streams also
+    # send keep-alives); past that, the peer is stuck and the relay gives up.
+    config = engine.config
+    timeout = config.queue_timeout + (config.max_generation_seconds or 3600) + 30
+    connection = _UnixConnection(table.socket_path(slot), timeout=timeout)
+    body = request.body if isinstance(request, _Forward) else request.get_data()
+    path = request.full_path.rstrip("?")
+    headers = {
+        k: v for k, v in dict(request.headers).items() if k.lower() not in _HOP_BY_HOP | {"content-length"}
+    }
+    headers[RELAYED_HEADER] = "1"
+    try:
+        connection.request(request.method, path, body, headers)
+        return connection, connection.getresponse()
+    except OSError as exc:  # the peer has just exited or is restarting: serve it here
+        log.info("could not relay to worker slot %d (%s); serving here", slot, exc)
+        connection.close()
+        return None
+
+
+def _as_response(
+    environ: dict[str, object], connection: http.client.HTTPConnection, upstream: http.client.HTTPResponse
+) -> Response:
+    response = Response(
+        _body(upstream),
+        status=upstream.status,
+        headers=[(k, v) for k, v in upstream.getheaders() if k.lower() not in _HOP_BY_HOP],
+    )
+    # If our client hangs up, hang up on the peer too, so that it cancels.
+    stop_watching = disconnect.watch(environ, lambda: _hang_up(connection))
+    response.call_on_close(stop_watching)
+    response.call_on_close(connection.close)
+    return response
+
+
+def _body(upstream: http.client.HTTPResponse) -> Iterator[bytes]:
+    yield b""  # send our headers at once, as the peer did
+    try:
+        while data := upstream.read1(65536):  # one chunk at a time: events stay unbuffered
+            yield data
+    except (OSError, http.client.HTTPException):
+        return  # the peer went away mid-answer; our client's stream simply ends
+
+
+def _hang_up(connection: http.client.HTTPConnection) -> None:
+    if connection.sock is not None:
+        try:
+            connection.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

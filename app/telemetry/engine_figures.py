@@ -1,0 +1,23 @@
+"""The engine's reports turned into metrics, and its load passed on to whoever balances workers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from app.engine.observer import EngineObserver
+from app.telemetry import metrics
+
+
+class EngineFigures(EngineObserver):
+    """Records the engine's figures as Prometheus metrics; `publish` also hears each load change."""
+
+    def __init__(self, publish: Callable[[int], object] | None = None) -> None:
+        self._publish = publish
+
+    def loaded(self, seconds: float) -> None:
+        metrics.MODEL_LOAD.set(seconds)
+
+    def load_changed(self, admitted: int, running: int) -> None:
+        metrics.record_load(admitted, running)
+        if self._publish is not None:
+            self._publish(admitted)

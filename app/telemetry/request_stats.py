@@ -1,0 +1,36 @@
+"""What one request's generation did (tokens, timings, outcome), filled in as its chunks flow."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RequestStats:
+    """What a generation did for this request, filled in as its chunks flow."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    ttft: float | None = None
+    cancelled: bool = False
+    rejected: bool = False
+    relayed: bool = False  # handed to another worker, which logs and counts it
+    started: float = field(default_factory=time.monotonic)
+    gaps: list[float] = field(default_factory=list)
+    _last: float | None = None
+    _tokens_by_choice: dict[int, int] = field(default_factory=dict)
+
+    def count_tokens(self, choice: int, tokens: int) -> None:
+        """The tokens a choice has generated so far (chunks carry running counts)."""
+        self._tokens_by_choice[choice] = max(tokens, self._tokens_by_choice.get(choice, 0))
+        self.completion_tokens = sum(self._tokens_by_choice.values())
+
+    def on_text(self) -> None:
+        """A piece of text was produced now: time to first token, then gaps between tokens."""
+        now = time.monotonic()
+        if self._last is None:
+            self.ttft = now - self.started
+        else:
+            self.gaps.append(now - self._last)
+        self._last = now

@@ -1,4 +1,4 @@
-"""The servers a benchmark run starts on loopback: ours (gunicorn), nginx in front, and the peer."""
+"""Real server processes on loopback, for benchmarks and tests: ours under gunicorn, nginx, the peers."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+GUNICORN = Path(sys.executable).with_name("gunicorn")
 PEER_VENV = ROOT / "bench" / ".peer-venv"
 
 
@@ -27,44 +28,48 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for(url: str, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    """Until `url` answers 200 (or the process dies)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args} exited with {process.returncode}")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} did not answer within {timeout}s")
-
-
 class Service:
-    """A process group on a loopback port, stopped with SIGTERM (then SIGKILL)."""
+    """A process group on a loopback port, its output kept in a log; stopped with SIGTERM, then SIGKILL."""
 
     def __init__(
-        self,
-        command: list[str],
-        port: int,
-        ready_path: str,
-        env: dict[str, str] | None = None,
-        cwd: Path = ROOT,
+        self, command: list[str], port: int, env: dict[str, str] | None = None, cwd: Path = ROOT
     ) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
-        self.log = tempfile.TemporaryFile()
+        self.env = {**os.environ, **(env or {})}
+        self.log = tempfile.NamedTemporaryFile("w+b", prefix="service-", suffix=".log")
         self.process = subprocess.Popen(
             command,
             cwd=cwd,
-            env={**os.environ, **(env or {})},
+            env=self.env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        wait_for(self.url + ready_path, self.process)
+
+    def wait_ready(self, path: str, timeout: float = 120, answers: int = 1) -> Service:
+        """Until `path` has answered 200 `answers` times in a row (or the process dies)."""
+        deadline = time.monotonic() + timeout
+        ready = 0
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"{self.process.args} exited with {self.process.returncode}:\n{self.output()}"
+                )
+            try:
+                # Fresh connections, so the kernel spreads the probes over gunicorn's workers.
+                ready = ready + 1 if httpx.get(self.url + path, timeout=2).status_code == 200 else 0
+            except httpx.HTTPError:
+                ready = 0
+            if ready >= answers:
+                return self
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.url + path} did not answer within {timeout}s:\n{self.output()}")
+
+    def output(self) -> str:
+        """Everything the process has written so far."""
+        self.log.flush()
+        return Path(self.log.name).read_text(errors="replace")
 
     def pids(self) -> list[int]:
         """The main process and its children (gunicorn's workers)."""
@@ -72,30 +77,46 @@ class Service:
         return [self.process.pid, *map(int, children)]
 
     def stop(self) -> None:
+        """Stop the whole process group and wait for it."""
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+                self.process.wait(timeout=5)
         self.log.close()
 
 
-def ours(workers: int, threads: int, n_ctx: int, **extra: str) -> Service:
-    """This server under gunicorn, with the settings the comparison uses (plus `extra` LLM_* ones)."""
-    port = free_port()
+class Server(Service):
+    """This server under the real gunicorn, started as users start it, with `LLM_*` settings in `env`."""
+
+    def __init__(self, args: tuple[str, ...] = (), **env: str) -> None:
+        port = free_port()
+        super().__init__(
+            [str(GUNICORN), "-c", "gunicorn.conf.py", *args, "wsgi:app"],
+            port,
+            {"LLM_BIND": f"127.0.0.1:{port}", **env},
+        )
+
+    def wait_ready(self, path: str = "/health/ready", timeout: float = 60, answers: int = 0) -> Server:
+        """Until every worker has loaded its model (several ready answers in a row, on fresh connections)."""
+        workers = int(self.env.get("LLM_WORKERS", "1"))
+        super().wait_ready(path, timeout, answers or 3 * workers)
+        return self
+
+
+def ours(workers: int, threads: int, n_ctx: int, **extra: str) -> Server:
+    """This server with the settings the comparison uses (plus `extra` LLM_* ones), ready."""
     env = {
         **extra,
-        "LLM_BIND": f"127.0.0.1:{port}",
         "LLM_WORKERS": str(workers),
         "LLM_N_THREADS": str(threads),
         "LLM_N_CTX": str(n_ctx),
         "LLM_MAX_QUEUE": "64",
         "LLM_QUEUE_TIMEOUT": "600",
     }
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    return Service([str(gunicorn), "-c", "gunicorn.conf.py", "wsgi:app"], port, "/health/ready", env)
+    return Server(**env).wait_ready(timeout=120)
 
 
 def nginx(backend_ports: list[int]) -> Service:
@@ -118,7 +139,7 @@ def nginx(backend_ports: list[int]) -> Service:
         "-g",
         f"daemon off; pid {prefix}/nginx.pid; error_log {prefix}/error.log;",
     ]
-    return Service(command, port, "/health")
+    return Service(command, port).wait_ready("/health")
 
 
 def install_peer() -> Path:
@@ -152,4 +173,4 @@ def peer(model_path: str, threads: int, n_ctx: int) -> Service:
         "--n_threads",
         str(threads),
     ]
-    return Service(command, port, "/v1/models", cwd=PEER_VENV)
+    return Service(command, port, cwd=PEER_VENV).wait_ready("/v1/models")

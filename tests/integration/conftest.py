@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.integration.server import Server
+from bench.services import Server
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.services import Server
 from tests.integration.rawhttp import fetch
-from tests.integration.server import Server
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -17,7 +17,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.integration.server import Server
+from bench.services import Server
 
 CHECKS = [
     not_a_server_error,

@@ -12,27 +12,44 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+from bench.services import Server
 from tests.integration.busy import model_busy
 from tests.integration.procs import worker_holding, worker_pids
-from tests.integration.rawhttp import fetch, open_request, read_chunk, read_head
-from tests.integration.server import Server
+from tests.integration.rawhttp import fetch, open_request, read_chunk, read_head, request_bytes
+from tests.integration.waits import wait_until
 
 LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "stream": True}
 SHORT = {"prompt": "1, 2, 3,", "max_tokens": 150, "temperature": 0, "stream": True}
 
 
-def read_stream(sock: socket.socket) -> list[bytes]:
-    """Every chunk until the end of the chunked body (or the connection); closes the socket."""
-    with sock, sock.makefile("rb") as reader:
-        status, _ = read_head(reader)
+class RawStream:
+    """A streamed request on a raw socket, read at the test's pace: first its start, later the rest."""
+
+    def __init__(self, port: int, body: dict, sock: socket.socket | None = None) -> None:
+        self.sock = sock or open_request(port, "POST", "/v1/completions", body)
+        self.reader = self.sock.makefile("rb")
+        self.chunks: list[bytes] = []
+
+    def started(self) -> RawStream:
+        """Once the 200 and the first generated event have arrived: the stream is under way."""
+        status, _ = read_head(self.reader)
         assert status == 200
-        chunks = []
+        while not (self.chunks and self.chunks[-1].startswith(b"data: {")):
+            chunk = read_chunk(self.reader)
+            assert chunk is not None, self.chunks
+            self.chunks.append(chunk)
+        return self
+
+    def rest(self) -> list[bytes]:
+        """Every chunk until the end of the body (or of the connection); closes the socket."""
         try:
-            while (chunk := read_chunk(reader)) is not None:
-                chunks.append(chunk)
+            while (chunk := read_chunk(self.reader)) is not None:
+                self.chunks.append(chunk)
         except (OSError, ValueError):
-            chunks.append(b"<connection lost>")
-    return chunks
+            self.chunks.append(b"<connection lost>")
+        self.reader.close()
+        self.sock.close()
+        return self.chunks
 
 
 def finish_reason(chunks: list[bytes]) -> str | None:
@@ -62,13 +79,10 @@ def test_cheap_requests_answer_while_every_worker_generates(start_server: Callab
 
 def test_sigterm_lets_streams_finish_and_refuses_new_connections(start_server: Callable[..., Server]) -> None:
     server = start_server(LLM_GRACEFUL_TIMEOUT="30")
-    sock = open_request(server.port, "POST", "/v1/completions", SHORT)
-    time.sleep(0.3)  # the stream is under way
+    stream = RawStream(server.port, SHORT).started()
     os.kill(server.process.pid, signal.SIGTERM)
-    time.sleep(0.5)
-    with pytest.raises(OSError):
-        socket.create_connection(("127.0.0.1", server.port), timeout=2).close()
-    chunks = read_stream(sock)
+    wait_until(lambda: refuses_connections(server.port), what="the listener closing")
+    chunks = stream.rest()
     assert chunks[-1] == b"data: [DONE]\n\n" and finish_reason(chunks) == "length"
     assert server.process.wait(timeout=30) == 0
 
@@ -76,16 +90,13 @@ def test_sigterm_lets_streams_finish_and_refuses_new_connections(start_server: C
 def test_sighup_reload_fails_no_in_flight_request(start_server: Callable[..., Server]) -> None:
     server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1")
     old_workers = set(worker_pids(server.process.pid))
-    streams = [open_request(server.port, "POST", "/v1/completions", SHORT) for _ in range(2)]
-    time.sleep(0.3)
+    streams = [RawStream(server.port, SHORT).started() for _ in range(2)]
     os.kill(server.process.pid, signal.SIGHUP)
-    for sock in streams:
-        chunks = read_stream(sock)
+    for stream in streams:
+        chunks = stream.rest()
         assert chunks[-1] == b"data: [DONE]\n\n" and finish_reason(chunks) == "length"
-    deadline = time.monotonic() + 30
-    while old_workers & set(worker_pids(server.process.pid)):  # old workers leave once idle
-        assert time.monotonic() < deadline, "old workers did not exit after the reload"
-        time.sleep(0.1)
+    # Old workers leave once idle.
+    wait_until(lambda: not old_workers & set(worker_pids(server.process.pid)), 30, "the old workers' exit")
     server.wait_ready()
     assert fetch(server.port, "POST", "/v1/completions", {**SHORT, "max_tokens": 2}).status == 200
 
@@ -101,14 +112,16 @@ def test_worker_killed_mid_stream(start_server: Callable[..., Server]) -> None:
     # A second stream whose connection another worker accepted (retry until one does).
     for _ in range(50):
         survivor = socket.create_connection(("127.0.0.1", server.port), timeout=60)
-        time.sleep(0.05)
-        if worker_holding(server.process.pid, survivor) not in (None, victim):
+        holder = wait_until(
+            lambda sock=survivor: worker_holding(server.process.pid, sock), what="an accepted connection"
+        )
+        if holder != victim:
             break
         survivor.close()
     else:
         pytest.fail("every connection landed on the same worker")
-    survivor.sendall(open_request_bytes(server.port, SHORT))
-    time.sleep(0.3)
+    survivor.sendall(request_bytes(server.port, "POST", "/v1/completions", SHORT))
+    surviving = RawStream(server.port, SHORT, sock=survivor).started()
     os.kill(victim, signal.SIGKILL)
     # The killed worker's client sees its connection end, not a hang.
     doomed.settimeout(10)
@@ -118,13 +131,12 @@ def test_worker_killed_mid_stream(start_server: Callable[..., Server]) -> None:
     reader.close()
     doomed.close()
     # The other stream carries on to the end.
-    chunks = read_stream(survivor)
+    chunks = surviving.rest()
     assert chunks[-1] == b"data: [DONE]\n\n" and finish_reason(chunks) == "length"
     # gunicorn starts a new worker, which loads the model; the server answers again.
-    deadline = time.monotonic() + 30
-    while victim in worker_pids(server.process.pid) or len(worker_pids(server.process.pid)) < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    wait_until(
+        lambda: victim not in (pids := worker_pids(server.process.pid)) and len(pids) == 2, 30, "a new worker"
+    )
     server.wait_ready(timeout=30)
     assert (
         fetch(server.port, "POST", "/v1/completions", {**SHORT, "max_tokens": 2, "stream": False}).status
@@ -132,7 +144,10 @@ def test_worker_killed_mid_stream(start_server: Callable[..., Server]) -> None:
     )
 
 
-def open_request_bytes(port: int, body: dict) -> bytes:
-    from tests.integration.rawhttp import request_bytes
-
-    return request_bytes(port, "POST", "/v1/completions", body)
+def refuses_connections(port: int) -> bool:
+    """True once nothing accepts connections on `port` any more."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except OSError:
+        return True
+    return False

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from bench.services import Service, nginx
+from bench.services import Server, Service, nginx
 from tests.integration.busy import model_busy
 from tests.integration.conftest import assert_clean
 from tests.integration.rawhttp import open_request, read_chunk, read_head
-from tests.integration.server import Server
+from tests.integration.waits import wait_until
 
 LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "stream": True}
 
@@ -67,11 +67,18 @@ def test_requests_are_spread_over_both_backends(deployment: tuple[Service, list[
     threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
     for thread in threads:
         thread.start()
-        time.sleep(0.05)
     for thread in threads:
         thread.join(60)
-    time.sleep(0.3)
-    served = [b.output().count(f"[{marker}-") for b in backends]
+
+    def access_lines() -> list[int]:
+        """Per backend, this test's access lines (each written once its stream has ended)."""
+        return [
+            sum(1 for line in b.output().splitlines() if f"[{marker}-" in line and "app.access" in line)
+            for b in backends
+        ]
+
+    wait_until(lambda: sum(access_lines()) == 4, what="four access lines")
+    served = access_lines()
     assert all(count > 0 for count in served), served
 
 
@@ -86,10 +93,10 @@ def test_client_abort_through_nginx_cancels_the_backend(deployment: tuple[Servic
     sock.shutdown(socket.SHUT_RDWR)
     reader.close()
     sock.close()
-    deadline = time.monotonic() + 10
-    while sum(b.output().count("cancelled by its client after") for b in backends) == before:
-        assert time.monotonic() < deadline, "the backend never cancelled"
-        time.sleep(0.1)
+    wait_until(
+        lambda: sum(b.output().count("cancelled by its client after") for b in backends) > before,
+        what="the backend cancelling",
+    )
 
 
 def test_keepalive_comments_pass_through_nginx(deployment: tuple[Service, list[Server]]) -> None:

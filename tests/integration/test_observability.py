@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from collections.abc import Callable
 
 import httpx
@@ -12,9 +11,10 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.services import Server
 from tests.integration.busy import model_busy
 from tests.integration.rawhttp import open_request, read_chunk, read_head
-from tests.integration.server import Server
+from tests.integration.waits import wait_for_log, wait_until
 
 
 def scrape(server: Server) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -32,10 +32,10 @@ def value(samples: dict, name: str, **labels: str) -> float:
 
 def wait_until_idle(server: Server) -> None:
     """Until both workers have seen their streams' hang-ups and hold nothing."""
-    deadline = time.monotonic() + 10
-    while value(samples := scrape(server), "llm_generations_in_flight") or value(samples, "llm_queue_depth"):
-        assert time.monotonic() < deadline, "the workers stayed busy"
-        time.sleep(0.1)
+    wait_until(
+        lambda: not (value(s := scrape(server), "llm_generations_in_flight") or value(s, "llm_queue_depth")),
+        what="both workers going idle",
+    )
 
 
 def test_metrics_add_up_across_workers(start_server: Callable[..., Server]) -> None:
@@ -72,13 +72,12 @@ def test_metrics_add_up_across_workers(start_server: Callable[..., Server]) -> N
     reader.close()
     sock.close()
 
-    deadline = time.monotonic() + 10
-    while True:
-        samples = scrape(server)
-        cancelled = value(samples, "llm_cancelled_requests_total")
-        if cancelled >= 3 or time.monotonic() > deadline:  # two busy streams and one hang-up
-            break
-        time.sleep(0.2)
+    # Two busy streams and one hang-up were cancelled.
+    samples = wait_until(
+        lambda: value(s := scrape(server), "llm_cancelled_requests_total") >= 3 and s,
+        what="three cancellations counted",
+    )
+    cancelled = value(samples, "llm_cancelled_requests_total")
     assert value(samples, "llm_requests_total", route="/v1/completions", status="200") >= 4 + 3
     assert value(samples, "llm_requests_total", route="/v1/completions", status="400") == 1
     assert value(samples, "llm_requests_total", route="/v1/completions", status="429") == 1
@@ -117,8 +116,8 @@ def test_request_id_on_every_log_line_and_one_access_line(start_server: Callable
         timeout=30,
     )
     assert response.headers["x-request-id"] == "trace-42"
-    time.sleep(0.3)
-    lines = [line for line in server.output().splitlines() if "trace-42" in line]
+    log = wait_for_log(server, "[trace-42] app.access")
+    lines = [line for line in log.splitlines() if "trace-42" in line]
     access = [line for line in lines if "app.access" in line]
     assert len(access) == 1, lines
     for field in ("route=/v1/completions", "status=200", "completion_tokens=3", "ttft=0.", "cancelled=False"):
@@ -128,8 +127,8 @@ def test_request_id_on_every_log_line_and_one_access_line(start_server: Callable
 def test_json_log_lines(start_server: Callable[..., Server]) -> None:
     server = start_server(LLM_LOG_FORMAT="json")
     httpx.post(server.url + "/v1/completions", json={"prompt": "Hi", "max_tokens": 2}, timeout=30)
-    time.sleep(0.3)
-    records = [json.loads(line) for line in server.output().splitlines() if line.strip()]
+    log = wait_for_log(server, '"route": "/v1/completions"')
+    records = [json.loads(line) for line in log.splitlines() if line.strip()]
     access = [r for r in records if r["logger"] == "app.access" and r["route"] == "/v1/completions"]
     assert access and access[0]["status"] == 200 and access[0]["completion_tokens"] == 2
     assert any(r["logger"] == "gunicorn.error" for r in records)

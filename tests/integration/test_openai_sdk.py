@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from tests.integration.server import Server
+from bench.services import Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 MESSAGES = [

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+from bench.services import Server
 from tests.integration.rawhttp import fetch
-from tests.integration.server import Server
 
 # A data event of ASCII JSON or [DONE], or the keep-alive comment (sent after 1 s of silence).
 EVENT = re.compile(rb"data: (\{[\x20-\x7e]*\}|\[DONE\])\n\n|: keep-alive\n\n")

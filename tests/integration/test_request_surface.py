@@ -13,7 +13,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from tests.integration.server import ROOT, Server
+from bench.services import ROOT, Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 ASK = [{"role": "user", "content": "Tell me about a city."}]

@@ -8,47 +8,52 @@ from collections.abc import Callable
 
 import httpx
 
-from tests.integration.server import Server
+from bench.services import Server
 
 LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 400, "temperature": 0, "stream": True}
 
 
-def stream_in_background(url: str, body: dict) -> tuple[threading.Thread, dict[str, float | str]]:
-    """Run a streamed completion in a thread; record when its first and last events came."""
-    record: dict[str, float | str] = {}
+class BackgroundStream:
+    """A streamed completion read in a thread, counting its events and noting when they came."""
 
-    def run() -> None:
+    def __init__(self, url: str, body: dict) -> None:
+        self.started = threading.Event()
+        self.events = 0
+        self.first = self.last = 0.0
+        self.finish = ""
+        self.thread = threading.Thread(target=self._read, args=(url, body))
+        self.thread.start()
+
+    def _read(self, url: str, body: dict) -> None:
         with httpx.stream("POST", url + "/v1/completions", json=body, timeout=120) as response:
             for line in response.iter_lines():
                 if line.startswith("data: {"):
-                    record.setdefault("first", time.monotonic())
-                    record["finish"] = line
-            record["last"] = time.monotonic()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread, record
+                    self.events += 1
+                    self.first = self.first or time.monotonic()
+                    self.finish = line
+                    self.started.set()
+            self.last = time.monotonic()
 
 
 def test_cheap_requests_answer_while_the_model_generates(start_server: Callable[..., Server]) -> None:
     # A 2 s liveness timeout: were llama.cpp on the hub, gunicorn would kill the worker.
     server = start_server(LLM_WORKER_TIMEOUT="2", LLM_N_THREADS="1")
-    thread, record = stream_in_background(server.url, LONG)
-    while "first" not in record and thread.is_alive():
-        time.sleep(0.01)
+    stream = BackgroundStream(server.url, LONG)
+    assert stream.started.wait(60)
     answered = []
     with httpx.Client(base_url=server.url, timeout=30) as client:
-        for _ in range(5):
+        # Rounds of cheap requests until the stream has made real progress meanwhile.
+        while len(answered) < 5 or stream.events < 100:
             assert client.get("/health").status_code == 200
             assert client.get("/v1/models").status_code == 200
             assert client.post("/v1/chat/completions", json={"messages": []}).status_code == 400
             assert client.post("/v1/completions", json={"prompt": "x", "model": "nope"}).status_code == 404
             answered.append(time.monotonic())
-            time.sleep(0.3)
-    thread.join(timeout=120)
+            assert stream.thread.is_alive(), "the stream ended before the cheap requests were done"
+    stream.thread.join(timeout=120)
     # Every cheap request was answered while the stream was still producing tokens.
-    assert answered[-1] < record["last"], (answered, record)
-    assert '"finish_reason":"length"' in str(record["finish"])
-    assert record["last"] - record["first"] > 3  # longer than the 2 s liveness timeout
+    assert answered[-1] < stream.last, (answered, stream.last)
+    assert '"finish_reason":"length"' in stream.finish
+    assert stream.last - stream.first > 3  # longer than the 2 s liveness timeout
     assert "WORKER TIMEOUT" not in server.output()
     assert server.process.poll() is None

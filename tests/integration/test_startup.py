@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.config import SETTINGS
-from tests.integration.server import GUNICORN, ROOT, Server, free_port
+from app.config import SETTINGS, Config, default_model_path
+from bench.services import GUNICORN, ROOT, Server, free_port
 
 
 def start(env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -86,3 +86,11 @@ def test_unloadable_model_halts_the_server(tmp_path: Path) -> None:
 def test_good_configuration_starts(start_server: Callable[..., Server]) -> None:
     server = start_server(LLM_MODEL_ID="my-model", LLM_N_CTX="512", LLM_WORKERS="2")
     assert httpx.get(server.url + "/v1/models/my-model").json()["id"] == "my-model"
+
+
+def test_defaults_serve_the_bundled_model() -> None:
+    config = Config.from_env({})
+    assert config.model_path == default_model_path() and config.model_path.endswith(".gguf")
+    assert config.model_id == "SmolLM2-135M-Instruct.Q4_1"
+    assert config.n_ctx == 2048 and config.max_tokens_limit == 2048 and config.n_threads >= 1
+    assert config.prompt_cache is False and 0 < config.sse_keepalive < 10

@@ -13,9 +13,10 @@ import openai
 import pytest
 from httpx_sse import connect_sse
 
+from bench.services import Server
 from tests.integration.busy import model_busy
 from tests.integration.rawhttp import fetch, open_request, read_chunk, read_head
-from tests.integration.server import Server
+from tests.integration.waits import generations_in_flight, wait_for_log, wait_until
 
 CHAT = {"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8, "temperature": 0}
 COMPLETION = {"prompt": "Hello", "max_tokens": 8, "temperature": 0}
@@ -161,10 +162,11 @@ def test_full_queue_is_429_before_any_byte(start_server: Callable[..., Server]) 
             assert json.loads(response.body)["error"]["code"] == "queue_full"
         assert httpx.get(server.url + "/health").status_code == 200
     # Once the worker has seen the hang-up, the next request is admitted: no place leaked.
-    deadline = time.monotonic() + 5
-    while (status := fetch(server.port, "POST", "/v1/chat/completions", CHAT).status) == 429:
-        assert time.monotonic() < deadline, "the hung-up stream kept its place"
-        time.sleep(0.05)
+    status = wait_until(
+        lambda: (code := fetch(server.port, "POST", "/v1/chat/completions", CHAT).status) != 429 and code,
+        5,
+        "the hung-up stream giving back its place",
+    )
     assert status == 200
 
 
@@ -200,7 +202,7 @@ def test_disconnect_aborts_prompt_processing(start_server: Callable[..., Server]
 
     sock = open_request(server.port, "POST", "/v1/completions", {**body, "stream": True})
     read_head(sock.makefile("rb"))
-    time.sleep(min(0.5, prompt_seconds / 10))  # the prompt is now being processed
+    wait_until(lambda: generations_in_flight(server) == 1, what="the prompt reaching the model")
     sock.shutdown(socket.SHUT_RDWR)
     sock.close()
     left = time.monotonic()
@@ -218,13 +220,4 @@ def test_client_that_leaves_the_queue_never_reaches_the_model(start_server: Call
         read_head(sock.makefile("rb"))
         sock.close()
         assert "while queued; it never reached the model" in wait_for_log(server, "while queued")
-    assert wait_for_log(server, "after").count("cancelled by its client") == 2
-
-
-def wait_for_log(server: Server, text: str, timeout: float = 10) -> str:
-    """The server's log once it contains `text`."""
-    deadline = time.monotonic() + timeout
-    while text not in (log := server.output()):
-        assert time.monotonic() < deadline, f"{text!r} not logged:\n{log}"
-        time.sleep(0.05)
-    return log
+    wait_for_log(server, "cancelled by its client", count=2)

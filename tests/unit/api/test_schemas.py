@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from marshmallow import ValidationError
 
-from app.errors import from_validation
-from app.schemas import chat_completion_schema, completion_schema
+from app.api.errors import from_validation
+from app.api.schemas import chat_completion_schema, completion_schema
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from app.generation import Chunk
+from app.engine.types import Chunk
 from tests.unit.conftest import MODEL_ID, FakeEngine
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}]}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.textstream import TextAssembler
+from app.engine.text_assembly import TextAssembler
 
 
 def run(pieces: list[bytes], stop: list[str]) -> tuple[list[str], bool]:

@@ -1,0 +1,49 @@
+"""JSON grammars: the schema converter's limits, the size bounds guard, and llama.cpp's own check."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine import grammar
+from app.engine.errors import GrammarError
+
+
+def test_object_grammar_is_llama_cpps_json() -> None:
+    assert "root" in grammar.json_object_grammar() and "object" in grammar.json_object_grammar()
+
+
+def test_schema_grammar_keeps_the_property_order() -> None:
+    gbnf = grammar.schema_grammar(
+        {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "string"}}},
+        prop_order=["a", "b"],
+    )
+    assert gbnf.index('\\"a\\"') < gbnf.index('\\"b\\"')
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"$ref": "#/definitions/nope"}, {"type": "string", "pattern": "(("}, {"type": "bogus"}],
+)
+def test_what_the_converter_lacks_is_a_grammar_error(schema: dict) -> None:
+    with pytest.raises(GrammarError, match="not supported"):
+        grammar.schema_grammar(schema)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "array", "maxItems": 5000},
+        {
+            "type": "object",
+            "properties": {"deep": {"type": "array", "items": {"type": "string", "minLength": 1001}}},
+        },
+        {"anyOf": [{"type": "string"}, {"type": "object", "maxProperties": 1e6}]},
+    ],
+)
+def test_bounds_that_would_explode_the_grammar_are_refused(schema: dict) -> None:
+    with pytest.raises(GrammarError, match="above the 1000"):
+        grammar.schema_grammar(schema)
+
+
+def test_bounds_at_the_limit_are_fine() -> None:
+    grammar.check_bounds({"type": "array", "maxItems": grammar.MAX_BOUND, "items": [{"minLength": 3}]})

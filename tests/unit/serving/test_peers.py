@@ -1,0 +1,68 @@
+"""The table of workers' loads shared through fork, and each worker's private socket."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from app.serving import peers
+
+
+@pytest.fixture
+def table() -> Iterator[peers.PeerTable]:
+    shared = peers.PeerTable()
+    yield shared
+    shared.close()
+
+
+def test_claimed_slots_are_distinct_and_reused_after_release(table: peers.PeerTable) -> None:
+    first, second = table.claim(), table.claim()
+    assert first != second
+    table.release(first)
+    assert table.claim() == first
+
+
+def test_a_full_table_refuses_another_worker(table: peers.PeerTable) -> None:
+    for _ in range(64):
+        table.claim()
+    with pytest.raises(RuntimeError, match="more than 64 gunicorn workers"):
+        table.claim()
+
+
+def test_least_loaded_peer_skips_itself_and_reserved_slots(table: peers.PeerTable) -> None:
+    mine, busy, idle, forking = (table.claim() for _ in range(4))
+    assert table.least_loaded_peer(mine) is None  # the others are only reserved so far
+    table.publish(mine, 0)
+    table.publish(busy, 3)
+    table.publish(idle, 1)
+    assert table.least_loaded_peer(mine) == (idle, 1)
+    assert table.least_loaded_peer(idle) == (mine, 0)
+    table.release(idle)
+    # `forking` holds load 0 but is only reserved: the busy worker is the one peer.
+    assert table.least_loaded_peer(mine) == (busy, 3)
+    table.publish(forking, 0)
+    assert table.least_loaded_peer(mine) == (forking, 0)
+
+
+def test_worker_listens_on_its_own_socket_and_release_removes_it(table: peers.PeerTable) -> None:
+    slot = table.claim()
+    worker = peers.Worker(table, slot)
+    listener = worker.listen()
+    try:
+        path = table.socket_path(slot)
+        assert os.path.dirname(path) == table.rundir
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(path)
+            accepted, _ = listener.accept()
+            accepted.close()
+        worker.publish(2)
+        other = table.claim()
+        table.publish(other, 0)
+        assert table.least_loaded_peer(other) == (slot, 2)
+    finally:
+        listener.close()
+    table.release(slot)
+    assert not os.path.exists(table.socket_path(slot))

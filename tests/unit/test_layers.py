@@ -1,0 +1,46 @@
+"""The layers are enforced, not hoped for: import-linter fails a copy of the app that breaks one."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_copy(tmp_path: Path, module: str | None = None, line: str = "") -> subprocess.CompletedProcess[str]:
+    """Run lint-imports on a copy of `app/`, with `line` appended to `module` (a path under app/)."""
+    shutil.copytree(ROOT / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    if module:
+        with (tmp_path / "app" / module).open("a") as handle:
+            handle.write(f"\n{line}  # noqa\n")
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_app_keeps_every_contract(tmp_path: Path) -> None:
+    result = lint_copy(tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        ("engine/types.py", "import flask", "app.engine is not allowed to import flask"),
+        ("engine/sampling.py", "from app.telemetry import metrics", "app.engine is not allowed to import"),
+        ("api/sse.py", "import llama_cpp", "app.api is not allowed to import llama_cpp"),
+        ("serving/peers.py", "from app.api import errors", "Layers"),
+        ("api/sse.py", "from app.api import respond", "No cycles are allowed in app.api"),
+    ],
+)
+def test_breaking_a_layer_fails(tmp_path: Path, module: str, line: str, broken: str) -> None:
+    result = lint_copy(tmp_path, module, line)
+    assert result.returncode != 0 and broken in result.stdout, result.stdout

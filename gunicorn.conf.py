@@ -4,23 +4,18 @@ import os
 import tempfile
 from pathlib import Path
 
-from app.config import exit_on_bad_config
+from app import cpu
+from app.config import Config, exit_on_bad_config
 from app.serving import peers
 
 # Validated here, in the master, so a bad value stops start-up with one line.
 _config = exit_on_bad_config()
-
-# llama.cpp's OpenMP threads spin while idle. That is fastest for one process with
-# its cores to itself, but when workers share the cores (or a worker has one thread,
-# whose spare OpenMP thread only spins) both workers stall for seconds at a time;
-# measured here: 2 workers x 1 thread, 0.55 s per 40 tokens passive, up to 8 s spinning.
-if "OMP_WAIT_POLICY" not in os.environ and (
-    _config.n_threads == 1 or _config.workers * _config.n_threads > (os.cpu_count() or 1)
-):
-    os.environ["OMP_WAIT_POLICY"] = "passive"
+_OMP_GIVEN = "OMP_WAIT_POLICY" in os.environ
 
 bind = _config.bind
-workers = _config.workers
+# LLM_WORKERS if set; else gunicorn's own -w, WEB_CONCURRENCY or GUNICORN_CMD_ARGS apply.
+if _config.workers_given:
+    workers = _config.workers
 worker_class = "gevent"
 worker_connections = 1000
 # Each worker loads its own model after fork: CUDA contexts and OpenMP pools
@@ -69,8 +64,18 @@ def pre_fork(server, worker):
 
 
 def post_fork(server, worker):
+    # The worker count gunicorn settled on (-w, WEB_CONCURRENCY, GUNICORN_CMD_ARGS or
+    # LLM_WORKERS): the worker's default thread count divides the usable cores by it.
+    os.environ["LLM_WORKERS"] = str(server.cfg.workers)
+    config = Config.from_env()
+    # llama.cpp's OpenMP threads spin while idle. That is fastest for one process with
+    # its cores to itself, but when workers share the cores (or a worker has one thread,
+    # whose spare OpenMP thread only spins) both workers stall for seconds at a time;
+    # measured here: 2 workers x 1 thread, 0.55 s per 40 tokens passive, up to 8 s spinning.
+    shared = config.n_threads == 1 or config.workers * config.n_threads > cpu.usable_cores()
+    if shared and not _OMP_GIVEN:
+        os.environ["OMP_WAIT_POLICY"] = "passive"
     peers.this_worker = peers.Worker(peers.table, worker.llm_slot)
-    peers.this_worker.publish(0)
 
 
 def post_worker_init(worker):

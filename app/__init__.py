@@ -30,8 +30,10 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
 
     if engine is None:
         worker = peers.this_worker
+        if worker is not None:
+            worker.capacity = config.parallel
         engine = Engine(config, EngineFigures(publish=worker.publish if worker else None))
-        engine.load()
+        engine.start()
     app.extensions["engine"] = engine
 
     request_log.init_app(app)  # first, so that even a 401 has an id and an access line

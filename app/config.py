@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app import cpu
 from app import setting_values as values
 from app.setting_values import default_model_path
 
@@ -63,9 +64,35 @@ class Config:
         optional=True,
     )
     n_ctx: int = setting("LLM_N_CTX", values.positive_int, "2048", "Context size in tokens")
-    n_batch: int = setting("LLM_N_BATCH", values.positive_int, "512", "Prompt batch size")
+    n_batch: int = setting(
+        "LLM_N_BATCH",
+        values.positive_int,
+        "512",
+        "Most tokens one llama.cpp decode step takes (all sequences)",
+    )
+    parallel: int = setting(
+        "LLM_PARALLEL",
+        values.int_between(1, 256),
+        "4",
+        "Sequences a worker generates at once, batched on one context (1: one request at a time)",
+    )
+    prefill_chunk: int = setting(
+        "LLM_PREFILL_CHUNK",
+        values.positive_int,
+        "256",
+        "Most prompt tokens evaluated per step, so a long prompt delays running streams by one chunk",
+    )
+    kv_size: int = setting(
+        "LLM_KV_SIZE",
+        values.non_negative_int,
+        "0",
+        "KV cache cells the sequences share (0: LLM_PARALLEL x LLM_N_CTX, so none can run out)",
+    )
     n_threads: int = setting(
-        "LLM_N_THREADS", values.non_negative_int, "0", "CPU threads per worker (0: cores divided by workers)"
+        "LLM_N_THREADS",
+        values.non_negative_int,
+        "0",
+        "Most CPU threads per worker (0: the cores this process may use, divided by the workers)",
     )
     n_gpu_layers: int = setting("LLM_N_GPU_LAYERS", values.non_negative_int, "0", "Layers offloaded to a GPU")
     tensor_split: list[float] | None = setting(
@@ -78,15 +105,15 @@ class Config:
     prompt_cache: bool = setting(
         "LLM_PROMPT_CACHE",
         values.flag,
-        "0",
-        "1 reuses the previous prompt's KV cache (faster follow-up turns, but outputs "
-        "may differ in rare near-ties from a cold run); 0 keeps seeded output reproducible",
+        "1",
+        "1 starts a prompt from the longest prefix already in the KV cache (a chat's next turn "
+        "evaluates only the new turn); 0 evaluates every prompt in full",
     )
     max_queue: int = setting(
         "LLM_MAX_QUEUE",
         values.non_negative_int,
         "8",
-        "Requests a worker holds waiting behind the running one; more get a 429",
+        "Requests a worker holds waiting for a free sequence; more get a 429",
     )
     queue_timeout: float = setting(
         "LLM_QUEUE_TIMEOUT",
@@ -94,7 +121,13 @@ class Config:
         "60",
         "Seconds a request may wait for the model before it gets a 503",
     )
-    workers: int = setting("LLM_WORKERS", values.positive_int, "1", "gunicorn workers (one model each)")
+    workers: int = setting(
+        "LLM_WORKERS",
+        values.positive_int,
+        "",
+        "gunicorn workers, one model each (default: gunicorn's own -w or WEB_CONCURRENCY, else 1)",
+        optional=True,
+    )
     bind: str = setting("LLM_BIND", values.bind, "127.0.0.1:8000", "Address gunicorn listens on")
     max_body_bytes: int = setting(
         "LLM_MAX_BODY_BYTES",
@@ -161,6 +194,8 @@ class Config:
         "30",
         "Seconds in-flight requests get to finish on shutdown",
     )
+    # Derived, not read from a variable of its own.
+    workers_given: bool = False  # LLM_WORKERS was set (else gunicorn's own count applies)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -188,15 +223,30 @@ class Config:
             )
 
 
-SETTINGS: dict[str, Setting] = {f.name: f.metadata["setting"] for f in dataclasses.fields(Config)}
+SETTINGS: dict[str, Setting] = {
+    f.name: f.metadata["setting"] for f in dataclasses.fields(Config) if "setting" in f.metadata
+}
 
 
 def _derive(parsed: dict[str, Any]) -> dict[str, Any]:
     """Fill the defaults that depend on other settings, and cross-check them."""
     parsed["model_id"] = parsed["model_id"] or Path(parsed["model_path"]).stem
     parsed["api_keys"] = (parsed["api_keys"] or ()) + (parsed["api_keys_file"] or ())
+    parsed["workers_given"] = parsed["workers"] is not None
+    parsed["workers"] = parsed["workers"] or 1
     if parsed["n_threads"] == 0:
-        parsed["n_threads"] = max(1, (os.cpu_count() or 1) // parsed["workers"])
+        parsed["n_threads"] = max(1, cpu.usable_cores() // parsed["workers"])
+    if parsed["parallel"] > parsed["n_batch"]:
+        raise ConfigError(
+            f"LLM_PARALLEL={parsed['parallel']}: must not exceed LLM_N_BATCH={parsed['n_batch']} "
+            "(each step decodes one token of every sequence)"
+        )
+    parsed["kv_size"] = parsed["kv_size"] or parsed["parallel"] * parsed["n_ctx"]
+    if parsed["kv_size"] < parsed["n_ctx"]:
+        raise ConfigError(
+            f"LLM_KV_SIZE={parsed['kv_size']}: must be at least LLM_N_CTX={parsed['n_ctx']}, "
+            "the most one request may use"
+        )
     limit = parsed["max_tokens_limit"] or parsed["n_ctx"]
     if limit > parsed["n_ctx"]:
         raise ConfigError(f"LLM_MAX_TOKENS_LIMIT={limit}: must not exceed LLM_N_CTX={parsed['n_ctx']}")

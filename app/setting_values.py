@@ -23,6 +23,21 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def int_between(minimum: int, maximum: int) -> Callable[[str], int]:
+    """A parser for integers from `minimum` to `maximum`."""
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = minimum - 1
+        if not minimum <= value <= maximum:
+            raise ValueError(f"must be an integer from {minimum} to {maximum}")
+        return value
+
+    return parse
+
+
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
 

@@ -46,8 +46,21 @@ def plan(
             f"completion). Please reduce the length of the {prompt_param} or completion.",
             param=prompt_param if asked is None else max_param,
         )
+    min_tokens = body.get("min_tokens") or 0
+    if min_tokens > max_tokens:
+        raise InvalidRequestError(
+            f"min_tokens is {min_tokens}, above the {max_tokens} tokens this request may generate.",
+            param="min_tokens",
+        )
     sampling = Sampling(**{k: body[k] for k in _SAMPLING_FIELDS if body.get(k) is not None})
-    return GenerationRequest(prompt_tokens, max_tokens, sampling, body.get("stop") or [])
+    return GenerationRequest(
+        prompt_tokens,
+        max_tokens,
+        sampling,
+        body.get("stop") or [],
+        ignore_eos=bool(body.get("ignore_eos")),
+        min_tokens=min_tokens,
+    )
 
 
 def plan_choices(

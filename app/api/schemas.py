@@ -81,6 +81,9 @@ class GenerationSchema(BaseSchema):
         keys=fields.String(), values=_number(-100, 100), allow_none=True, validate=validate.Length(max=1024)
     )
     best_of = _count(1, 128)
+    # llama.cpp's and vLLM's: generate past end-of-text (benchmarks), or at least this many tokens.
+    ignore_eos = StrictBoolean(allow_none=True)
+    min_tokens = _count(0)
 
     @validates_schema
     def best_of_at_least_n(self, data: dict[str, Any], **kwargs: Any) -> None:

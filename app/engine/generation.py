@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-import gevent
+import gevent.event
 import gevent.queue
 
 from app.engine.errors import QueueTimeoutError
@@ -20,36 +21,40 @@ log = logging.getLogger(__name__)
 
 # How often a queued request looks again at its deadline and its client.
 _QUEUE_POLL = 0.25
+# Reasons that end the whole request, not just one choice.
+ENDING = ("cancelled", "error", "kv_full")
 
 
 class Generation:
-    """One admitted request: iterate it for chunks; `cancel()` or `close()` to stop it.
+    """One admitted request of one or more choices: iterate it for chunks; `cancel()` or `close()` it.
 
-    Iterating waits for the model (raising QueueTimeoutError past the queue timeout)
-    and yields `None` whenever `idle` seconds pass with nothing to send, so a stream
-    can write a keep-alive meanwhile. Chunks come from the engine's native thread.
+    Iterating waits for a free sequence (raising QueueTimeoutError past the queue timeout)
+    and yields `None` whenever `idle` seconds pass with nothing to send, so a stream can
+    write a keep-alive meanwhile. Everything here runs on the hub; the batcher only reads
+    `cancelled`, and its chunks arrive through `push`, called on the hub too.
     """
 
     def __init__(self, engine: Engine, requests: list[GenerationRequest]) -> None:
         self.requests = requests
         self.cancelled = False
+        self.started = False  # a first choice has a sequence
+        self.queued = False  # counted among the requests waiting for one
+        self.closed = False
         # Called while queued; may hand the request to an idle peer by raising (serving/relay.py).
         self.migrate: Callable[[], None] | None = None
+        self.context = contextvars.copy_context()  # the request's (its log lines carry its id)
         self._engine = engine
         self._idle = engine.config.sse_keepalive or None
         self._queue: gevent.queue.Queue[Chunk] = gevent.queue.Queue()
-        self._hub = gevent.get_hub()
-        self._closed = False
+        self._started = gevent.event.Event()
         self._finished = False
         self._on_close: list[Callable[[], object]] = []
 
     def __iter__(self) -> Iterator[Chunk | None]:
         try:
-            yield from self._wait_for_model()
+            yield from self._wait_for_start()
             if self.cancelled:
-                log.info("request cancelled by its client while queued; it never reached the model")
                 return
-            self._engine.run_in_thread(self)
             open_choices = len(self.requests)
             while not self._finished:
                 try:
@@ -59,18 +64,18 @@ class Generation:
                     continue
                 if chunk.finish_reason is not None:
                     open_choices -= 1
-                stop = chunk.finish_reason in ("cancelled", "error")
-                self._finished = open_choices == 0 or stop
+                self._finished = open_choices == 0 or chunk.finish_reason in ENDING
                 yield chunk
         finally:
             self.close()
 
-    def _wait_for_model(self) -> Iterator[None]:
-        """Queue for the worker's one generation slot, sending keep-alives meanwhile."""
+    def _wait_for_start(self) -> Iterator[None]:
+        """Wait for a free sequence, in arrival order, sending keep-alives meanwhile."""
         started = last_sent = time.monotonic()
-        while not self._engine.slot.acquire(timeout=_QUEUE_POLL):
+        while not self._started.wait(timeout=_QUEUE_POLL):
             now = time.monotonic()
-            if self.cancelled:  # the client left while queued: never reach the model
+            if self.cancelled:
+                log.info("request cancelled by its client while queued; it never reached the model")
                 return
             if self.migrate is not None:
                 self.migrate()
@@ -81,13 +86,19 @@ class Generation:
             if self._idle and now - last_sent >= self._idle:
                 last_sent = now
                 yield None
-        if self.cancelled:
-            self._engine.slot.release()
+
+    def mark_started(self) -> None:
+        """The engine gave a first choice a sequence."""
+        self.started = True
+        self._started.set()
+
+    def push(self, chunk: Chunk) -> None:
+        """A chunk from the batcher, delivered on the hub."""
+        self._queue.put(chunk)
 
     def cancel(self) -> None:
-        """Stop generating at the next token, abort prompt processing, or leave the queue."""
+        """Stop at the next step: leave the queue, or end prompt evaluation or generation."""
         self.cancelled = True
-        self._engine.abort_if_running(self)
 
     def on_close(self, callback: Callable[[], object]) -> None:
         """Run `callback` once this generation is closed."""
@@ -95,15 +106,11 @@ class Generation:
 
     def close(self) -> None:
         """Give back the queue place; cancel if unfinished. Safe to call more than once."""
-        if self._closed:
+        if self.closed:
             return
-        self._closed = True
+        self.closed = True
         if not self._finished:
             self.cancel()
-        self._engine.count_admitted(-1)
+        self._engine.release(self)
         for callback in self._on_close:
             callback()
-
-    def emit(self, chunk: Chunk) -> None:
-        """Hand a chunk from the native thread to the request's greenlet (thread-safe)."""
-        self._hub.loop.run_callback_threadsafe(self._queue.put, chunk)

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import llama_cpp
-from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
+from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
 
 from app.engine.errors import GrammarError
 
@@ -41,11 +41,6 @@ def check_bounds(schema: Any) -> None:
     elif isinstance(schema, list):
         for value in schema:
             check_bounds(value)
-
-
-def grammar_from(gbnf: str | None) -> LlamaGrammar | None:
-    """The grammar object llama-cpp-python's sampler takes."""
-    return LlamaGrammar.from_string(gbnf, verbose=False) if gbnf else None
 
 
 def grammar_is_valid(vocab: Any, gbnf: str) -> bool:

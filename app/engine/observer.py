@@ -4,10 +4,13 @@ from __future__ import annotations
 
 
 class EngineObserver:
-    """Hears the engine's figures; this base hears nothing, so the engine needs no listener."""
+    """Hears the engine's figures, always on the hub; this base hears nothing."""
 
     def loaded(self, seconds: float) -> None:
         """The model has loaded, taking `seconds`."""
 
-    def load_changed(self, admitted: int, running: int) -> None:
-        """The worker now holds `admitted` requests, of which `running` are generating."""
+    def load_changed(self, admitted: int, running: int, load: int) -> None:
+        """`admitted` requests held; `running` choices have a sequence; `load` choices hold or want one."""
+
+    def stepped(self, busy: int, decoded: int, reused: int) -> None:
+        """A step ran: `busy` sequences, `decoded` tokens in its batch, `reused` prompt tokens from cache."""

@@ -18,6 +18,8 @@ class TextAssembler:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
         self.stopped = False
+        # Unarmed, stop strings are not looked for (min_tokens): text passes straight on.
+        self.armed = True
 
     def feed(self, piece: bytes) -> str:
         """Add one token's bytes; return the text that is now safe to send."""
@@ -35,6 +37,9 @@ class TextAssembler:
     def _release(self, final: bool = False) -> str:
         if self.stopped:
             return ""
+        if not self.armed:
+            text, self._pending = self._pending, ""
+            return text
         cut = self._first_stop()
         if cut is not None:
             self.stopped = True

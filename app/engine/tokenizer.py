@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import jinja2
@@ -10,7 +11,6 @@ from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from app.engine.errors import PromptRejectedError
 from app.engine.grammar import grammar_is_valid
-from app.engine.sampling import piece
 
 # ChatML, for a model whose GGUF carries no chat template.
 FALLBACK_TEMPLATE = (
@@ -26,32 +26,34 @@ class Tokenizer:
     llama.cpp's vocabulary is read-only once loaded, so tokenizing on the hub thread
     (microseconds) while the native thread decodes is safe: llama.cpp's own server
     tokenizes in its HTTP threads the same way. So a context-length error is an
-    ordinary 400 even while the model is busy with another request.
+    ordinary 400 even while the model is busy with other requests.
     """
 
-    def __init__(self, llama: Any) -> None:
-        self._llama = llama
-        self.vocabulary_size = llama.n_vocab()
-        self._vocab = llama._model.vocab
-        metadata = llama.metadata
-        template = metadata.get("tokenizer.chat_template") or FALLBACK_TEMPLATE
-        self._bos = llama.token_bos()
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self._vocab = model.vocab
+        self.vocabulary_size = model.n_vocab()
+        template = model.metadata().get("tokenizer.chat_template") or FALLBACK_TEMPLATE
+        self._bos = model.token_bos()
         self._formatter = Jinja2ChatFormatter(
             template=template,
-            eos_token=self._text_of(llama.token_eos()),
+            eos_token=self._text_of(model.token_eos()),
             bos_token=self._text_of(self._bos),
         )
-        self._adds_bos = llama._model.add_bos_token() and self._bos >= 0
+        self._adds_bos = model.add_bos_token() and self._bos >= 0
         self.fim = {
             "pre": llama_cpp.llama_vocab_fim_pre(self._vocab),
             "suf": llama_cpp.llama_vocab_fim_suf(self._vocab),
             "mid": llama_cpp.llama_vocab_fim_mid(self._vocab),
         }
+        # Both are asked once per generated token: a dictionary beats a foreign call.
+        self._pieces: dict[int, bytes] = {}
+        self._end_of_generation: dict[int, bool] = {}
 
     def _text_of(self, token: int) -> str:
         if token < 0:
             return ""
-        return self._llama.detokenize([token], special=True).decode("utf-8", errors="replace")
+        return self._model.detokenize([token], special=True).decode("utf-8", errors="replace")
 
     def accepts_grammar(self, gbnf: str) -> bool:
         """Whether llama.cpp can build this grammar over this vocabulary."""
@@ -59,11 +61,19 @@ class Tokenizer:
 
     def is_end_of_generation(self, token: int) -> bool:
         """True for end-of-turn / end-of-text tokens."""
-        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+        known = self._end_of_generation.get(token)
+        if known is None:
+            known = self._end_of_generation[token] = bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+        return known
 
     def piece(self, token: int) -> bytes:
         """The bytes one generated token stands for (special tokens render as nothing)."""
-        return piece(self._llama, token)
+        known = self._pieces.get(token)
+        if known is None:
+            buffer = ctypes.create_string_buffer(256)
+            size = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+            known = self._pieces[token] = buffer.raw[: max(size, 0)]
+        return known
 
     def chat(self, messages: list[dict[str, Any]]) -> list[int]:
         """Apply the model's chat template and tokenize, template markers included."""
@@ -73,14 +83,14 @@ class Tokenizer:
         except (jinja2.TemplateError, ValueError) as exc:
             raise PromptRejectedError(f"The model's chat template rejected these messages: {exc}") from None
         # The template writes the BOS marker itself when the model wants one.
-        return self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        return self._model.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
 
     def text(self, prompt: str) -> list[int]:
         """Tokenize a raw completion prompt as llama.cpp's server does (BOS, no special parsing)."""
-        tokens = self._llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=False)
+        tokens = self._model.tokenize(prompt.encode("utf-8"), add_bos=False, special=False)
         if self._adds_bos or not tokens:
             # An empty prompt still needs one token to generate from: the start of text.
-            tokens = [self._bos if self._bos >= 0 else self._llama.token_eos()] + tokens
+            tokens = [self._bos if self._bos >= 0 else self._model.token_eos()] + tokens
         return tokens
 
     @property
@@ -90,7 +100,7 @@ class Tokenizer:
 
     def infill(self, prefix: str, suffix: str) -> list[int]:
         """Tokenize a fill-in-the-middle prompt: <pre>prefix<suf>suffix<mid>."""
-        encode = self._llama.tokenize
+        encode = self._model.tokenize
         return (
             [self.fim["pre"]]
             + encode(prefix.encode(), add_bos=False, special=False)

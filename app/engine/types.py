@@ -31,6 +31,8 @@ class GenerationRequest:
     logit_bias: dict[int, float] = field(default_factory=dict)
     logprobs: int | None = None  # None: off; k: the chosen token's and the top k alternatives
     grammar: str | None = None  # GBNF the output must follow
+    ignore_eos: bool = False  # keep generating past end-of-generation tokens (benchmarks)
+    min_tokens: int = 0  # no end-of-generation token or stop string before this many tokens
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,9 @@ class TokenLogprob:
 class Chunk:
     """A piece of generated text; the last chunk of a choice has `finish_reason` set.
 
-    `finish_reason` is OpenAI's `stop` or `length`, or `cancelled` (the client left)
-    or `error` (then `error` holds the traceback for the log, never for the client).
+    `finish_reason` is OpenAI's `stop` or `length`, `cancelled` (the client left),
+    `kv_full` (the shared KV cache had no room left for this sequence), or `error`
+    (then `error` holds the traceback for the log, never for the client).
     """
 
     text: str = ""
@@ -57,3 +60,4 @@ class Chunk:
     index: int = 0
     logprobs: tuple[TokenLogprob, ...] = ()
     error: str | None = None
+    cached_tokens: int = 0  # prompt tokens served from the KV cache (set on a choice's last chunk)

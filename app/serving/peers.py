@@ -1,11 +1,12 @@
-"""Fair use of gunicorn's workers: each publishes its load, and a busy one hands work to an idle one.
+"""Fair use of gunicorn's workers: each publishes its load, and a full one hands work to one with room.
 
-A gevent worker whose model is busy still accepts connections, and a keep-alive
-connection stays with the worker that accepted it, so without help one worker can
-queue requests while another sits idle. Each worker therefore publishes how many
-requests it holds in a table shared by all workers (anonymous shared memory made by
-the master before fork), and listens on a private Unix socket; a worker that is busy
-relays a new request to an idle peer over that socket (relay.py).
+A gevent worker whose sequences are all busy still accepts connections, and a
+keep-alive connection stays with the worker that accepted it, so without help one
+worker can queue requests while another has free sequences. Each worker therefore
+publishes its load (choices holding or waiting for a sequence) and its capacity
+(sequences) in a table shared by all workers (anonymous shared memory made by the
+master before fork), and listens on a private Unix socket; a worker with no free
+sequence relays a new request to a peer that has one over that socket (relay.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 
 _SLOTS = 64  # room for every worker, old and new, during a reload (SIGHUP)
-_ENTRY = struct.Struct("qq")  # pid, requests held (running + queued)
+_ENTRY = struct.Struct("qqq")  # pid, load (choices holding or waiting for a sequence), capacity
 _RESERVED = -1  # pid of a slot whose worker is being forked
 
 
@@ -35,31 +36,31 @@ class PeerTable:
         """Master, before fork: reserve the first free slot for the worker about to start."""
         for slot in range(_SLOTS):
             if self._read(slot)[0] == 0:
-                self._write(slot, _RESERVED, 0)
+                self._write(slot, _RESERVED, 0, 0)
                 return slot
         raise RuntimeError(f"more than {_SLOTS} gunicorn workers at once")
 
     def release(self, slot: int) -> None:
         """Master, when a worker has exited: free its slot and remove its socket."""
-        self._write(slot, 0, 0)
+        self._write(slot, 0, 0, 0)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket_path(slot))
 
-    def publish(self, slot: int, load: int) -> None:
-        """Worker: how many requests it holds now."""
-        self._write(slot, os.getpid(), load)
+    def publish(self, slot: int, load: int, capacity: int) -> None:
+        """Worker: its load now, and how many sequences it has."""
+        self._write(slot, os.getpid(), load, capacity)
 
-    def least_loaded_peer(self, slot: int) -> tuple[int, int] | None:
-        """(slot, load) of the least loaded other live worker, if any."""
+    def roomiest_peer(self, slot: int) -> tuple[int, int] | None:
+        """(slot, free sequences) of the other live worker with the most room, if any."""
         peers = []
         for other in range(_SLOTS):
-            pid, load = self._read(other)
+            pid, load, capacity = self._read(other)
             if other != slot and pid > 0:  # a live worker, not a reserved or free slot
-                peers.append((load, other))
+                peers.append((capacity - load, -other))
         if not peers:
             return None
-        load, other = min(peers)
-        return other, load
+        room, other = max(peers)
+        return -other, room
 
     def socket_path(self, slot: int) -> str:
         """Where the worker in `slot` listens for relayed requests."""
@@ -69,11 +70,11 @@ class PeerTable:
         """Master, on exit: remove the sockets' directory."""
         shutil.rmtree(self.rundir, ignore_errors=True)
 
-    def _read(self, slot: int) -> tuple[int, int]:
+    def _read(self, slot: int) -> tuple[int, int, int]:
         return _ENTRY.unpack_from(self._memory, slot * _ENTRY.size)
 
-    def _write(self, slot: int, pid: int, load: int) -> None:
-        _ENTRY.pack_into(self._memory, slot * _ENTRY.size, pid, load)
+    def _write(self, slot: int, pid: int, load: int, capacity: int) -> None:
+        _ENTRY.pack_into(self._memory, slot * _ENTRY.size, pid, load, capacity)
 
 
 @dataclass
@@ -82,10 +83,11 @@ class Worker:
 
     table: PeerTable
     slot: int
+    capacity: int = 0  # sequences; 0 until the app has read its settings
 
     def publish(self, load: int) -> None:
-        """Tell the peers how many requests this worker holds."""
-        self.table.publish(self.slot, load)
+        """Tell the peers how loaded this worker is."""
+        self.table.publish(self.slot, load, self.capacity)
 
     def listen(self) -> socket.socket:
         """The private Unix socket peers relay requests to (a gevent socket once patched)."""

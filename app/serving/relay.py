@@ -64,12 +64,12 @@ class Migrated(Exception):  # noqa: N818 - a hand-over, not an error
 
 
 def to_idle_peer(request: Request, engine: Engine) -> Response | None:
-    """Relay `request` to a less loaded worker if this one is busy; None to serve it here."""
+    """Relay `request` to a worker with a free sequence if this one has none; None to serve it here."""
     worker = peers.this_worker
-    if worker is None or engine.admitted == 0 or request.headers.get(RELAYED_HEADER):
+    if worker is None or engine.has_room or request.headers.get(RELAYED_HEADER):
         return None
-    peer = worker.table.least_loaded_peer(worker.slot)
-    if peer is None or peer[1] >= engine.admitted:
+    peer = worker.table.roomiest_peer(worker.slot)
+    if peer is None or peer[1] <= 0:
         return None
     opened = _open(request, engine, peer[0])
     return None if opened is None else _as_response(request.environ, *opened)
@@ -77,7 +77,7 @@ def to_idle_peer(request: Request, engine: Engine) -> Response | None:
 
 def migrator(request: Request, engine: Engine) -> Callable[[], None] | None:
     """For a request about to queue here: a check, run while it waits, that hands it to a peer
-    that has become idle (raising Migrated), so that no request waits while a worker idles."""
+    that has a free sequence (raising Migrated), so that no request waits while a sequence idles."""
     worker = peers.this_worker
     if worker is None or request.headers.get(RELAYED_HEADER):
         return None
@@ -86,14 +86,14 @@ def migrator(request: Request, engine: Engine) -> Callable[[], None] | None:
     )
 
     def try_peer() -> None:
-        peer = worker.table.least_loaded_peer(worker.slot)
-        if peer is None or peer[1] > 0:
+        peer = worker.table.roomiest_peer(worker.slot)
+        if peer is None or peer[1] <= 0:
             return
         opened = _open(forward, engine, peer[0])
         if opened is None:
             return
         if opened[1].status == 200:
-            log.info("queued request moved to worker slot %d, which became idle", peer[0])
+            log.info("queued request moved to worker slot %d, which has a free sequence", peer[0])
             raise Migrated(*opened)
         opened[1].read()  # the peer got busy meanwhile (a 429): stay in our queue
         opened[0].close()

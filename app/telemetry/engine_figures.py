@@ -17,7 +17,15 @@ class EngineFigures(EngineObserver):
     def loaded(self, seconds: float) -> None:
         metrics.MODEL_LOAD.set(seconds)
 
-    def load_changed(self, admitted: int, running: int) -> None:
-        metrics.record_load(admitted, running)
+    def load_changed(self, admitted: int, running: int, load: int) -> None:
+        metrics.IN_FLIGHT.set(running)
+        metrics.QUEUE_DEPTH.set(max(0, load - running))
         if self._publish is not None:
-            self._publish(admitted)
+            self._publish(load)
+
+    def stepped(self, busy: int, decoded: int, reused: int) -> None:
+        metrics.SEQUENCES_BUSY.set(busy)
+        if decoded:
+            metrics.BATCH_TOKENS.observe(decoded)
+        if reused:
+            metrics.CACHED_PROMPT_TOKENS.inc(reused)

@@ -37,8 +37,25 @@ INTER_TOKEN = Histogram(
 )
 CANCELLED = Counter("llm_cancelled_requests_total", "Generations whose client went away")
 REJECTED = Counter("llm_rejected_requests_total", "Requests refused for lack of capacity (429/503)")
-QUEUE_DEPTH = Gauge("llm_queue_depth", "Requests waiting for a model", multiprocess_mode="livesum")
-IN_FLIGHT = Gauge("llm_generations_in_flight", "Generations running now", multiprocess_mode="livesum")
+QUEUE_DEPTH = Gauge("llm_queue_depth", "Choices waiting for a free sequence", multiprocess_mode="livesum")
+IN_FLIGHT = Gauge(
+    "llm_generations_in_flight",
+    "Choices holding a sequence (generating or prefilling)",
+    multiprocess_mode="livesum",
+)
+SEQUENCES_BUSY = Gauge(
+    "llm_sequences_busy",
+    "Sequences of the batch with a choice, as of the last step",
+    multiprocess_mode="livesum",
+)
+BATCH_TOKENS = Histogram(
+    "llm_batch_tokens",
+    "Tokens decoded per step (one per generating sequence, plus a prompt chunk)",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),
+)
+CACHED_PROMPT_TOKENS = Counter(
+    "llm_prompt_tokens_cached_total", "Prompt tokens served from the KV cache instead of evaluated"
+)
 MODEL_LOAD = Gauge(
     "llm_model_load_seconds", "Time the worker took to load its model", multiprocess_mode="max"
 )
@@ -59,12 +76,6 @@ def record_request(route: str, status: int, stats: RequestStats) -> None:
         CANCELLED.inc()
     if stats.rejected or status in (429, 503) and route.startswith("/v1/"):
         REJECTED.inc()
-
-
-def record_load(admitted: int, running: int) -> None:
-    """This worker's share of the queue and of the running generations."""
-    IN_FLIGHT.set(running)
-    QUEUE_DEPTH.set(max(0, admitted - running))
 
 
 @bp.get("/metrics")

@@ -1,11 +1,11 @@
-"""Keep a worker's model busy with a long stream, so other requests queue behind it."""
+"""Keep a worker's sequences busy with long streams, so that other requests queue behind them."""
 
 from __future__ import annotations
 
 import socket
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from tests.integration.rawhttp import open_request, read_chunk, read_head
 
@@ -13,12 +13,21 @@ LONG_BODY = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "str
 
 
 @contextmanager
-def model_busy(port: int, body: dict | None = None) -> Iterator[threading.Event]:
-    """Hold the model with a long stream until the block exits, then hang up on it.
+def model_busy(port: int, body: dict | None = None, sequences: int = 1) -> Iterator[threading.Event]:
+    """Hold `sequences` sequences with long streams until the block exits, then hang up on them.
 
-    Yields an event that is set once the long stream has ended by itself (it should not).
+    Yields an event that is set once the (first) long stream has ended by itself (it should not).
     """
-    sock = open_request(port, "POST", "/v1/completions", body or LONG_BODY)
+    with ExitStack() as stack:
+        ended = stack.enter_context(_one_stream(port, body or LONG_BODY))
+        for _ in range(sequences - 1):
+            stack.enter_context(_one_stream(port, body or LONG_BODY))
+        yield ended
+
+
+@contextmanager
+def _one_stream(port: int, body: dict) -> Iterator[threading.Event]:
+    sock = open_request(port, "POST", "/v1/completions", body)
     reader = sock.makefile("rb")
     status, _ = read_head(reader)
     assert status == 200

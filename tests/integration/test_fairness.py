@@ -43,7 +43,7 @@ def overlapped(records: list[dict[str, float]]) -> bool:
 
 
 def test_two_workers_serve_two_streams_at_once(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1")
+    server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_PARALLEL="1")
     # Fresh connections: each round, the kernel hands both to whichever worker accepts.
     for _ in range(3):
         clients = [httpx.Client(base_url=server.url, timeout=60) for _ in range(2)]
@@ -61,7 +61,7 @@ def test_two_workers_serve_two_streams_at_once(start_server: Callable[..., Serve
 
 
 def test_a_queued_request_moves_to_a_worker_that_frees_up(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_SSE_KEEPALIVE="0.3")
+    server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_PARALLEL="1", LLM_SSE_KEEPALIVE="0.3")
     body = {"prompt": "Hi", "max_tokens": 5, "temperature": 0, "stream": True}
     # Where the queued request lands is the kernel's choice: try until it has landed, at
     # least once, on the worker that stays busy, so that it had to move.

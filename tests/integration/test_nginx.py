@@ -21,7 +21,7 @@ LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "stream":
 
 @pytest.fixture(scope="module")
 def deployment() -> Iterator[tuple[Service, list[Server]]]:
-    backends = [Server(LLM_N_THREADS="1", LLM_SSE_KEEPALIVE="0.5") for _ in range(2)]
+    backends = [Server(LLM_N_THREADS="1", LLM_PARALLEL="1", LLM_SSE_KEEPALIVE="0.5") for _ in range(2)]
     proxy = None
     try:
         for backend in backends:

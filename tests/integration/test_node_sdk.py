@@ -37,7 +37,7 @@ def run_node(script: Path, server: Server, mode: str) -> dict[str, Any]:
 def test_node_stream_equals_whole_and_ignores_keepalives(
     node_sdk: Path, start_server: Callable[..., Server]
 ) -> None:
-    server = start_server(LLM_SSE_KEEPALIVE="0.2")
+    server = start_server(LLM_PARALLEL="1", LLM_SSE_KEEPALIVE="0.2")
     whole = run_node(node_sdk, server, "whole")
     with model_busy(server.port, {"prompt": "1, 2,", "max_tokens": 150, "stream": True}) as ended:
         streamed = run_node(node_sdk, server, "stream")  # queued: keep-alives come first
@@ -49,7 +49,7 @@ def test_node_stream_equals_whole_and_ignores_keepalives(
 
 
 def test_node_raises_api_error_on_an_error_event(node_sdk: Path, start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_QUEUE_TIMEOUT="1", LLM_SSE_KEEPALIVE="0.3")
+    server = start_server(LLM_PARALLEL="1", LLM_QUEUE_TIMEOUT="1", LLM_SSE_KEEPALIVE="0.3")
     with model_busy(server.port):
         streamed = run_node(node_sdk, server, "stream")
     assert streamed["error"]["isAPIError"] is True, streamed

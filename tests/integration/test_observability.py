@@ -39,7 +39,7 @@ def wait_until_idle(server: Server) -> None:
 
 
 def test_metrics_add_up_across_workers(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_MAX_QUEUE="0")
+    server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_PARALLEL="1", LLM_MAX_QUEUE="0")
     prompt_tokens = completion_tokens = 0
     with httpx.Client(base_url=server.url, timeout=60) as client:
         for index in range(3):

@@ -33,6 +33,10 @@ BAD_SETTINGS = [
         ("LLM_N_CTX", "0"),
         ("LLM_N_CTX", "-1"),
         ("LLM_N_BATCH", "zero"),
+        ("LLM_PARALLEL", "0"),
+        ("LLM_PARALLEL", "257"),
+        ("LLM_PREFILL_CHUNK", "0"),
+        ("LLM_KV_SIZE", "100"),
         ("LLM_N_THREADS", "-2"),
         ("LLM_N_GPU_LAYERS", "-1"),
         ("LLM_TENSOR_SPLIT", "0.5,0.5"),
@@ -93,4 +97,5 @@ def test_defaults_serve_the_bundled_model() -> None:
     assert config.model_path == default_model_path() and config.model_path.endswith(".gguf")
     assert config.model_id == "SmolLM2-135M-Instruct.Q4_1"
     assert config.n_ctx == 2048 and config.max_tokens_limit == 2048 and config.n_threads >= 1
-    assert config.prompt_cache is False and 0 < config.sse_keepalive < 10
+    assert config.prompt_cache is True and 0 < config.sse_keepalive < 10
+    assert config.parallel == 4 and config.kv_size == 4 * 2048

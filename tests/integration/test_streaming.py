@@ -62,7 +62,7 @@ def test_unacceptable_accept_is_406(server: Server, path: str, body: dict, accep
 
 
 def test_queued_stream_gets_headers_at_once_then_keepalives(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_SSE_KEEPALIVE="0.5")
+    server = start_server(LLM_PARALLEL="1", LLM_SSE_KEEPALIVE="0.5")
     with model_busy(server.port) as ended:
         sent = time.monotonic()
         sock = open_request(server.port, "POST", "/v1/completions", {**COMPLETION, "stream": True})
@@ -78,7 +78,7 @@ def test_queued_stream_gets_headers_at_once_then_keepalives(start_server: Callab
 
 
 def test_keepalive_zero_sends_none(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_SSE_KEEPALIVE="0")
+    server = start_server(LLM_PARALLEL="1", LLM_SSE_KEEPALIVE="0")
     busy = {"prompt": "1, 2, 3,", "max_tokens": 700, "temperature": 0, "stream": True}
     with model_busy(server.port, busy) as ended:
         started = time.monotonic()
@@ -91,7 +91,7 @@ def test_keepalive_zero_sends_none(start_server: Callable[..., Server]) -> None:
 
 
 def test_sdks_ignore_keepalives_while_queued(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_SSE_KEEPALIVE="0.2")
+    server = start_server(LLM_PARALLEL="1", LLM_SSE_KEEPALIVE="0.2")
     request = {**CHAT, "model": MODEL, "stream": True, "seed": 3}
     with openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0) as client:
         alone = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(**request))
@@ -122,7 +122,7 @@ def test_httpx_sse_reads_the_stream(server: Server) -> None:
 
 def test_error_after_the_200_reaches_the_sdks_as_api_error(start_server: Callable[..., Server]) -> None:
     # A stream queued past LLM_QUEUE_TIMEOUT has already had its 200: the error is an event.
-    server = start_server(LLM_QUEUE_TIMEOUT="1", LLM_SSE_KEEPALIVE="0.3")
+    server = start_server(LLM_PARALLEL="1", LLM_QUEUE_TIMEOUT="1", LLM_SSE_KEEPALIVE="0.3")
     with model_busy(server.port):
         raw = fetch(server.port, "POST", "/v1/completions", {**COMPLETION, "stream": True})
         assert raw.status == 200
@@ -153,8 +153,9 @@ def test_error_after_the_200_reaches_the_sdks_as_api_error(start_server: Callabl
 
 
 def test_full_queue_is_429_before_any_byte(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_MAX_QUEUE="0")
-    with model_busy(server.port):
+    # Both sequences of the worker busy and no queue: a third request is refused at once.
+    server = start_server(LLM_PARALLEL="2", LLM_MAX_QUEUE="0")
+    with model_busy(server.port, sequences=2):
         for stream in (True, False):
             response = fetch(server.port, "POST", "/v1/chat/completions", {**CHAT, "stream": stream})
             assert response.status == 429 and response.header("retry-after") == "1"
@@ -194,7 +195,7 @@ def test_disconnect_frees_the_model_at_once(start_server: Callable[..., Server])
 
 
 def test_disconnect_aborts_prompt_processing(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_N_THREADS="1", LLM_N_BATCH="2048")
+    server = start_server(LLM_N_THREADS="1", LLM_N_BATCH="2048", LLM_PROMPT_CACHE="0")
     body = {"prompt": "The quick brown fox jumps over the lazy dog. " * 180, "max_tokens": 1}  # ~1800 tokens
     started = time.monotonic()
     assert fetch(server.port, "POST", "/v1/completions", body).status == 200
@@ -214,7 +215,7 @@ def test_disconnect_aborts_prompt_processing(start_server: Callable[..., Server]
 
 
 def test_client_that_leaves_the_queue_never_reaches_the_model(start_server: Callable[..., Server]) -> None:
-    server = start_server()
+    server = start_server(LLM_PARALLEL="1")
     with model_busy(server.port):
         sock = open_request(server.port, "POST", "/v1/chat/completions", {**CHAT, "stream": True})
         read_head(sock.makefile("rb"))

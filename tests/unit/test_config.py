@@ -62,6 +62,23 @@ def test_bad_value_names_the_variable(env: str, value: str, message: str | None)
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"LLM_PARALLEL": "64", "LLM_N_BATCH": "32"}, "LLM_PARALLEL=64: must not exceed LLM_N_BATCH=32"),
+        ({"LLM_KV_SIZE": "1000", "LLM_N_CTX": "2048"}, "LLM_KV_SIZE=1000: must be at least LLM_N_CTX=2048"),
+    ],
+)
+def test_settings_that_contradict_each_other(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        settings(**env)
+
+
+def test_kv_size_defaults_to_a_whole_context_per_sequence() -> None:
+    assert settings(LLM_PARALLEL="3", LLM_N_CTX="512").kv_size == 1536
+    assert settings(LLM_PARALLEL="3", LLM_N_CTX="512", LLM_KV_SIZE="600").kv_size == 600
+
+
 def test_tensor_split_longer_than_the_devices() -> None:
     config = settings(LLM_TENSOR_SPLIT="0.5,0.5")
     with pytest.raises(ConfigError, match="LLM_TENSOR_SPLIT lists 2 devices .* at most 1"):

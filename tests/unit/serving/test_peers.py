@@ -32,19 +32,19 @@ def test_a_full_table_refuses_another_worker(table: peers.PeerTable) -> None:
         table.claim()
 
 
-def test_least_loaded_peer_skips_itself_and_reserved_slots(table: peers.PeerTable) -> None:
-    mine, busy, idle, forking = (table.claim() for _ in range(4))
-    assert table.least_loaded_peer(mine) is None  # the others are only reserved so far
-    table.publish(mine, 0)
-    table.publish(busy, 3)
-    table.publish(idle, 1)
-    assert table.least_loaded_peer(mine) == (idle, 1)
-    assert table.least_loaded_peer(idle) == (mine, 0)
-    table.release(idle)
-    # `forking` holds load 0 but is only reserved: the busy worker is the one peer.
-    assert table.least_loaded_peer(mine) == (busy, 3)
-    table.publish(forking, 0)
-    assert table.least_loaded_peer(mine) == (forking, 0)
+def test_roomiest_peer_skips_itself_and_reserved_slots(table: peers.PeerTable) -> None:
+    mine, full, roomy, forking = (table.claim() for _ in range(4))
+    assert table.roomiest_peer(mine) is None  # the others are only reserved so far
+    table.publish(mine, 4, 4)
+    table.publish(full, 6, 4)  # two choices waiting
+    table.publish(roomy, 1, 4)
+    assert table.roomiest_peer(mine) == (roomy, 3)
+    assert table.roomiest_peer(roomy) == (mine, 0)
+    table.release(roomy)
+    # `forking` holds nothing but is only reserved: the full worker is the one peer.
+    assert table.roomiest_peer(mine) == (full, -2)
+    table.publish(forking, 0, 8)
+    assert table.roomiest_peer(mine) == (forking, 8)
 
 
 def test_worker_listens_on_its_own_socket_and_release_removes_it(table: peers.PeerTable) -> None:
@@ -58,10 +58,11 @@ def test_worker_listens_on_its_own_socket_and_release_removes_it(table: peers.Pe
             client.connect(path)
             accepted, _ = listener.accept()
             accepted.close()
+        worker.capacity = 4
         worker.publish(2)
         other = table.claim()
-        table.publish(other, 0)
-        assert table.least_loaded_peer(other) == (slot, 2)
+        table.publish(other, 0, 4)
+        assert table.roomiest_peer(other) == (slot, 2)
     finally:
         listener.close()
     table.release(slot)

@@ -1,0 +1,237 @@
+"""The loop that owns a worker's llama.cpp context: each step admits, batches, decodes once, samples."""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import llama_cpp
+import numpy as np
+from gevent import monkey
+
+from app.engine import scheduling
+from app.engine.batch import TokenBatch
+from app.engine.model import LoadedModel
+from app.engine.sampler import SequenceSampler
+from app.engine.sequence import Job, Sequence
+from app.engine.threads import ThreadGovernor
+from app.engine.types import Chunk
+
+log = logging.getLogger(__name__)
+
+# gevent swaps queue.SimpleQueue for a greenlet one once patched; this thread is not a
+# greenlet, so it blocks on the real one (and releases the GIL while it waits).
+NativeQueue = monkey.get_original("queue", "SimpleQueue")
+
+Delivery = list[tuple[Any, Chunk]]
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """What one step did, for telemetry."""
+
+    busy: int  # sequences holding a choice after the step
+    decoded: int  # tokens in the step's batch
+    reused: int  # prompt tokens admitted this step that were already in the KV cache
+    seconds: float  # time spent in llama_decode
+
+
+@dataclass(frozen=True)
+class BatcherSettings:
+    prefill_chunk: int  # most prompt tokens per step, so running streams wait at most one chunk
+    reuse_cache: bool  # start a prompt from a cached prefix (prompt cache)
+    max_seconds: float  # wall time of one choice; 0: no limit
+
+
+class Batcher:
+    """Runs in the worker's native thread; only it touches the context.
+
+    Greenlets hand it choices through `submit` (thread-safe); it hands back each step's
+    chunks through `deliver`, which must be thread-safe too (the engine posts them to
+    the hub). A choice leaves the step after it finishes or its generation is cancelled.
+    """
+
+    def __init__(
+        self, model: LoadedModel, settings: BatcherSettings, deliver: Callable[[Delivery, StepReport], None]
+    ) -> None:
+        self.model = model
+        self.settings = settings
+        self._deliver = deliver
+        self._inbox: Any = NativeQueue()
+        self.sequences = [Sequence(seq_id) for seq_id in range(model.shape.parallel)]
+        self._batch = TokenBatch(model.n_batch)
+        self._end_tokens = [t for t in range(model.n_vocab) if model.tokenizer.is_end_of_generation(t)]
+        self._tick = 0
+        self._reused = 0
+        self.governor = ThreadGovernor(model.shape.n_threads, model.set_threads)
+
+    def submit(self, job: Job | None) -> None:
+        """Queue a choice for the next step (from any thread); None stops the loop."""
+        self._inbox.put(job)
+
+    def run(self) -> None:
+        """Step until told to stop; block while there is nothing to do."""
+        while True:
+            try:
+                if not any(s.busy for s in self.sequences):
+                    job = self._inbox.get()  # nothing to do: wait, GIL released
+                    if job is None:
+                        return
+                    self._admit(job)
+                while not self._inbox.empty():
+                    job = self._inbox.get()
+                    if job is None:
+                        return
+                    self._admit(job)
+                delivery, report = self.step()
+            except Exception:  # noqa: BLE001 - a failed step must not end the loop or strand a client
+                delivery, report = self._fail_all(traceback.format_exc()), StepReport(0, 0, 0, 0.0)
+            self._deliver(delivery, report)
+
+    def _admit(self, job: Job) -> None:
+        prompt = job.request.prompt_tokens
+        views = [scheduling.CacheView(s.seq_id, s.cached, s.last_used, not s.busy) for s in self.sequences]
+        placement = scheduling.place(views, prompt, self.settings.reuse_cache)
+        target = self.sequences[placement.seq_id]
+        memory = self.model.memory
+        self._tick += 1
+        deadline = time.monotonic() + self.settings.max_seconds if self.settings.max_seconds else float("inf")
+        sampler = SequenceSampler(job.request, self.model, self._end_tokens)
+        leader = self._leader_for(prompt)
+        if leader is not None:  # it will share the leader's cells once they are evaluated
+            llama_cpp.llama_memory_seq_rm(memory, target.seq_id, 0, -1)
+            target.start(job, 0, sampler, deadline, self._tick)
+            target.pending, target.leader = target.pending[:0], leader
+            return
+        if placement.donor is not None:
+            llama_cpp.llama_memory_seq_rm(memory, target.seq_id, 0, -1)
+            # Within one unified cache this copies no data, only which sequences own the cells.
+            llama_cpp.llama_memory_seq_cp(memory, placement.donor, target.seq_id, 0, placement.reuse)
+        else:
+            llama_cpp.llama_memory_seq_rm(memory, target.seq_id, placement.reuse, -1)
+        target.start(job, placement.reuse, sampler, deadline, self._tick)
+        self._reused += placement.reuse
+
+    def _leader_for(self, prompt: list[int]) -> Sequence | None:
+        """A sequence already evaluating this very prompt (another choice of the same request)."""
+        for s in self.sequences:
+            if s.prefilling and s.job is not None and s.job.request.prompt_tokens == prompt:
+                return s
+        return None
+
+    def step(self) -> tuple[Delivery, StepReport]:
+        """One batch: every generating sequence's next token plus a budget of prompt tokens."""
+        delivery: Delivery = []
+        self._retire_cancelled(delivery)
+        batch = self._batch
+        batch.clear()
+        taken: list[tuple[Sequence, np.ndarray]] = []
+        for s in self.sequences:  # ascending ids, one token each, logits on
+            if s.generating and s.i_batch < 0:
+                s.i_batch = batch.add(s.last_token, len(s.cached), s.seq_id, True)
+                s.cached.append(s.last_token)
+        prefilling = sorted((s for s in self.sequences if s.prefilling), key=lambda s: s.last_used)
+        budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.room)
+        by_id = {s.seq_id: s for s in prefilling}
+        for seq_id, size in scheduling.share_prompt([(s.seq_id, len(s.pending)) for s in prefilling], budget):
+            s = by_id[seq_id]
+            first = len(s.cached)
+            tokens = s.take_prompt(size)
+            last = batch.add_run(tokens, first, seq_id, logits_last=len(s.pending) == 0)
+            taken.append((s, tokens))
+            if len(s.pending) == 0:
+                s.i_batch = last
+        reused, self._reused = self._reused, 0
+        if batch.size == 0:
+            return delivery, StepReport(self._busy(), 0, reused, 0.0)
+        clocks = self.governor.start()
+        code = batch.decode(self.model.ctx)
+        seconds = self.governor.clock() - clocks[0]
+        if code == 1:
+            self._undo(taken)
+            self._make_room(delivery)
+            return delivery, StepReport(self._busy(), 0, reused, seconds)
+        if code != 0:
+            raise RuntimeError(f"llama_decode failed with {code}")
+        self.governor.finish(clocks)
+        self._hand_prompt_to_followers()
+        ctx, tokenizer, n_vocab = self.model.ctx, self.model.tokenizer, self.model.n_vocab
+        for s in self.sequences:
+            if s.busy and s.i_batch >= 0:
+                generation = s.job.generation  # type: ignore[union-attr]
+                chunk = s.advance(s.sampler.sample(ctx, s.i_batch), ctx, tokenizer, n_vocab)  # type: ignore[union-attr]
+                if chunk is not None:
+                    delivery.append((generation, chunk))
+                    if chunk.finish_reason is not None:
+                        self._orphan_followers(s)
+        return delivery, StepReport(self._busy(), batch.size, reused, seconds)
+
+    def _busy(self) -> int:
+        return sum(1 for s in self.sequences if s.busy)
+
+    def _retire_cancelled(self, delivery: Delivery) -> None:
+        for s in self.sequences:
+            if s.busy and s.job.generation.cancelled:  # type: ignore[union-attr]
+                delivery.append((s.job.generation, s.finish("cancelled")))  # type: ignore[union-attr]
+                self._orphan_followers(s)
+
+    def _hand_prompt_to_followers(self) -> None:
+        """Choices waiting on a leader's prompt share its cells and sample from its row."""
+        for follower in self.sequences:
+            leader = follower.leader
+            if (
+                leader is not None
+                and leader.i_batch >= 0
+                and len(leader.pending) == 0
+                and leader.last_token < 0
+            ):
+                size = len(leader.cached)
+                llama_cpp.llama_memory_seq_cp(self.model.memory, leader.seq_id, follower.seq_id, 0, size)
+                follower.cached, follower.leader, follower.i_batch = list(leader.cached), None, leader.i_batch
+
+    def _orphan_followers(self, gone: Sequence) -> None:
+        """Followers of a leader that left before its prompt was done evaluate the prompt themselves."""
+        for s in self.sequences:
+            if s.leader is gone:
+                s.leader = None
+                s.pending = np.asarray(s.job.request.prompt_tokens, dtype=np.int32)  # type: ignore[union-attr]
+
+    def _undo(self, taken: list[tuple[Sequence, np.ndarray]]) -> None:
+        """The decode did not happen: take this step's tokens back out of the sequences."""
+        for s in self.sequences:
+            if s.generating and s.i_batch >= 0:
+                s.cached.pop()
+                s.i_batch = -1
+        for s, tokens in taken:
+            del s.cached[len(s.cached) - len(tokens) :]
+            s.pending = np.concatenate([tokens, s.pending])
+            s.i_batch = -1
+
+    def _make_room(self, delivery: Delivery) -> None:
+        """The KV cache is full: drop idle sequences' caches, or else end the largest choice."""
+        idle = [s for s in self.sequences if not s.busy and s.cached]
+        for s in idle:
+            llama_cpp.llama_memory_seq_rm(self.model.memory, s.seq_id, 0, -1)
+            s.cached = []
+        if idle:
+            return
+        victim = max((s for s in self.sequences if s.busy), key=lambda s: len(s.cached), default=None)
+        if victim is None:
+            return
+        log.warning("the KV cache is full: ending one choice of %d tokens to make room", len(victim.cached))
+        delivery.append((victim.job.generation, victim.finish("kv_full")))  # type: ignore[union-attr]
+        self._orphan_followers(victim)
+        llama_cpp.llama_memory_seq_rm(self.model.memory, victim.seq_id, 0, -1)
+        victim.cached = []
+
+    def _fail_all(self, error: str) -> Delivery:
+        """After an unexpected failure: end every choice with an error and start from a clean cache."""
+        delivery = [(s.job.generation, s.finish("error", error=error)) for s in self.sequences if s.busy]
+        llama_cpp.llama_memory_clear(self.model.memory, True)
+        for s in self.sequences:
+            s.cached = []
+        return delivery

@@ -1,0 +1,74 @@
+"""Load a GGUF model and make the one llama.cpp context a worker's sequences share."""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import llama_cpp
+from llama_cpp import _internals as internals
+from llama_cpp._logger import set_verbose
+
+from app.engine.tokenizer import Tokenizer
+
+
+@dataclass(frozen=True)
+class ContextShape:
+    """How big the context is and how it is shared; every figure is the engine's, not HTTP's."""
+
+    parallel: int  # sequences generating at once
+    n_ctx: int  # most tokens one request may use (prompt + completion)
+    kv_size: int  # KV cells the sequences share (parallel * n_ctx gives each its whole context)
+    n_batch: int  # most tokens one llama_decode may take
+    n_threads: int
+
+
+class LoadedModel:
+    """The weights, their vocabulary, and one context with a KV cache unified across sequences.
+
+    Unified, because a step's batch then runs as one graph whatever its mix of decoding
+    and prompt tokens (per-sequence caches split a batch into one graph per run of
+    consecutive sequence ids), and because sequences can share a cached prefix by
+    metadata alone (`llama_memory_seq_cp` copies no data within one cache). Masked-out
+    cells cost next to nothing: the CPU's flash attention skips them.
+    """
+
+    def __init__(
+        self, path: str, shape: ContextShape, n_gpu_layers: int = 0, tensor_split: Any = None
+    ) -> None:
+        set_verbose(False)  # llama.cpp's own log: errors only, not a line per layer
+        model_params = llama_cpp.llama_model_default_params()
+        model_params.n_gpu_layers = n_gpu_layers
+        model_params.use_mmap = True  # workers share the weights through the page cache
+        if tensor_split:
+            # Kept on self: llama.cpp reads the array while loading.
+            self._split = (ctypes.c_float * len(tensor_split))(*tensor_split)
+            model_params.tensor_split = self._split
+        self.model = internals.LlamaModel(path_model=path, params=model_params, verbose=False)
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = shape.kv_size
+        params.n_batch = shape.n_batch
+        params.n_ubatch = shape.n_batch
+        params.n_seq_max = shape.parallel
+        params.kv_unified = True
+        params.n_threads = shape.n_threads
+        params.n_threads_batch = shape.n_threads
+        params.no_perf = True
+        self.context = internals.LlamaContext(model=self.model, params=params, verbose=False)
+        self.ctx = self.context.ctx
+        self.memory = llama_cpp.llama_get_memory(self.ctx)
+        self.shape = shape
+        self.n_vocab = self.model.n_vocab()
+        self.n_batch = llama_cpp.llama_n_batch(self.ctx)
+        self.kv_cells = llama_cpp.llama_n_ctx(self.ctx)  # padded by llama.cpp
+        self.tokenizer = Tokenizer(self.model)
+
+    def set_threads(self, n_threads: int) -> None:
+        """Change the threads llama.cpp uses from the next decode on."""
+        llama_cpp.llama_set_n_threads(self.ctx, n_threads, n_threads)
+
+    def close(self) -> None:
+        """Free the context, then the weights."""
+        self.context.close()
+        self.model.close()

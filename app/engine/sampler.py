@@ -1,0 +1,143 @@
+"""One sequence's sampler: llama.cpp's own chain, a grammar checked only when it rejects, and logprobs."""
+
+from __future__ import annotations
+
+import ctypes
+import random
+from typing import Any
+
+import llama_cpp
+import numpy as np
+
+from app.engine.types import GenerationRequest, TokenLogprob
+
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+
+
+class SequenceSampler:
+    """Samples one sequence's tokens from its own row of the batch's logits.
+
+    The chain is llama-server's order: logit bias, penalties, top-k, top-p, min-p,
+    temperature, then a seeded draw (or greedy at temperature 0), with its own random
+    stream so that sequences side by side never share one. A grammar stays out of the
+    chain: a token sampled without it is checked alone, and only when the grammar
+    rejects it is the grammar applied to the whole vocabulary and the token drawn again
+    (llama-server's rejection sampling). Running a grammar over 49k candidates every
+    token would stall every sequence of the batch.
+    """
+
+    def __init__(self, request: GenerationRequest, model: Any, end_tokens: list[int]) -> None:
+        self._n_vocab = model.n_vocab
+        # ignore_eos and min_tokens ban the end-of-generation tokens by a bias at the head
+        # of the chain, as llama-server does; min_tokens lifts the ban after that many.
+        self.ends_banned = request.ignore_eos or request.min_tokens > 0
+        self.chain = _chain(request, model.n_vocab, end_tokens if self.ends_banned else [])
+        self.grammar = None
+        if request.grammar:
+            self.grammar = llama_cpp.llama_sampler_init_grammar(
+                model.model.vocab, request.grammar.encode(), b"root"
+            )
+            self._candidates = (llama_cpp.llama_token_data * model.n_vocab)()
+            self._view = np.frombuffer(self._candidates, dtype=_TOKEN_DATA)
+            self._all_ids = np.arange(model.n_vocab, dtype=np.int32)
+            self._array = llama_cpp.llama_token_data_array(self._candidates, model.n_vocab, -1, False)
+            self._single = (llama_cpp.llama_token_data * 1)()
+            self._single_array = llama_cpp.llama_token_data_array(self._single, 1, -1, False)
+
+    def sample(self, ctx: Any, index: int) -> int:
+        """Draw this sequence's next token from row `index`, and record it (penalties, grammar)."""
+        if self.grammar is None:
+            return llama_cpp.llama_sampler_sample(self.chain, ctx, index)  # also accepts
+        token = self._draw(ctx, index, with_grammar=False)
+        if not self._grammar_allows(token):
+            token = self._draw(ctx, index, with_grammar=True)
+        llama_cpp.llama_sampler_accept(self.grammar, token)
+        llama_cpp.llama_sampler_accept(self.chain, token)
+        return token
+
+    def _draw(self, ctx: Any, index: int, with_grammar: bool) -> int:
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, index), shape=(self._n_vocab,))
+        self._view["id"] = self._all_ids
+        self._view["logit"] = logits
+        self._view["p"] = 0.0
+        self._array.data = ctypes.cast(self._candidates, llama_cpp.llama_token_data_p)
+        self._array.size = self._n_vocab
+        self._array.selected = -1
+        self._array.sorted = False
+        if with_grammar:
+            llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(self._array))
+        llama_cpp.llama_sampler_apply(self.chain, ctypes.byref(self._array))
+        return int(self._candidates[self._array.selected].id)
+
+    def _grammar_allows(self, token: int) -> bool:
+        self._single[0].id, self._single[0].logit, self._single[0].p = token, 1.0, 0.0
+        self._single_array.size, self._single_array.selected, self._single_array.sorted = 1, -1, False
+        llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(self._single_array))
+        return self._single[0].logit != float("-inf")
+
+    def allow_end(self) -> None:
+        """Lift the ban on end-of-generation tokens (min_tokens reached)."""
+        if self.ends_banned:
+            llama_cpp.llama_sampler_free(llama_cpp.llama_sampler_chain_remove(self.chain, 0))
+            self.ends_banned = False
+
+    def close(self) -> None:
+        """Free the native samplers (the chain owns the samplers added to it)."""
+        llama_cpp.llama_sampler_free(self.chain)
+        if self.grammar is not None:
+            llama_cpp.llama_sampler_free(self.grammar)
+        self.chain = self.grammar = None
+
+
+def _bias(n_vocab: int, biases: dict[int, float]) -> Any:
+    entries = (llama_cpp.llama_logit_bias * len(biases))(*biases.items())
+    return llama_cpp.llama_sampler_init_logit_bias(n_vocab, len(biases), entries)
+
+
+def _chain(request: GenerationRequest, n_vocab: int, banned: list[int]) -> Any:
+    sampling = request.sampling
+    chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+    add = lambda sampler: llama_cpp.llama_sampler_chain_add(chain, sampler)  # noqa: E731
+    if banned:
+        add(_bias(n_vocab, dict.fromkeys(banned, float("-inf"))))  # first, so allow_end can remove it
+    if request.logit_bias:
+        add(_bias(n_vocab, request.logit_bias))
+    penalized = (
+        sampling.repeat_penalty != 1.0
+        or sampling.presence_penalty != 0.0
+        or sampling.frequency_penalty != 0.0
+    )
+    if penalized:
+        penalties = llama_cpp.llama_sampler_init_penalties(
+            n_vocab, 64, sampling.repeat_penalty, sampling.frequency_penalty, sampling.presence_penalty
+        )
+        add(penalties)
+        for token in request.prompt_tokens[-64:]:  # the window starts with the prompt, as llama-server's
+            llama_cpp.llama_sampler_accept(penalties, token)
+    if sampling.temperature <= 0:
+        add(llama_cpp.llama_sampler_init_greedy())
+        return chain
+    add(llama_cpp.llama_sampler_init_top_k(sampling.top_k))
+    add(llama_cpp.llama_sampler_init_top_p(sampling.top_p, 1))
+    add(llama_cpp.llama_sampler_init_min_p(sampling.min_p, 1))
+    add(llama_cpp.llama_sampler_init_temp(sampling.temperature))
+    seed = sampling.seed if sampling.seed is not None else random.getrandbits(32)
+    add(llama_cpp.llama_sampler_init_dist(seed & 0xFFFFFFFF))
+    return chain
+
+
+def logprob_at(ctx: Any, index: int, n_vocab: int, token: int, top: int, piece: Any) -> TokenLogprob:
+    """The log-probability of `token` in row `index` and the `top` most likely alternatives.
+
+    Read before the next decode overwrites the row: the raw model distribution,
+    before penalties, bias or temperature (as llama-server reports by default).
+    """
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, index), shape=(n_vocab,))
+    peak = float(logits.max())
+    log_total = peak + float(np.log(np.exp(logits - peak).sum()))
+    alternatives: tuple[tuple[int, bytes, float], ...] = ()
+    if top:
+        best = np.argpartition(-logits, top)[:top]
+        best = best[np.argsort(-logits[best])]
+        alternatives = tuple((int(t), piece(int(t)), float(logits[t]) - log_total) for t in best)
+    return TokenLogprob(token, piece(token), float(logits[token]) - log_total, alternatives)

@@ -1,0 +1,84 @@
+"""The batcher's decisions, kept pure so they are tested without a model: slots, reuse, prompt budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# A free sequence whose cache shares less than this share of a new prompt is no better
+# than any other; the least recently used one is taken instead (llama-server's 0.1).
+MIN_SIMILARITY = 0.1
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens `a` and `b` share."""
+    limit = min(len(a), len(b))
+    for i in range(limit):
+        if a[i] != b[i]:
+            return i
+    return limit
+
+
+@dataclass(frozen=True)
+class CacheView:
+    """What the scheduler knows of one sequence: its id, the tokens its KV holds, when it was last used."""
+
+    seq_id: int
+    cached: Sequence[int]
+    last_used: int
+    free: bool
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a new request goes and which cached prefix it starts from.
+
+    `reuse` tokens of the prompt are already in the KV cache: in the chosen sequence's own
+    cells (`donor` None) or in another sequence's, shared by reference (`donor` its id).
+    """
+
+    seq_id: int
+    reuse: int
+    donor: int | None = None
+
+
+def place(views: Sequence[CacheView], prompt: Sequence[int], reuse_cache: bool) -> Placement:
+    """Pick a free sequence for `prompt`, and the longest cached prefix it may start from.
+
+    The free sequence whose own cache shares most of the prompt (a conversation's next
+    turn) is taken if it shares enough; otherwise the least recently used one, so that
+    caches other conversations may come back to are kept longest. A longer prefix held
+    by any other sequence, busy or not, is then borrowed. At least one prompt token is
+    always left to evaluate, so that there are logits to sample from.
+    """
+    free = [v for v in views if v.free]
+    if not free:
+        raise ValueError("no free sequence")
+    oldest = min(free, key=lambda v: v.last_used)
+    if not reuse_cache or not prompt:
+        return Placement(oldest.seq_id, 0)
+    most = len(prompt) - 1
+    shared = {v.seq_id: min(common_prefix(v.cached, prompt), most) for v in views}
+    best = max(free, key=lambda v: (shared[v.seq_id], -v.last_used))
+    target = best if shared[best.seq_id] > MIN_SIMILARITY * len(prompt) else oldest
+    donor = max(views, key=lambda v: shared[v.seq_id])
+    if donor.seq_id != target.seq_id and shared[donor.seq_id] > shared[target.seq_id]:
+        return Placement(target.seq_id, shared[donor.seq_id], donor.seq_id)
+    return Placement(target.seq_id, shared[target.seq_id])
+
+
+def prompt_budget(chunk: int, batch_room: int) -> int:
+    """Prompt tokens one step may take: a chunk, within what is left of the batch."""
+    return max(0, min(chunk, batch_room))
+
+
+def share_prompt(remaining: Sequence[tuple[int, int]], budget: int) -> list[tuple[int, int]]:
+    """Hand the step's prompt budget out first come, first served: (seq_id, tokens) per prefill."""
+    taken = []
+    for seq_id, left in remaining:
+        if budget <= 0:
+            break
+        take = min(left, budget)
+        taken.append((seq_id, take))
+        budget -= take
+    return taken

@@ -16,3 +16,8 @@ class Answer:
     include_usage: bool = False
     tools: list[dict[str, Any]] | None = None  # set when the answer may be tool calls
     tools_forced: bool = False
+    choices_per_prompt: int = 1  # `n`
+
+    def cached(self, index: int, cached_tokens: int) -> int:
+        """A choice's share of the prompt tokens served from cache: its prompt's, counted once."""
+        return cached_tokens if index % self.choices_per_prompt == 0 else 0

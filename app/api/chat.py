@@ -42,5 +42,6 @@ def create_chat_completion() -> Response:
         include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
         tools=body["tools"] if tools.active(body) else None,
         tools_forced=tools.forced(body),
+        choices_per_prompt=body.get("n") or 1,
     )
     return respond(the_engine, body, requests, answer)

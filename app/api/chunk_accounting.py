@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from app.api.errors import ServerError
+from app.engine.errors import KVCacheFullError
 from app.engine.types import Chunk
 from app.telemetry.request_stats import RequestStats
 
@@ -23,3 +24,7 @@ def raise_if_failed(chunk: Chunk) -> None:
     if chunk.error:
         log.error("generation failed:\n%s", chunk.error)
         raise ServerError("The server had an error while generating; please retry.")
+    if chunk.finish_reason == "kv_full":
+        raise KVCacheFullError(
+            "The server's KV cache filled up while generating this answer (LLM_KV_SIZE); retry shortly."
+        )

@@ -42,5 +42,6 @@ def create_completion() -> Response:
         prompt_tokens=sum(len(tokens) for tokens in prompts),
         prefixes=echoed,
         include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+        choices_per_prompt=n,
     )
     return respond(the_engine, body, requests, answer)

@@ -116,6 +116,8 @@ def from_engine(error: engine_errors.EngineError) -> APIError:
         return QueueFullError(error.message)
     if isinstance(error, engine_errors.QueueTimeoutError):
         return QueueTimeoutError(error.message)
+    if isinstance(error, engine_errors.KVCacheFullError):
+        return ServiceUnavailableError(error.message, code="kv_cache_full")
     if isinstance(error, engine_errors.PromptRejectedError):
         return InvalidRequestError(error.message, param="messages")
     return InvalidRequestError(error.message)

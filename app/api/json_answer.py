@@ -23,7 +23,7 @@ def whole_answer(generation: Generation, shape: Shape, answer: Answer, stats: Re
     choices = {r.index: Choice(r.index, answer.prefixes.get(r.index, "")) for r in generation.requests}
     offsets = {i: logprobs.TextLogprobs(len(c.text)) for i, c in choices.items()}
     entries: dict[int, list[Any]] = {i: [] for i in choices}
-    completion_tokens = 0
+    completion_tokens = cached_tokens = 0
     try:
         for chunk in generation:
             if chunk is None:
@@ -38,6 +38,7 @@ def whole_answer(generation: Generation, shape: Shape, answer: Answer, stats: Re
             if chunk.finish_reason is not None:
                 choice.finish_reason = chunk.finish_reason
                 completion_tokens += chunk.completion_tokens
+                cached_tokens += answer.cached(chunk.index, chunk.cached_tokens)
     except QueueTimeoutError:
         stats.rejected = True
         raise
@@ -56,4 +57,5 @@ def whole_answer(generation: Generation, shape: Shape, answer: Answer, stats: Re
             choice.logprobs = (
                 logprobs.chat(entries[index]) if shape.chat else offsets[index].format(entries[index])
             )
-    return jsonify(shape.completion(list(choices.values()), usage(answer.prompt_tokens, completion_tokens)))
+    tokens = usage(answer.prompt_tokens, completion_tokens, cached_tokens)
+    return jsonify(shape.completion(list(choices.values()), tokens))

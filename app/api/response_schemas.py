@@ -32,10 +32,17 @@ class StreamErrorSchema(Schema):
     error = fields.Nested(StreamErrorBodySchema, required=True)
 
 
+class PromptTokensDetailsSchema(Schema):
+    cached_tokens = fields.Integer(
+        required=True, metadata={"description": "Prompt tokens served from the KV cache, not evaluated"}
+    )
+
+
 class UsageSchema(Schema):
     prompt_tokens = fields.Integer(required=True)
     completion_tokens = fields.Integer(required=True)
     total_tokens = fields.Integer(required=True)
+    prompt_tokens_details = fields.Nested(PromptTokensDetailsSchema, required=True)
 
 
 class _EnvelopeSchema(Schema):

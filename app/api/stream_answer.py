@@ -30,7 +30,7 @@ def stream_events(
     }
     started: set[int] = set()
     held: dict[int, str] = {}  # text of choices that may be tool calls, held until they end
-    completion_tokens = 0
+    completion_tokens = cached_tokens = 0
     ended = False
     try:
         for chunk in generation:
@@ -52,6 +52,7 @@ def stream_events(
                     continue
                 yield from _held_events(shape, chunk, held.pop(chunk.index, ""), answer, extra)
                 completion_tokens += chunk.completion_tokens
+                cached_tokens += answer.cached(chunk.index, chunk.cached_tokens)
                 continue
             if chunk.text or chunk.logprobs:
                 shaped = None
@@ -64,9 +65,10 @@ def stream_events(
                 yield sse.event(shape.chunk(chunk.text, index=chunk.index, logprobs=shaped) | extra)
             if chunk.finish_reason is not None:
                 completion_tokens += chunk.completion_tokens
+                cached_tokens += answer.cached(chunk.index, chunk.cached_tokens)
                 yield sse.event(shape.chunk(None, chunk.finish_reason, index=chunk.index) | extra)
         if answer.include_usage:
-            yield sse.event(shape.usage_chunk(usage(answer.prompt_tokens, completion_tokens)))
+            yield sse.event(shape.usage_chunk(usage(answer.prompt_tokens, completion_tokens, cached_tokens)))
         ended = True
         yield sse.DONE
     except relay.Migrated as moved:

@@ -76,21 +76,29 @@ class Batcher:
     def run(self) -> None:
         """Step until told to stop; block while there is nothing to do."""
         while True:
+            delivery: Delivery = []
             try:
-                if not any(s.busy for s in self.sequences):
-                    job = self._inbox.get()  # nothing to do: wait, GIL released
-                    if job is None:
-                        return
-                    self._admit(job)
+                if not self._busy() and not self._take(self._inbox.get(), delivery):  # waits, GIL released
+                    return
                 while not self._inbox.empty():
-                    job = self._inbox.get()
-                    if job is None:
+                    if not self._take(self._inbox.get(), delivery):
                         return
-                    self._admit(job)
-                delivery, report = self.step()
+                report = self.step(delivery)
             except Exception:  # noqa: BLE001 - a failed step must not end the loop or strand a client
-                delivery, report = self._fail_all(traceback.format_exc()), StepReport(0, 0, 0, 0.0)
+                delivery.extend(self._fail_all(traceback.format_exc()))
+                report = StepReport(0, 0, 0, 0.0)
             self._deliver(delivery, report)
+
+    def _take(self, job: Job | None, delivery: Delivery) -> bool:
+        """Admit one choice (False: the loop is told to stop); a choice that cannot start fails alone."""
+        if job is None:
+            return False
+        try:
+            self._admit(job)
+        except Exception:  # noqa: BLE001 - e.g. a sampler llama.cpp refused to build
+            failed = Chunk(finish_reason="error", index=job.request.index, error=traceback.format_exc())
+            delivery.append((job.generation, failed))
+        return True
 
     def _admit(self, job: Job) -> None:
         prompt = job.request.prompt_tokens
@@ -123,9 +131,12 @@ class Batcher:
                 return s
         return None
 
-    def step(self) -> tuple[Delivery, StepReport]:
-        """One batch: every generating sequence's next token plus a budget of prompt tokens."""
-        delivery: Delivery = []
+    def step(self, delivery: Delivery) -> StepReport:
+        """One batch: every generating sequence's next token plus a budget of prompt tokens.
+
+        Chunks go into `delivery` as they are made, so that none is lost if a later
+        part of the step fails.
+        """
         self._retire_cancelled(delivery)
         batch = self._batch
         batch.clear()
@@ -147,14 +158,14 @@ class Batcher:
                 s.i_batch = last
         reused, self._reused = self._reused, 0
         if batch.size == 0:
-            return delivery, StepReport(self._busy(), 0, reused, 0.0)
+            return StepReport(self._busy(), 0, reused, 0.0)
         clocks = self.governor.start()
         code = batch.decode(self.model.ctx)
         seconds = self.governor.clock() - clocks[0]
         if code == 1:
             self._undo(taken)
             self._make_room(delivery)
-            return delivery, StepReport(self._busy(), 0, reused, seconds)
+            return StepReport(self._busy(), 0, reused, seconds)
         if code != 0:
             raise RuntimeError(f"llama_decode failed with {code}")
         self.governor.finish(clocks)
@@ -168,7 +179,7 @@ class Batcher:
                     delivery.append((generation, chunk))
                     if chunk.finish_reason is not None:
                         self._orphan_followers(s)
-        return delivery, StepReport(self._busy(), batch.size, reused, seconds)
+        return StepReport(self._busy(), batch.size, reused, seconds)
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)

@@ -19,6 +19,10 @@ class QueueTimeoutError(EngineError):
     """The request waited for the model longer than LLM_QUEUE_TIMEOUT."""
 
 
+class KVCacheFullError(EngineError):
+    """The KV cache the sequences share had no room left for this one (LLM_KV_SIZE over-committed)."""
+
+
 class PromptRejectedError(EngineError):
     """The model's chat template refused the messages."""
 

@@ -37,6 +37,9 @@ class SequenceSampler:
             self.grammar = llama_cpp.llama_sampler_init_grammar(
                 model.model.vocab, request.grammar.encode(), b"root"
             )
+            if not self.grammar:
+                llama_cpp.llama_sampler_free(self.chain)
+                raise ValueError("llama.cpp could not build the request's grammar")
             self._candidates = (llama_cpp.llama_token_data * model.n_vocab)()
             self._view = np.frombuffer(self._candidates, dtype=_TOKEN_DATA)
             self._all_ids = np.arange(model.n_vocab, dtype=np.int32)

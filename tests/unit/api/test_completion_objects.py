@@ -7,8 +7,14 @@ from app.api.completion_objects import Choice, Shape, usage
 CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
 
-def test_usage_adds_up() -> None:
-    assert usage(7, 5) == {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12}
+def test_usage_adds_up_and_tells_the_cached_share() -> None:
+    assert usage(7, 5, 4) == {
+        "prompt_tokens": 7,
+        "completion_tokens": 5,
+        "total_tokens": 12,
+        "prompt_tokens_details": {"cached_tokens": 4},
+    }
+    assert usage(7, 5)["prompt_tokens_details"] == {"cached_tokens": 0}
 
 
 def test_ids_name_the_object_kind() -> None:

@@ -27,7 +27,12 @@ def test_chat_completion_object(client: FlaskClient, engine: FakeEngine) -> None
     assert body["object"] == "chat.completion" and body["model"] == MODEL_ID
     assert body["choices"][0]["message"] == {"role": "assistant", "content": "Hello there", "refusal": None}
     assert body["choices"][0]["finish_reason"] == "stop"
-    assert body["usage"] == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+    assert body["usage"] == {
+        "prompt_tokens": 3,
+        "completion_tokens": 2,
+        "total_tokens": 5,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
     assert engine.requests[0].sampling.seed == -1
 
 

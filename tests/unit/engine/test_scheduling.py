@@ -1,0 +1,74 @@
+"""The batcher's decisions without a model: which sequence a prompt takes, what it reuses, the budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.scheduling import CacheView, Placement, common_prefix, place, prompt_budget, share_prompt
+
+PROMPT = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+
+
+def view(seq_id: int, cached: list[int], last_used: int = 0, free: bool = True) -> CacheView:
+    return CacheView(seq_id, cached, last_used, free)
+
+
+def test_common_prefix() -> None:
+    assert common_prefix([1, 2, 3], [1, 2, 4]) == 2
+    assert common_prefix([1, 2], [1, 2, 3]) == 2
+    assert common_prefix([], [1]) == 0
+
+
+def test_without_the_cache_the_least_recently_used_free_sequence_starts_from_scratch() -> None:
+    views = [view(0, PROMPT[:9], last_used=5), view(1, [], last_used=2), view(2, [], 1, free=False)]
+    assert place(views, PROMPT, reuse_cache=False) == Placement(1, 0)
+
+
+def test_a_conversations_next_turn_returns_to_its_own_sequence() -> None:
+    views = [view(0, [7, 7], last_used=1), view(1, PROMPT[:6] + [99], last_used=9), view(2, [], last_used=3)]
+    assert place(views, PROMPT + [11, 12], reuse_cache=True) == Placement(1, 6)
+
+
+def test_one_prompt_token_is_always_left_to_evaluate() -> None:
+    assert place([view(0, PROMPT)], PROMPT, reuse_cache=True) == Placement(0, 9)
+    assert place([view(0, PROMPT + [11])], PROMPT, reuse_cache=True) == Placement(0, 9)
+
+
+def test_a_small_overlap_is_not_worth_a_sequence_another_conversation_may_want() -> None:
+    # Sequence 1 shares one token of ten (below the 10% bar): the oldest free one is taken,
+    # and borrows that token (sharing costs nothing), leaving sequence 1's cache alone.
+    views = [view(0, [], last_used=1), view(1, [1, 42], last_used=8)]
+    assert place(views, PROMPT, reuse_cache=True) == Placement(0, 1, donor=1)
+
+
+def test_a_longer_prefix_is_borrowed_from_a_busy_sequence() -> None:
+    views = [
+        view(0, PROMPT[:8], last_used=4, free=False),
+        view(1, [], last_used=1),
+        view(2, [50], last_used=0),
+    ]
+    placement = place(views, PROMPT, reuse_cache=True)
+    assert placement == Placement(2, 8, donor=0)  # the oldest free sequence, with the busy one's prefix
+
+
+def test_own_cache_wins_when_it_is_as_long_as_any_other() -> None:
+    views = [view(0, PROMPT[:5], free=False), view(1, PROMPT[:5] + [0], last_used=3)]
+    assert place(views, PROMPT, reuse_cache=True) == Placement(1, 5)
+
+
+def test_no_free_sequence_is_a_bug_of_the_caller() -> None:
+    with pytest.raises(ValueError, match="no free sequence"):
+        place([view(0, [], free=False)], PROMPT, reuse_cache=True)
+
+
+@pytest.mark.parametrize(
+    ("chunk", "room", "budget"), [(256, 500, 256), (256, 100, 100), (256, 0, 0), (8, 9, 8)]
+)
+def test_prompt_budget_is_a_chunk_within_the_batch(chunk: int, room: int, budget: int) -> None:
+    assert prompt_budget(chunk, room) == budget
+
+
+def test_prompt_budget_is_handed_out_first_come_first_served() -> None:
+    assert share_prompt([(3, 100), (1, 50), (2, 10)], 120) == [(3, 100), (1, 20)]
+    assert share_prompt([(3, 5), (1, 5)], 120) == [(3, 5), (1, 5)]
+    assert share_prompt([(3, 5)], 0) == []

@@ -14,8 +14,12 @@ from pathlib import Path
 
 import httpx
 
-PROMPT = "Count with me: 1, 2, 3, 4,"
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def prompt(index: int) -> str:
+    """Prompt number `index`: each request its own, sharing no prefix, so no server serves it from cache."""
+    return f"{index} is my number. Count with me: 1, 2, 3, 4,"
 
 
 @dataclass
@@ -31,19 +35,20 @@ class Stream:
         return (self.tokens - 1) / self.decode_seconds if self.decode_seconds > 0 else 0.0
 
 
-def request_body(max_tokens: int, seed: int) -> dict[str, object]:
-    """The streamed, greedy, seeded completion every target is asked for."""
+def request_body(max_tokens: int, index: int) -> dict[str, object]:
+    """The streamed, greedy completion of prompt `index` every target is asked for, `max_tokens` long."""
     return {
-        "prompt": PROMPT,
+        "prompt": prompt(index),
         "max_tokens": max_tokens,
         "temperature": 0,
-        "seed": seed,
+        "seed": index,
+        "ignore_eos": True,  # llama-server and ours: exactly max_tokens (the peer ignores it)
         "stream": True,
         "stream_options": {"include_usage": True},
     }
 
 
-def raw(model_path: str, threads: int, n_ctx: int, max_tokens: int, seed: int) -> Stream:
+def raw(model_path: str, threads: int, n_ctx: int, max_tokens: int, index: int) -> Stream:
     """llama-cpp-python with no HTTP, in a fresh process: the ceiling for this stack."""
     command = [
         sys.executable,
@@ -57,17 +62,17 @@ def raw(model_path: str, threads: int, n_ctx: int, max_tokens: int, seed: int) -
         str(n_ctx),
         "--max-tokens",
         str(max_tokens),
-        "--seed",
-        str(seed),
+        "--index",
+        str(index),
     ]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True, timeout=600)
     return Stream(**json.loads(result.stdout.strip().splitlines()[-1]))
 
 
-async def stream(client: httpx.AsyncClient, max_tokens: int, seed: int) -> Stream | int:
+async def stream(client: httpx.AsyncClient, max_tokens: int, index: int) -> Stream | int:
     """One streamed completion over HTTP; the status code if refused, 0 if the stream broke."""
     try:
-        return await _stream(client, max_tokens, seed)
+        return await _stream(client, max_tokens, index)
     except httpx.HTTPError:
         return 0  # e.g. a server that cuts one stream short when another arrives
 
@@ -99,9 +104,9 @@ class Tally:
         return Stream(self.first - self.started, self.usage_tokens or self.texts, self.last - self.first)
 
 
-async def _stream(client: httpx.AsyncClient, max_tokens: int, seed: int) -> Stream | int:
+async def _stream(client: httpx.AsyncClient, max_tokens: int, index: int) -> Stream | int:
     tally = Tally()
-    async with client.stream("POST", "/v1/completions", json=request_body(max_tokens, seed)) as response:
+    async with client.stream("POST", "/v1/completions", json=request_body(max_tokens, index)) as response:
         if response.status_code != 200:
             await response.aread()
             return response.status_code
@@ -110,7 +115,7 @@ async def _stream(client: httpx.AsyncClient, max_tokens: int, seed: int) -> Stre
     return tally.result() or 0
 
 
-def single(url: str, max_tokens: int, seed: int) -> Stream:
+def single(url: str, max_tokens: int, index: int) -> Stream:
     """One stream from a warm server, read by a blocking client that costs little CPU.
 
     The client shares the machine's cores with the server it measures: an asyncio
@@ -122,7 +127,7 @@ def single(url: str, max_tokens: int, seed: int) -> Stream:
     connection.request(
         "POST",
         "/v1/completions",
-        json.dumps(request_body(max_tokens, seed)),
+        json.dumps(request_body(max_tokens, index)),
         {"Content-Type": "application/json"},
     )
     response = connection.getresponse()
@@ -147,15 +152,18 @@ class Sweep:
     failed: int  # broken or empty streams, other statuses
 
 
-def sweep(url: str, clients: int, per_client: int, max_tokens: int) -> Sweep:
-    """Aggregate throughput and time to first token under concurrency."""
+def sweep(url: str, clients: int, per_client: int, max_tokens: int, first_index: int) -> Sweep:
+    """Aggregate throughput and time to first token under concurrency, every stream its own prompt."""
 
     async def run() -> Sweep:
         limits = httpx.Limits(max_connections=clients)
         async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
 
             async def one_client(index: int) -> list[Stream | int]:
-                return [await stream(client, max_tokens, seed=index * 100 + k) for k in range(per_client)]
+                return [
+                    await stream(client, max_tokens, first_index + index * per_client + k)
+                    for k in range(per_client)
+                ]
 
             started = time.perf_counter()
             results = [
@@ -196,3 +204,35 @@ def memory_kib(pids: list[int]) -> tuple[list[int], int, int]:
             elif in_weights and parts[:1] == ["Pss:"]:
                 weights += int(parts[1])
     return rss, pss, weights
+
+
+def median_sweep(runs: list[Sweep]) -> Sweep:
+    """The median of each figure over repeated sweeps; the worst count of refused or broken streams."""
+    return Sweep(
+        runs[0].clients,
+        statistics.median(r.tokens_per_second for r in runs),
+        statistics.median(r.ttft_p50 for r in runs),
+        statistics.median(r.ttft_p99 for r in runs),
+        max(r.rejected for r in runs),
+        max(r.failed for r in runs),
+    )
+
+
+def threads_in_use(url: str) -> int | None:
+    """Ours: the llama.cpp threads its workers use now (llm_threads); None for a server without it."""
+    try:
+        text = httpx.get(url + "/metrics", timeout=10).text
+    except httpx.HTTPError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("llm_threads "):
+            return int(float(line.split()[1]))
+    return None
+
+
+def warm_back_up(url: str, threads: int, limit: float = 90) -> None:
+    """After a busy neighbour has gone: small requests until ours uses every thread again."""
+    deadline = time.monotonic() + limit
+    while (used := threads_in_use(url)) is not None and used < threads and time.monotonic() < deadline:
+        single(url, 32, 0)
+        time.sleep(1)

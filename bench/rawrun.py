@@ -8,19 +8,19 @@ import time
 
 from llama_cpp import Llama
 
-from bench.measure import PROMPT
+from bench.measure import prompt
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    for name in ("--threads", "--n-ctx", "--max-tokens", "--seed"):
+    for name in ("--threads", "--n-ctx", "--max-tokens", "--index"):
         parser.add_argument(name, type=int, required=True)
     parser.add_argument("--model", required=True)
     args = parser.parse_args()
     llama = Llama(
-        model_path=args.model, n_ctx=args.n_ctx, n_threads=args.threads, seed=args.seed, verbose=False
+        model_path=args.model, n_ctx=args.n_ctx, n_threads=args.threads, seed=args.index, verbose=False
     )
-    tokens = llama.tokenize(PROMPT.encode(), add_bos=False)
+    tokens = llama.tokenize(prompt(args.index).encode(), add_bos=False)
     for _ in range(2):  # the first run warms the caches, as the servers get a warm-up request
         llama.reset()
         started = time.perf_counter()

@@ -12,6 +12,8 @@ import sys
 import tempfile
 import time
 import venv
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -174,3 +176,15 @@ def peer(model_path: str, threads: int, n_ctx: int) -> Service:
         str(threads),
     ]
     return Service(command, port, cwd=PEER_VENV).wait_ready("/v1/models")
+
+
+@contextmanager
+def busy_neighbour() -> Iterator[None]:
+    """One other process keeping a core busy (a batch job, a load generator) for the block's length."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)  # let it take its share of the cores before measuring
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()

@@ -38,6 +38,7 @@ class StepReport:
     decoded: int  # tokens in the step's batch
     reused: int  # prompt tokens admitted this step that were already in the KV cache
     seconds: float  # time spent in llama_decode
+    threads: int  # llama.cpp threads chosen for the next step
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class Batcher:
                 report = self.step(delivery)
             except Exception:  # noqa: BLE001 - a failed step must not end the loop or strand a client
                 delivery.extend(self._fail_all(traceback.format_exc()))
-                report = StepReport(0, 0, 0, 0.0)
+                report = StepReport(0, 0, 0, 0.0, self.governor.threads)
             self._deliver(delivery, report)
 
     def _take(self, job: Job | None, delivery: Delivery) -> bool:
@@ -103,7 +104,7 @@ class Batcher:
     def _admit(self, job: Job) -> None:
         prompt = job.request.prompt_tokens
         views = [scheduling.CacheView(s.seq_id, s.cached, s.last_used, not s.busy) for s in self.sequences]
-        placement = scheduling.place(views, prompt, self.settings.reuse_cache)
+        placement = scheduling.place(views, prompt, self.settings.reuse_cache, self.model.shape.unified)
         target = self.sequences[placement.seq_id]
         memory = self.model.memory
         self._tick += 1
@@ -140,32 +141,34 @@ class Batcher:
         self._retire_cancelled(delivery)
         batch = self._batch
         batch.clear()
+        generating = [s for s in self.sequences if s.generating and s.i_batch < 0]
+        prefilling = sorted((s for s in self.sequences if s.prefilling), key=lambda s: s.last_used)
+        budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))
+        shares = dict(scheduling.share_prompt([(s.seq_id, len(s.pending)) for s in prefilling], budget))
         taken: list[tuple[Sequence, np.ndarray]] = []
-        for s in self.sequences:  # ascending ids, one token each, logits on
-            if s.generating and s.i_batch < 0:
+        # In id order: with cells per sequence, llama.cpp runs one graph per run of
+        # consecutive sequence ids, so a prompt chunk goes between its neighbours.
+        for s in self.sequences:
+            if s in generating:  # one token each, logits on
                 s.i_batch = batch.add(s.last_token, len(s.cached), s.seq_id, True)
                 s.cached.append(s.last_token)
-        prefilling = sorted((s for s in self.sequences if s.prefilling), key=lambda s: s.last_used)
-        budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.room)
-        by_id = {s.seq_id: s for s in prefilling}
-        for seq_id, size in scheduling.share_prompt([(s.seq_id, len(s.pending)) for s in prefilling], budget):
-            s = by_id[seq_id]
-            first = len(s.cached)
-            tokens = s.take_prompt(size)
-            last = batch.add_run(tokens, first, seq_id, logits_last=len(s.pending) == 0)
-            taken.append((s, tokens))
-            if len(s.pending) == 0:
-                s.i_batch = last
+            elif s.seq_id in shares:
+                first = len(s.cached)
+                tokens = s.take_prompt(shares[s.seq_id])
+                last = batch.add_run(tokens, first, s.seq_id, logits_last=len(s.pending) == 0)
+                taken.append((s, tokens))
+                if len(s.pending) == 0:
+                    s.i_batch = last
         reused, self._reused = self._reused, 0
         if batch.size == 0:
-            return StepReport(self._busy(), 0, reused, 0.0)
+            return StepReport(self._busy(), 0, reused, 0.0, self.governor.threads)
         clocks = self.governor.start()
         code = batch.decode(self.model.ctx)
         seconds = self.governor.clock() - clocks[0]
         if code == 1:
             self._undo(taken)
             self._make_room(delivery)
-            return StepReport(self._busy(), 0, reused, seconds)
+            return StepReport(self._busy(), 0, reused, seconds, self.governor.threads)
         if code != 0:
             raise RuntimeError(f"llama_decode failed with {code}")
         self.governor.finish(clocks)
@@ -179,7 +182,7 @@ class Batcher:
                     delivery.append((generation, chunk))
                     if chunk.finish_reason is not None:
                         self._orphan_followers(s)
-        return StepReport(self._busy(), batch.size, reused, seconds)
+        return StepReport(self._busy(), batch.size, reused, seconds, self.governor.threads)
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)
@@ -200,8 +203,10 @@ class Batcher:
                 and len(leader.pending) == 0
                 and leader.last_token < 0
             ):
-                size = len(leader.cached)
-                llama_cpp.llama_memory_seq_cp(self.model.memory, leader.seq_id, follower.seq_id, 0, size)
+                # One pool: the cells get a second owner. Cells per sequence: llama.cpp copies
+                # the leader's whole buffer at the next decode (its only way across them).
+                span = (0, len(leader.cached)) if self.model.shape.unified else (-1, -1)
+                llama_cpp.llama_memory_seq_cp(self.model.memory, leader.seq_id, follower.seq_id, *span)
                 follower.cached, follower.leader, follower.i_batch = list(leader.cached), None, leader.i_batch
 
     def _orphan_followers(self, gone: Sequence) -> None:

@@ -138,7 +138,7 @@ class Engine:
                     )
             generation.push(chunk)
         self._dispatch()
-        self.observer.stepped(report.busy, report.decoded, report.reused)
+        self.observer.stepped(report.busy, report.decoded, report.reused, report.threads)
 
     def _load(self) -> tuple[LoadedModel, float] | str:
         """Runs in the native thread; returns the loaded model or why it failed."""

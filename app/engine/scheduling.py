@@ -42,27 +42,30 @@ class Placement:
     donor: int | None = None
 
 
-def place(views: Sequence[CacheView], prompt: Sequence[int], reuse_cache: bool) -> Placement:
+def place(views: Sequence[CacheView], prompt: Sequence[int], reuse_cache: bool, pooled: bool) -> Placement:
     """Pick a free sequence for `prompt`, and the longest cached prefix it may start from.
 
     The free sequence whose own cache shares most of the prompt (a conversation's next
-    turn) is taken if it shares enough; otherwise the least recently used one, so that
-    caches other conversations may come back to are kept longest. A longer prefix held
-    by any other sequence, busy or not, is then borrowed. At least one prompt token is
-    always left to evaluate, so that there are logits to sample from.
+    turn) is taken if it shares enough. Otherwise: with cells of its own per sequence,
+    the lowest free id, because llama.cpp runs a batch as one graph only over
+    consecutive sequence ids; with one `pooled` cache, the least recently used
+    sequence, keeping longest the caches other conversations may come back to, and a
+    longer prefix held by any other sequence, busy or not, is borrowed (sharing cells
+    of one pool costs nothing). At least one prompt token is always left to evaluate,
+    so that there are logits to sample from.
     """
     free = [v for v in views if v.free]
     if not free:
         raise ValueError("no free sequence")
-    oldest = min(free, key=lambda v: v.last_used)
+    fallback = min(free, key=lambda v: v.last_used if pooled else v.seq_id)
     if not reuse_cache or not prompt:
-        return Placement(oldest.seq_id, 0)
+        return Placement(fallback.seq_id, 0)
     most = len(prompt) - 1
     shared = {v.seq_id: min(common_prefix(v.cached, prompt), most) for v in views}
     best = max(free, key=lambda v: (shared[v.seq_id], -v.last_used))
-    target = best if shared[best.seq_id] > MIN_SIMILARITY * len(prompt) else oldest
+    target = best if shared[best.seq_id] > MIN_SIMILARITY * len(prompt) else fallback
     donor = max(views, key=lambda v: shared[v.seq_id])
-    if donor.seq_id != target.seq_id and shared[donor.seq_id] > shared[target.seq_id]:
+    if pooled and donor.seq_id != target.seq_id and shared[donor.seq_id] > shared[target.seq_id]:
         return Placement(target.seq_id, shared[donor.seq_id], donor.seq_id)
     return Placement(target.seq_id, shared[target.seq_id])
 

@@ -13,7 +13,7 @@ from app.engine.text_assembly import TextAssembler
 from app.engine.types import Chunk, GenerationRequest, TokenLogprob
 
 
-@dataclass
+@dataclass(eq=False)
 class Job:
     """A choice handed to the batcher: the request, and the generation whose client waits for it."""
 
@@ -21,7 +21,7 @@ class Job:
     request: GenerationRequest
 
 
-@dataclass
+@dataclass(eq=False)  # identity: two idle sequences are not the same sequence
 class Sequence:
     """A sequence id of the context, its cache, and (while busy) the state of one choice.
 

@@ -20,6 +20,7 @@ WINDOW = 0.5  # seconds of decoding per judgement
 SHORT = 0.75  # contention: fewer than this share of the threads' cores were had
 FIRST_PROBE = 5.0  # seconds before trying a thread more; doubles while the neighbour stays
 LAST_PROBE = 60.0
+FORGET = 10.0  # idle seconds after which a past neighbour is forgotten: start again with every thread
 
 
 def process_cpu_seconds() -> float:
@@ -46,10 +47,16 @@ class ThreadGovernor:
         self._probing_from: int | None = None
         self._wait = FIRST_PROBE
         self._next_probe = 0.0
+        self._last_decode = 0.0
 
     def start(self) -> tuple[float, float]:
         """Read the clocks before a decode."""
-        return self.clock(), self._cpu()
+        now = self.clock()
+        if self.threads < self.most and now - self._last_decode > FORGET:
+            self._set(self.most)
+            self._probing_from, self._wait, self._wall, self._used = None, FIRST_PROBE, 0.0, 0.0
+        self._last_decode = now
+        return now, self._cpu()
 
     def finish(self, started: tuple[float, float]) -> None:
         """Add one decode (begun at `started`) to the window, and judge the window when full."""

@@ -23,8 +23,9 @@ class EngineFigures(EngineObserver):
         if self._publish is not None:
             self._publish(load)
 
-    def stepped(self, busy: int, decoded: int, reused: int) -> None:
+    def stepped(self, busy: int, decoded: int, reused: int, threads: int) -> None:
         metrics.SEQUENCES_BUSY.set(busy)
+        metrics.THREADS.set(threads)
         if decoded:
             metrics.BATCH_TOKENS.observe(decoded)
         if reused:

@@ -48,6 +48,11 @@ SEQUENCES_BUSY = Gauge(
     "Sequences of the batch with a choice, as of the last step",
     multiprocess_mode="livesum",
 )
+THREADS = Gauge(
+    "llm_threads",
+    "llama.cpp threads in use (fewer while another process competes for the cores)",
+    multiprocess_mode="livesum",
+)
 BATCH_TOKENS = Histogram(
     "llm_batch_tokens",
     "Tokens decoded per step (one per generating sequence, plus a prompt chunk)",

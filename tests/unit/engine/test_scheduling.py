@@ -19,46 +19,52 @@ def test_common_prefix() -> None:
     assert common_prefix([], [1]) == 0
 
 
-def test_without_the_cache_the_least_recently_used_free_sequence_starts_from_scratch() -> None:
+@pytest.mark.parametrize(("pooled", "chosen"), [(True, 1), (False, 0)])
+def test_without_the_cache_a_fresh_start(pooled: bool, chosen: int) -> None:
+    # One pool: the least recently used free sequence; cells per sequence: the lowest free id.
     views = [view(0, PROMPT[:9], last_used=5), view(1, [], last_used=2), view(2, [], 1, free=False)]
-    assert place(views, PROMPT, reuse_cache=False) == Placement(1, 0)
+    assert place(views, PROMPT, reuse_cache=False, pooled=pooled) == Placement(chosen, 0)
 
 
-def test_a_conversations_next_turn_returns_to_its_own_sequence() -> None:
+@pytest.mark.parametrize("pooled", [True, False])
+def test_a_conversations_next_turn_returns_to_its_own_sequence(pooled: bool) -> None:
     views = [view(0, [7, 7], last_used=1), view(1, PROMPT[:6] + [99], last_used=9), view(2, [], last_used=3)]
-    assert place(views, PROMPT + [11, 12], reuse_cache=True) == Placement(1, 6)
+    assert place(views, PROMPT + [11, 12], reuse_cache=True, pooled=pooled) == Placement(1, 6)
 
 
 def test_one_prompt_token_is_always_left_to_evaluate() -> None:
-    assert place([view(0, PROMPT)], PROMPT, reuse_cache=True) == Placement(0, 9)
-    assert place([view(0, PROMPT + [11])], PROMPT, reuse_cache=True) == Placement(0, 9)
+    assert place([view(0, PROMPT)], PROMPT, reuse_cache=True, pooled=False) == Placement(0, 9)
+    assert place([view(0, PROMPT + [11])], PROMPT, reuse_cache=True, pooled=False) == Placement(0, 9)
 
 
-def test_a_small_overlap_is_not_worth_a_sequence_another_conversation_may_want() -> None:
-    # Sequence 1 shares one token of ten (below the 10% bar): the oldest free one is taken,
-    # and borrows that token (sharing costs nothing), leaving sequence 1's cache alone.
-    views = [view(0, [], last_used=1), view(1, [1, 42], last_used=8)]
-    assert place(views, PROMPT, reuse_cache=True) == Placement(0, 1, donor=1)
+def test_a_small_overlap_is_not_worth_keeping_a_sequence_for() -> None:
+    # Sequence 2 shares one token of ten (below the 10% bar): with cells per sequence the
+    # lowest free id is taken, which keeps the batch's sequence ids together.
+    views = [view(0, [], free=False), view(1, [], last_used=8), view(2, [1, 42], last_used=1)]
+    assert place(views, PROMPT, reuse_cache=True, pooled=False) == Placement(1, 0)
+    # One pool: the oldest sequence, which keeps its one token (sharing a pool's cells costs nothing).
+    assert place(views, PROMPT, reuse_cache=True, pooled=True) == Placement(2, 1)
 
 
-def test_a_longer_prefix_is_borrowed_from_a_busy_sequence() -> None:
+def test_a_longer_prefix_is_borrowed_from_a_busy_sequence_of_the_pool() -> None:
     views = [
         view(0, PROMPT[:8], last_used=4, free=False),
         view(1, [], last_used=1),
         view(2, [50], last_used=0),
     ]
-    placement = place(views, PROMPT, reuse_cache=True)
-    assert placement == Placement(2, 8, donor=0)  # the oldest free sequence, with the busy one's prefix
+    assert place(views, PROMPT, reuse_cache=True, pooled=True) == Placement(2, 8, donor=0)
+    # With cells per sequence, borrowing would copy a whole context's buffer: it starts afresh.
+    assert place(views, PROMPT, reuse_cache=True, pooled=False) == Placement(1, 0)
 
 
 def test_own_cache_wins_when_it_is_as_long_as_any_other() -> None:
     views = [view(0, PROMPT[:5], free=False), view(1, PROMPT[:5] + [0], last_used=3)]
-    assert place(views, PROMPT, reuse_cache=True) == Placement(1, 5)
+    assert place(views, PROMPT, reuse_cache=True, pooled=True) == Placement(1, 5)
 
 
 def test_no_free_sequence_is_a_bug_of_the_caller() -> None:
     with pytest.raises(ValueError, match="no free sequence"):
-        place([view(0, [], free=False)], PROMPT, reuse_cache=True)
+        place([view(0, [], free=False)], PROMPT, reuse_cache=True, pooled=True)
 
 
 @pytest.mark.parametrize(

@@ -84,3 +84,12 @@ def test_one_thread_is_left_alone() -> None:
     governor, clocks, applied = make(most=1)
     run(governor, clocks, 5, cores=0.3)
     assert governor.threads == 1 and applied == []
+
+
+def test_after_a_long_idle_it_starts_again_with_every_thread() -> None:
+    governor, clocks, applied = make()
+    run(governor, clocks, threads.WINDOW, neighbour=True)
+    assert governor.threads == 1
+    clocks.wall += threads.FORGET + 1  # nothing to decode for a while
+    run(governor, clocks, 0.1)
+    assert governor.threads == 2 and applied == [1, 2]

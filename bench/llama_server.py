@@ -1,0 +1,75 @@
+"""llama.cpp's own C++ server, built from the llama.cpp that the pinned llama-cpp-python vendors.
+
+Built once into a cache outside the repository (`~/.cache/llm-server-bench`, or
+`$LLM_BENCH_CACHE`): the sdist comes from PyPI, nothing else from the network. The
+same sources as ours, so the comparison is of the serving loops, not of two
+llama.cpp versions.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from bench.services import Service, free_port
+
+CACHE = Path(os.environ.get("LLM_BENCH_CACHE", Path.home() / ".cache" / "llm-server-bench"))
+# Only the server: no tests, examples, web UI download or TLS, so the build needs no network.
+CMAKE_OPTIONS = [
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_BUILD_APP=OFF",
+]
+
+
+def binary() -> Path:
+    """The llama-server executable, built on first use (about ten minutes on two cores)."""
+    version = importlib.metadata.version("llama_cpp_python")
+    build = CACHE / f"build-{version}"
+    built = build / "bin" / "llama-server"  # beside the shared libraries it links to
+    if built.exists():
+        return built
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=CACHE) as work:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+             "--dest", work, f"llama_cpp_python=={version}"],
+            check=True,
+        )  # fmt: skip
+        (sdist,) = Path(work).glob("*.tar.gz")
+        with tarfile.open(sdist) as archive:
+            archive.extractall(work, filter="data")
+        (source,) = Path(work).glob("*/vendor/llama.cpp")
+        subprocess.run(["cmake", "-S", str(source), "-B", str(build), *CMAKE_OPTIONS], check=True)
+        subprocess.run(
+            ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
+            check=True,
+        )
+    return built
+
+
+def start(model_path: str, threads: int, slots: int, n_ctx: int) -> Service:
+    """llama-server with `slots` slots of `n_ctx` tokens each (as ours: a whole context per sequence)."""
+    port = free_port()
+    command = [
+        str(binary()),
+        "--model", model_path,
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--threads", str(threads),
+        "--threads-batch", str(threads),
+        "--parallel", str(slots),
+        "--ctx-size", str(slots * n_ctx),
+        "--no-webui",
+    ]  # fmt: skip
+    return Service(command, port).wait_ready("/health")

@@ -1,0 +1,197 @@
+"""The benchmark's figures as markdown tables, each target met or missed by how much, and a chart."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+from pathlib import Path
+from typing import Any
+
+from bench import measure
+
+OURS, NGINX, CPP = "ours", "ours, through nginx", "llama.cpp llama-server"
+PEER, RAW = "llama-cpp-python server", "raw llama-cpp-python"
+
+
+def spread(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
+    """`median (min–max)` of repeated figures."""
+    low, mid, high = min(values) * scale, statistics.median(values) * scale, max(values) * scale
+    return f"{mid:.{digits}f} ({low:.{digits}f}–{high:.{digits}f})"
+
+
+def decode(runs: list[measure.Stream]) -> float:
+    return statistics.median(s.tokens_per_second for s in runs)
+
+
+def markdown(
+    args: argparse.Namespace,
+    singles: dict[str, list[measure.Stream]],
+    swept: dict[str, list[measure.Sweep]],
+    busy: dict[str, dict[str, list[measure.Stream]]] | None,
+    mem: dict[int, tuple[list[int], int, int]] | None,
+) -> str:
+    lines = [
+        f"Model `{Path(args.model).name}`, {args.threads} threads, {args.slots} slots of {args.n_ctx} "
+        "tokens, "
+        f"every request its own prompt, {args.max_tokens} tokens each; medians of {args.repeats} interleaved "
+        f"runs (range in brackets). Machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}.",
+        "",
+        "### One stream",
+        "",
+        "| target | time to first token, ms | decode tokens/s | vs raw | vs llama-server |",
+        "|---|---|---|---|---|",
+    ]
+    raw, cpp = decode(singles[RAW]), decode(singles[CPP])
+    for name, runs in singles.items():
+        lines.append(
+            f"| {name} | {spread([s.ttft for s in runs], 1000)} | "
+            f"{spread([s.tokens_per_second for s in runs])} "
+            f"| {100 * decode(runs) / raw:.1f}% | {100 * decode(runs) / cpp:.1f}% |"
+        )
+    lines += [
+        "",
+        f"### Concurrent clients ({args.per_client} streams each, one after the other)",
+        "",
+        "| server | clients | aggregate tokens/s | TTFT p50, ms | TTFT p99, ms | rejected | failed |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for clients_index, clients in enumerate(args.clients):
+        for name, points in swept.items():
+            p = points[clients_index]
+            lines.append(
+                f"| {name} | {clients} | {p.tokens_per_second:.1f} | {1000 * p.ttft_p50:.0f} | "
+                f"{1000 * p.ttft_p99:.0f} | {p.rejected} | {p.failed} |"
+            )
+    if busy:
+        lines += [
+            "",
+            f"### One stream beside a busy process ({args.contention_tokens} tokens)",
+            "",
+            "| server | quiet tokens/s | beside a busy process, tokens/s | share of quiet |",
+            "|---|---|---|---|",
+        ]
+        for name, runs in busy.items():
+            quiet, loaded = decode(runs["quiet"]), decode(runs["busy"])
+            lines.append(
+                f"| {name} | {spread([s.tokens_per_second for s in runs['quiet']])} | "
+                f"{spread([s.tokens_per_second for s in runs['busy']])} | {100 * loaded / quiet:.0f}% |"
+            )
+    if mem:
+        lines += _memory(args, mem)
+    lines += ["", "### Targets", "", "| target | measured | verdict |", "|---|---|---|"]
+    lines += [
+        f"| {what} | {measured} | {verdict} |"
+        for what, measured, verdict in targets(args, singles, swept, busy)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _memory(args: argparse.Namespace, mem: dict[int, tuple[list[int], int, int]]) -> list[str]:
+    weights = Path(args.model).stat().st_size // 1024
+    lines = [
+        "",
+        "### Memory with default settings (KiB)",
+        "",
+        "| workers | RSS per worker | total PSS | PSS of the mmapped weights |",
+        "|---|---|---|---|",
+    ]
+    for workers, (rss, pss, weights_pss) in mem.items():
+        lines.append(f"| {workers} | {', '.join(map(str, rss))} | {pss} | {weights_pss} |")
+    if 1 in mem and 2 in mem:
+        lines.append(
+            f"\nA second worker adds {mem[2][1] - mem[1][1]} KiB (PSS); the weights file is {weights} KiB."
+        )
+    return lines
+
+
+def _at_least(what: str, ours: float, reference: float, share: float, unit: str) -> tuple[str, str, str]:
+    ratio = ours / reference if reference else float("inf")
+    verdict = "met" if ratio >= share else f"missed by {100 * (share - ratio):.1f} points"
+    return what, f"{ours:.1f} against {reference:.1f} {unit} ({100 * ratio:.1f}%)", verdict
+
+
+def targets(
+    args: argparse.Namespace,
+    singles: dict[str, list[measure.Stream]],
+    swept: dict[str, list[measure.Sweep]],
+    busy: dict[str, dict[str, list[measure.Stream]]] | None,
+) -> list[tuple[str, str, str]]:
+    """Each target of issue 12 with what was measured and whether it was met."""
+    rows = []
+    at = {name: {p.clients: p for p in points} for name, points in swept.items()}
+    for clients, share in ((4, 1.0), (8, 1.0), (1, 0.95)):
+        if clients in at[OURS]:
+            rows.append(_at_least(
+                f"aggregate tokens/s at {clients} client(s): at least {100 * share:.0f}% of llama-server's",
+                at[OURS][clients].tokens_per_second, at[CPP][clients].tokens_per_second, share, "tokens/s",
+            ))  # fmt: skip
+    if 8 in at[OURS]:
+        ours, cpp = 1000 * at[OURS][8].ttft_p50, 1000 * at[CPP][8].ttft_p50
+        rows.append(("TTFT p50 at 8 clients no worse than llama-server's", f"{ours:.0f} against {cpp:.0f} ms",
+                     "met" if ours <= cpp else f"missed by {ours - cpp:.0f} ms"))  # fmt: skip
+    raw_tps, ours_tps = decode(singles[RAW]), decode(singles[OURS])
+    rows.append(
+        _at_least(
+            "single-stream decode at least 97% of raw llama-cpp-python", ours_tps, raw_tps, 0.97, "tok/s"
+        )
+    )
+    rows.append(
+        _at_least(
+            "single-stream decode at least 95% of llama-server's",
+            ours_tps,
+            decode(singles[CPP]),
+            0.95,
+            "tok/s",
+        )
+    )
+    if busy:
+        quiet, loaded = decode(busy[OURS]["quiet"]), decode(busy[OURS]["busy"])
+        rows.append(
+            _at_least("beside a busy process, decode at least 50% of quiet", loaded, quiet, 0.5, "tok/s")
+        )
+        rows.append(
+            _at_least(
+                "beside a busy process, ahead of llama-server",
+                loaded,
+                decode(busy[CPP]["busy"]),
+                1.0,
+                "tok/s",
+            )
+        )
+    failed = sum(p.failed + p.rejected for p in swept[OURS])
+    rows.append(
+        (
+            "no failed stream at any level (ours)",
+            f"{failed} failed or refused",
+            "met" if not failed else "missed",
+        )
+    )
+    return rows
+
+
+def chart(path: Path, results: dict[str, list[Any]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for name, points in results.items():
+        clients = [p.clients for p in points]
+        left.plot(clients, [p.tokens_per_second for p in points], marker="o", label=name)
+        right.plot(clients, [p.ttft_p50 * 1000 for p in points], marker="o", label=f"{name} p50")
+        right.plot(
+            clients, [p.ttft_p99 * 1000 for p in points], marker="x", linestyle="--", label=f"{name} p99"
+        )
+    left.set(title="Aggregate throughput", xlabel="concurrent clients", ylabel="tokens/s")
+    right.set(title="Time to first token", xlabel="concurrent clients", ylabel="ms", yscale="log")
+    for axis in (left, right):
+        axis.set_xticks(clients)
+        axis.legend(fontsize=7)
+        axis.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

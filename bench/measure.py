@@ -69,12 +69,12 @@ def raw(model_path: str, threads: int, n_ctx: int, max_tokens: int, index: int) 
     return Stream(**json.loads(result.stdout.strip().splitlines()[-1]))
 
 
-async def stream(client: httpx.AsyncClient, max_tokens: int, index: int) -> Stream | int:
-    """One streamed completion over HTTP; the status code if refused, 0 if the stream broke."""
+async def stream(client: httpx.AsyncClient, max_tokens: int, index: int) -> Stream | int | str:
+    """One streamed completion over HTTP; the status code if refused, what went wrong if it broke."""
     try:
         return await _stream(client, max_tokens, index)
-    except httpx.HTTPError:
-        return 0  # e.g. a server that cuts one stream short when another arrives
+    except httpx.HTTPError as exc:  # e.g. a server that cuts one stream short when another arrives
+        return f"{type(exc).__name__}: {exc}"[:120]
 
 
 class Tally:
@@ -104,7 +104,7 @@ class Tally:
         return Stream(self.first - self.started, self.usage_tokens or self.texts, self.last - self.first)
 
 
-async def _stream(client: httpx.AsyncClient, max_tokens: int, index: int) -> Stream | int:
+async def _stream(client: httpx.AsyncClient, max_tokens: int, index: int) -> Stream | int | str:
     tally = Tally()
     async with client.stream("POST", "/v1/completions", json=request_body(max_tokens, index)) as response:
         if response.status_code != 200:
@@ -112,14 +112,16 @@ async def _stream(client: httpx.AsyncClient, max_tokens: int, index: int) -> Str
             return response.status_code
         async for line in response.aiter_lines():
             tally.feed(line)
-    return tally.result() or 0
+    return tally.result() or "a stream without text"
 
 
-def single(url: str, max_tokens: int, index: int) -> Stream:
+def single(url: str, max_tokens: int, index: int, time_limit: float = 600) -> Stream:
     """One stream from a warm server, read by a blocking client that costs little CPU.
 
     The client shares the machine's cores with the server it measures: an asyncio
-    client parsing every event would slow the very decoding it times.
+    client parsing every event would slow the very decoding it times. Past
+    `time_limit` seconds the client hangs up and what arrived so far is the result
+    (a server crawling beside a busy process would otherwise take many minutes).
     """
     host, port = url.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=600)
@@ -132,8 +134,11 @@ def single(url: str, max_tokens: int, index: int) -> Stream:
     )
     response = connection.getresponse()
     assert response.status == 200, response.status
+    deadline = time.perf_counter() + time_limit
     for line in response:
         tally.feed(line)
+        if time.perf_counter() > deadline:
+            break
     connection.close()
     result = tally.result()
     assert result is not None, "no text came"
@@ -150,6 +155,7 @@ class Sweep:
     ttft_p99: float
     rejected: int  # refused with 429 or 503
     failed: int  # broken or empty streams, other statuses
+    why: tuple[str, ...] = ()  # what went wrong with the failed ones
 
 
 def sweep(url: str, clients: int, per_client: int, max_tokens: int, first_index: int) -> Sweep:
@@ -179,6 +185,7 @@ def sweep(url: str, clients: int, per_client: int, max_tokens: int, first_index:
             ttfts[min(len(ttfts) - 1, round(0.99 * (len(ttfts) - 1)))],
             sum(1 for r in results if r in (429, 503)),
             sum(1 for r in results if not isinstance(r, Stream) and r not in (429, 503)),
+            tuple(sorted({str(r) for r in results if not isinstance(r, Stream) and r not in (429, 503)})),
         )
 
     return asyncio.run(run())
@@ -215,6 +222,7 @@ def median_sweep(runs: list[Sweep]) -> Sweep:
         statistics.median(r.ttft_p99 for r in runs),
         max(r.rejected for r in runs),
         max(r.failed for r in runs),
+        tuple(sorted({why for r in runs for why in r.why})),
     )
 
 

@@ -65,6 +65,9 @@ def markdown(
                 f"| {name} | {clients} | {p.tokens_per_second:.1f} | {1000 * p.ttft_p50:.0f} | "
                 f"{1000 * p.ttft_p99:.0f} | {p.rejected} | {p.failed} |"
             )
+    failures = sorted({f"{name}: {why}" for name, points in swept.items() for p in points for why in p.why})
+    if failures:
+        lines += ["", "Failed streams: " + "; ".join(failures) + "."]
     if busy:
         lines += [
             "",

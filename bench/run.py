@@ -22,6 +22,10 @@ from bench import llama_server, measure, report, services
 from bench.report import CPP, NGINX, OURS, PEER, RAW
 
 
+def progress(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
 def rotate(names: list[str], turn: int) -> list[str]:
     """The targets in a different order each repeat, so none always runs first."""
     turn %= len(names)
@@ -85,7 +89,9 @@ def contention(args: argparse.Namespace, urls: dict[str, str], index: Iterator[i
             results[name]["quiet"].append(measure.single(urls[name], args.contention_tokens, next(index)))
         with services.busy_neighbour():
             for name in rotate(list(urls), turn):
-                results[name]["busy"].append(measure.single(urls[name], args.contention_tokens, next(index)))
+                results[name]["busy"].append(
+                    measure.single(urls[name], args.contention_tokens, next(index), time_limit=30)
+                )
     return results
 
 
@@ -127,11 +133,15 @@ def main(argv: list[str] | None = None) -> int:
         urls = {name: service.url for name, service in started.items()}
         for url in urls.values():
             measure.single(url, 4, next(index))  # warm-up
+        progress("one stream at a time")
         singles = single_streams(args, urls, index)
+        progress("concurrent clients")
         swept = sweeps(args, {n: u for n, u in urls.items() if n != NGINX}, index)
+        progress("beside a busy process")
         busy = None if args.skip_contention else contention(args, {n: urls[n] for n in (OURS, CPP)}, index)
     finally:
         stop(started)
+    progress("memory")
     mem = None if args.skip_memory else memory(args, index)
     text = report.markdown(args, singles, swept, busy, mem)
     sys.stdout.write(text)

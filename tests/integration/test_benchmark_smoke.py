@@ -32,7 +32,7 @@ def test_benchmark_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
         assert row in text, row
     assert "### One stream beside a busy process" in text and "### Memory" in text
     assert "A second worker adds" in text
-    targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][2:]
+    targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
     assert len(targets) == 6  # 1 client, one stream against raw and llama-server, contention twice, failures
     assert all(row.endswith("| met |") or "| missed" in row for row in targets), targets
     assert png.read_bytes().startswith(b"\x89PNG")

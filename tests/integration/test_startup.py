@@ -11,7 +11,10 @@ import httpx
 import pytest
 
 from app.config import SETTINGS, Config, default_model_path
+from app.cpu import usable_cores
 from bench.services import GUNICORN, ROOT, Server, free_port
+from tests.integration.procs import worker_pids
+from tests.integration.waits import wait_for_log
 
 
 def start(env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -99,3 +102,26 @@ def test_defaults_serve_the_bundled_model() -> None:
     assert config.n_ctx == 2048 and config.max_tokens_limit == 2048 and config.n_threads >= 1
     assert config.prompt_cache is True and 0 < config.sse_keepalive < 10
     assert config.parallel == 4 and config.kv_size == 4 * 2048
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (("-w", "2"), {}),
+        ((), {"WEB_CONCURRENCY": "2"}),
+        ((), {"GUNICORN_CMD_ARGS": "--workers 2"}),
+    ],
+    ids=["-w", "WEB_CONCURRENCY", "GUNICORN_CMD_ARGS"],
+)
+def test_gunicorns_own_worker_count_divides_the_threads(args: tuple[str, ...], env: dict[str, str]) -> None:
+    # As users start it: gunicorn's own ways of asking for workers, no LLM_WORKERS.
+    server = Server(args, **env)
+    try:
+        server.wait_ready(answers=6)
+        assert len(worker_pids(server.process.pid)) == 2
+        threads = max(1, usable_cores() // 2)
+        loaded = wait_for_log(server, " loaded in ", count=2)
+        lines = [line for line in loaded.splitlines() if " loaded in " in line]
+        assert all(line.endswith(f", {threads} threads") for line in lines), lines
+    finally:
+        server.stop()

@@ -6,6 +6,8 @@ from flask import Flask
 from flask_cors import CORS
 
 from app.api import auth, chat, completions, errors, health, models, openapi
+from app.api.anthropic import routes as anthropic
+from app.api.responses import routes as responses
 
 
 def init_app(app: Flask) -> None:
@@ -17,10 +19,10 @@ def init_app(app: Flask) -> None:
             app,
             origins=list(config.cors_origins),
             expose_headers=["X-Request-ID", "Retry-After"],
-            allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-ID", "X-Api-Key", "Anthropic-Version"],
             max_age=600,
         )
     errors.init_app(app)
-    for module in (chat, completions, models, health):
+    for module in (chat, completions, responses, anthropic, models, health):
         app.register_blueprint(module.bp)
     openapi.init_app(app)

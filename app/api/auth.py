@@ -22,8 +22,10 @@ def _require_key() -> None:
     if not keys or not protected or request.method == "OPTIONS":  # CORS preflights carry no key
         return
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not presented.strip():
-        raise AuthenticationError("Missing API key: send it as 'Authorization: Bearer <key>'.")
+    if scheme.lower() != "bearer":
+        presented = request.headers.get("X-Api-Key", "")  # Anthropic's clients send it this way
+    if not presented.strip():
+        raise AuthenticationError("Missing API key: send it as 'Authorization: Bearer <key>' or 'x-api-key'.")
     if not _key_matches(presented.strip(), keys):
         # Never echo the key: it would land in client logs and ours.
         raise AuthenticationError("Incorrect API key provided.")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, current_app
 
-from app.api import structured_output, tools
+from app.api import conversation, structured_output, tools
 from app.api.answer import Answer
+from app.api.completion_objects import Shape
+from app.api.completion_presenter import CompletionPresenter
 from app.api.engine_requests import plan_choices
 from app.api.request_body import engine, parse_body
 from app.api.respond import respond
@@ -19,14 +21,11 @@ def create_chat_completion() -> Response:
     """Answer a conversation, formatted by the model's own chat template."""
     body = parse_body(chat_completion_schema)
     the_engine = engine()
-    messages = body["messages"]
-    if tools.active(body):
-        messages = tools.with_tool_instructions(messages, body["tools"])
+    prompt = conversation.prompt_tokens(the_engine.tokenizer, body["messages"], body)
     if tools.forced(body):
         grammar, param = tools.call_grammar(body), "tools"
     else:
         grammar, param = structured_output.response_grammar(body.get("response_format")), "response_format"
-    prompt = the_engine.tokenizer.chat(messages)
     requests = plan_choices(
         body,
         [prompt],
@@ -44,4 +43,6 @@ def create_chat_completion() -> Response:
         tools_forced=tools.forced(body),
         choices_per_prompt=body.get("n") or 1,
     )
-    return respond(the_engine, body, requests, answer)
+    shape = Shape(current_app.config["LLM"].model_id, chat=True, fingerprint=the_engine.fingerprint)
+    presenter = CompletionPresenter(shape, answer, wants_logprobs=bool(body.get("logprobs")))
+    return respond(the_engine, body, requests, presenter, answer.prompt_tokens)

@@ -35,6 +35,7 @@ class Shape:
 
     model: str
     chat: bool
+    fingerprint: str = ""
     id: str = ""
     created: int = field(default_factory=lambda: int(time.time()))
 
@@ -48,7 +49,7 @@ class Shape:
             "object": object_name,
             "created": self.created,
             "model": self.model,
-            "system_fingerprint": None,
+            "system_fingerprint": self.fingerprint,
             "choices": choices,
         }
 

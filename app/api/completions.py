@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, current_app
 
 from app.api.answer import Answer
+from app.api.completion_objects import Shape
+from app.api.completion_presenter import CompletionPresenter
 from app.api.engine_requests import plan_choices
 from app.api.errors import InvalidRequestError
 from app.api.request_body import engine, parse_body
@@ -44,4 +46,6 @@ def create_completion() -> Response:
         include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
         choices_per_prompt=n,
     )
-    return respond(the_engine, body, requests, answer)
+    shape = Shape(current_app.config["LLM"].model_id, chat=False, fingerprint=the_engine.fingerprint)
+    presenter = CompletionPresenter(shape, answer, wants_logprobs=body.get("logprobs") is not None)
+    return respond(the_engine, body, requests, presenter, answer.prompt_tokens)

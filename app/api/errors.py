@@ -167,21 +167,25 @@ def error_response(error: APIError, headers: dict[str, str] | None = None) -> Re
     return response
 
 
-def handle_exception(exc: Exception) -> Response:
-    """The single error handler: every failure leaves as OpenAI's error JSON."""
+def to_api_error(exc: Exception) -> tuple[APIError, dict[str, str]]:
+    """Any failure as an APIError, with the headers its response needs (any protocol's handler uses it)."""
     if isinstance(exc, engine_errors.EngineError):
         exc = from_engine(exc)
     if isinstance(exc, APIError):
-        return error_response(exc, exc.headers)
+        return exc, exc.headers
     if isinstance(exc, ValidationError):
-        return error_response(from_validation(exc))
+        return from_validation(exc), {}
     if isinstance(exc, HTTPException):
         allowed = getattr(exc, "valid_methods", None)
-        headers = {"Allow": ", ".join(allowed)} if allowed else {}
-        return error_response(from_http(exc), headers)
+        return from_http(exc), ({"Allow": ", ".join(allowed)} if allowed else {})
     # The traceback goes to the log; the client gets no internals.
     log.exception("unhandled error")
-    return error_response(ServerError("The server had an error while processing your request."))
+    return ServerError("The server had an error while processing your request."), {}
+
+
+def handle_exception(exc: Exception) -> Response:
+    """The OpenAI routes' one error handler: every failure leaves as OpenAI's error JSON."""
+    return error_response(*to_api_error(exc))
 
 
 def init_app(app: Flask) -> None:

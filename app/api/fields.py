@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError, fields
+from marshmallow import ValidationError, fields, validate
 
 
 class StrictFloat(fields.Float):
@@ -148,3 +148,15 @@ class ToolChoiceField(fields.Field):
                 "must be 'none', 'auto', 'required' or {'type': 'function', 'function': {'name': ...}}"
             )
         return {"name": function["name"]}
+
+
+def number(low: float, high: float | None = None, *, low_inclusive: bool = True) -> fields.Float:
+    """An optional JSON number within bounds (null meaning the default)."""
+    return StrictFloat(
+        allow_none=True, validate=validate.Range(min=low, max=high, min_inclusive=low_inclusive)
+    )
+
+
+def count(low: int = 0, high: int | None = None) -> fields.Integer:
+    """An optional JSON integer within bounds (null meaning the default)."""
+    return StrictInteger(allow_none=True, validate=validate.Range(min=low, max=high))

@@ -9,7 +9,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, Response, current_app, jsonify
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from app.api import response_schemas, schemas
+from app.api import openapi_typed_streams, response_schemas, schemas
 
 bp = Blueprint("openapi", __name__)
 
@@ -152,7 +152,12 @@ def build_spec(model_id: str) -> dict[str, Any]:
             }
         },
     )
-    return spec.to_dict()
+    openapi_typed_streams.add_paths(spec)
+    document = spec.to_dict()
+    # Anthropic's clients must name a model: only the served one is answered (404 otherwise).
+    for request in ("MessagesRequest", "MessagesCountTokensRequest"):
+        document["components"]["schemas"][request]["properties"]["model"]["enum"] = [model_id]
+    return document
 
 
 @bp.get("/openapi.json")

@@ -1,16 +1,13 @@
-"""Hand an OpenAI request's choices to the engine (or to an idle peer) and answer as JSON or a stream."""
+"""Hand a request's choices to the engine (or to a peer with room) and answer through a presenter."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flask import Response, current_app, g, request
+from flask import Response, g, request
 
-from app.api import sse
-from app.api.answer import Answer
-from app.api.completion_objects import Shape
-from app.api.json_answer import whole_answer
-from app.api.stream_answer import stream_events
+from app.api import presenting, sse
+from app.api.presenting import Presenter
 from app.engine.errors import QueueFullError
 from app.engine.types import GenerationRequest
 from app.serving import disconnect, relay
@@ -21,7 +18,11 @@ if TYPE_CHECKING:
 
 
 def respond(
-    engine: Engine, body: dict[str, Any], requests: list[GenerationRequest], answer: Answer
+    engine: Engine,
+    body: dict[str, Any],
+    requests: list[GenerationRequest],
+    presenter: Presenter,
+    prompt_tokens: int,
 ) -> Response:
     """Generate every choice and answer in the format the body's `stream` asks for."""
     stats: RequestStats = g.stats
@@ -36,10 +37,9 @@ def respond(
         raise
     generation.on_close(disconnect.watch(request.environ, generation.cancel))
     generation.migrate = relay.migrator(request, engine)
-    stats.prompt_tokens = answer.prompt_tokens
-    shape = Shape(model=current_app.config["LLM"].model_id, chat=answer.chat)
+    stats.prompt_tokens = prompt_tokens
     if body.get("stream"):
-        response = sse.stream_response(stream_events(generation, shape, answer, stats))
+        response = sse.stream_response(presenting.stream(generation, stats, presenter))
         response.call_on_close(generation.close)  # even if the client leaves before the first event
         return response
-    return whole_answer(generation, shape, answer, stats)
+    return presenting.whole(generation, stats, presenter)

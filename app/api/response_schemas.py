@@ -49,7 +49,10 @@ class _EnvelopeSchema(Schema):
     id = fields.String(required=True)
     created = fields.Integer(required=True)
     model = fields.String(required=True)
-    system_fingerprint = fields.String(required=True, allow_none=True)
+    system_fingerprint = fields.String(
+        required=True,
+        metadata={"description": "The llama.cpp build, model file and settings that decide the output"},
+    )
 
 
 class TopLogprobSchema(Schema):

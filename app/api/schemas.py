@@ -11,9 +11,10 @@ from app.api.fields import (
     PromptField,
     StopField,
     StrictBoolean,
-    StrictFloat,
     StrictInteger,
     ToolChoiceField,
+    count,
+    number,
 )
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -48,42 +49,31 @@ class StreamOptionsSchema(BaseSchema):
     include_usage = StrictBoolean(load_default=False, allow_none=True)
 
 
-def _number(low: float, high: float | None = None, *, low_inclusive: bool = True) -> fields.Float:
-    return StrictFloat(
-        allow_none=True,
-        validate=validate.Range(min=low, max=high, min_inclusive=low_inclusive),
-    )
-
-
-def _count(low: int = 0, high: int | None = None) -> fields.Integer:
-    return StrictInteger(allow_none=True, validate=validate.Range(min=low, max=high))
-
-
 class GenerationSchema(BaseSchema):
     """Fields shared by chat and text completions."""
 
     model = fields.String(allow_none=True)
-    max_tokens = _count(1)
-    temperature = _number(0, 2)
-    top_p = _number(0, 1, low_inclusive=False)
-    top_k = _count(0)
-    min_p = _number(0, 1)
-    repeat_penalty = _number(0)
-    presence_penalty = _number(-2, 2)
-    frequency_penalty = _number(-2, 2)
+    max_tokens = count(1)
+    temperature = number(0, 2)
+    top_p = number(0, 1, low_inclusive=False)
+    top_k = count(0)
+    min_p = number(0, 1)
+    repeat_penalty = number(0)
+    presence_penalty = number(-2, 2)
+    frequency_penalty = number(-2, 2)
     stop = StopField(allow_none=True)
     seed = StrictInteger(allow_none=True)
     stream = StrictBoolean(allow_none=True)
     stream_options = fields.Nested(StreamOptionsSchema, allow_none=True)
     user = fields.String(allow_none=True)
-    n = _count(1, 128)
+    n = count(1, 128)
     logit_bias = fields.Dict(
-        keys=fields.String(), values=_number(-100, 100), allow_none=True, validate=validate.Length(max=1024)
+        keys=fields.String(), values=number(-100, 100), allow_none=True, validate=validate.Length(max=1024)
     )
-    best_of = _count(1, 128)
+    best_of = count(1, 128)
     # llama.cpp's and vLLM's: generate past end-of-text (benchmarks), or at least this many tokens.
     ignore_eos = StrictBoolean(allow_none=True)
-    min_tokens = _count(0)
+    min_tokens = count(0)
 
     @validates_schema
     def best_of_at_least_n(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -135,9 +125,9 @@ class ChatCompletionSchema(GenerationSchema):
     """`POST /v1/chat/completions`."""
 
     messages = fields.List(fields.Nested(MessageSchema), required=True, validate=validate.Length(min=1))
-    max_completion_tokens = _count(1)
+    max_completion_tokens = count(1)
     logprobs = StrictBoolean(allow_none=True)
-    top_logprobs = _count(0, 20)
+    top_logprobs = count(0, 20)
     response_format = fields.Nested(ResponseFormatSchema, allow_none=True)
     tools = fields.List(fields.Nested(ToolSchema), allow_none=True, validate=validate.Length(max=128))
     tool_choice = ToolChoiceField(allow_none=True)
@@ -162,7 +152,7 @@ class CompletionSchema(GenerationSchema):
     prompt = PromptField(required=True)
     echo = StrictBoolean(allow_none=True)
     suffix = fields.String(allow_none=True)
-    logprobs = _count(0, 5)
+    logprobs = count(0, 5)
 
 
 chat_completion_schema = ChatCompletionSchema()

@@ -8,8 +8,9 @@ from typing import Any
 
 from flask import Response
 
-# `\n` line ends only, no `id:`/`retry:`/`event:` fields: openai-python breaks on
-# `id:` followed by comments, and one server's `\r\n` broke a client.
+# `\n` line ends only, no `id:`/`retry:` fields: openai-python breaks on `id:` followed
+# by comments, and one server's `\r\n` broke a client. Chat and completions streams name
+# no events either; the Responses and Anthropic streams name every event, as theirs do.
 DONE = b"data: [DONE]\n\n"
 KEEPALIVE = b": keep-alive\n\n"
 
@@ -22,6 +23,11 @@ HEADERS = {
 def event(payload: dict[str, Any]) -> bytes:
     """One `data:` event; ASCII-only JSON, as some parsers split lines on U+2028."""
     return b"data: " + json.dumps(payload, ensure_ascii=True, separators=(",", ":")).encode() + b"\n\n"
+
+
+def named_event(name: str, payload: dict[str, Any]) -> bytes:
+    """An `event: <name>` line, then the `data:` line of `payload`."""
+    return b"event: " + name.encode() + b"\n" + event(payload)
 
 
 def stream_response(events: Iterable[bytes]) -> Response:

@@ -42,6 +42,7 @@ class Engine:
         self.tokenizer: Tokenizer | None = None
         self.load_seconds: float | None = None
         self.load_error: str | None = None
+        self.fingerprint = ""  # OpenAI's system_fingerprint, once loaded
         self.admitted = 0  # requests held: generating or waiting
         self._free = config.parallel  # sequences not promised to a choice
         self._waiting: deque[tuple[Generation, GenerationRequest]] = deque()
@@ -157,6 +158,7 @@ class Engine:
         if isinstance(result.value, tuple):
             model, self.load_seconds = result.value
             self.tokenizer = model.tokenizer
+            self.fingerprint = model.fingerprint
             log.info(
                 "model %s loaded in %.2fs: %d sequences, %d KV cells, %d threads",
                 self.config.model_id,

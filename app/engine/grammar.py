@@ -10,6 +10,10 @@ from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
 
 from app.engine.errors import GrammarError
 
+# JSON forbids raw control characters in strings; llama-cpp-python's converter admits them
+# ("Invalid control character" when the answer is parsed), llama.cpp's own excludes them.
+_ANY_CHAR = r'char ::= [^"\\]'
+_JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'
 # Bounds past this would make the grammar (and the time to build it) explode.
 MAX_BOUND = 1000
 _BOUNDED = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties")
@@ -24,9 +28,10 @@ def schema_grammar(schema: Any, prop_order: list[str] | None = None) -> str:
     """GBNF for JSON that validates against `schema`; GrammarError for what the converter lacks."""
     check_bounds(schema)
     try:
-        return json_schema_to_gbnf(json.dumps(schema), prop_order=prop_order)
+        gbnf = json_schema_to_gbnf(json.dumps(schema), prop_order=prop_order)
     except Exception as exc:  # noqa: BLE001 - any failure of the converter means "unsupported here"
         raise GrammarError(f"this JSON schema is not supported: {exc}") from None
+    return gbnf.replace(_ANY_CHAR, _JSON_CHAR)
 
 
 def check_bounds(schema: Any) -> None:

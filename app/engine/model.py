@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import llama_cpp
@@ -69,6 +71,7 @@ class LoadedModel:
         self.n_batch = llama_cpp.llama_n_batch(self.ctx)
         self.kv_cells = llama_cpp.llama_n_ctx(self.ctx)  # padded by llama.cpp
         self.tokenizer = Tokenizer(self.model)
+        self.fingerprint = fingerprint(path, shape)
 
     def set_threads(self, n_threads: int) -> None:
         """Change the threads llama.cpp uses from the next decode on."""
@@ -78,3 +81,23 @@ class LoadedModel:
         """Free the context, then the weights."""
         self.context.close()
         self.model.close()
+
+
+def fingerprint(path: str, shape: ContextShape) -> str:
+    """OpenAI's `system_fingerprint`: what decides the output besides the request.
+
+    The llama.cpp build (version and the CPU features it uses), the model file (its
+    size and the hash of its first and last 16 MiB: the metadata, and enough of the
+    weights to tell two quantisations apart, without reading gigabytes at every start),
+    and the settings that change the arithmetic (batch size, KV layout).
+    """
+    digest = hashlib.sha256()
+    digest.update(llama_cpp.__version__.encode())
+    digest.update(llama_cpp.llama_print_system_info())
+    size = Path(path).stat().st_size
+    with open(path, "rb") as weights:
+        digest.update(weights.read(16 << 20))
+        weights.seek(max(0, size - (16 << 20)))
+        digest.update(weights.read())
+    digest.update(f"{size}:{shape.n_batch}:{shape.unified}".encode())
+    return "fp_" + digest.hexdigest()[:12]

@@ -123,6 +123,7 @@ class Sequence:
             logprobs=logprobs,
             error=error,
             cached_tokens=self.reused,
+            stop_sequence=assembler.matched if assembler is not None else None,
         )
         if self.sampler is not None:
             self.sampler.close()

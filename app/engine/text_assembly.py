@@ -18,6 +18,7 @@ class TextAssembler:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
         self.stopped = False
+        self.matched: str | None = None  # the stop string that ended the text
         # Unarmed, stop strings are not looked for (min_tokens): text passes straight on.
         self.armed = True
 
@@ -40,8 +41,9 @@ class TextAssembler:
         if not self.armed:
             text, self._pending = self._pending, ""
             return text
-        cut = self._first_stop()
-        if cut is not None:
+        hit = self._first_stop()
+        if hit is not None:
+            cut, self.matched = hit
             self.stopped = True
             text, self._pending = self._pending[:cut], ""
             return text
@@ -50,8 +52,9 @@ class TextAssembler:
         text, self._pending = self._pending[:end], self._pending[end:]
         return text
 
-    def _first_stop(self) -> int | None:
-        hits = [i for i in (self._pending.find(s) for s in self._stop) if i >= 0]
+    def _first_stop(self) -> tuple[int, str] | None:
+        """Where the earliest stop string starts in the pending text, and which one it is."""
+        hits = [(i, s) for s in self._stop if (i := self._pending.find(s)) >= 0]
         return min(hits) if hits else None
 
     def _longest_stop_prefix_suffix(self) -> int:

@@ -61,3 +61,4 @@ class Chunk:
     logprobs: tuple[TokenLogprob, ...] = ()
     error: str | None = None
     cached_tokens: int = 0  # prompt tokens served from the KV cache (set on a choice's last chunk)
+    stop_sequence: str | None = None  # the stop string that ended the choice, if one did

@@ -46,6 +46,7 @@ class FakeEngine:
     ready: bool = True
     load_error: str | None = None
     created: int = 1700000000
+    fingerprint: str = "fp_test"
 
     def wait_ready(self, timeout: float) -> bool:
         return self.ready

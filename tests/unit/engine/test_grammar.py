@@ -47,3 +47,14 @@ def test_bounds_that_would_explode_the_grammar_are_refused(schema: dict) -> None
 
 def test_bounds_at_the_limit_are_fine() -> None:
     grammar.check_bounds({"type": "array", "maxItems": grammar.MAX_BOUND, "items": [{"minLength": 3}]})
+
+
+def test_json_strings_admit_no_raw_control_characters() -> None:
+    # JSON forbids them; a grammar that allowed a raw newline in a string made answers
+    # that finished by themselves fail to parse ("Invalid control character").
+    gbnf = grammar.schema_grammar(
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    )
+    char_rule = next(line for line in gbnf.splitlines() if line.startswith("char ::="))
+    assert char_rule.startswith(r'char ::= [^"\\\x7F\x00-\x1F]'), char_rule
+    assert r"\x00-\x1F" in grammar.json_object_grammar()

@@ -41,3 +41,19 @@ def test_multibyte_character_split_over_tokens() -> None:
 def test_invalid_bytes_become_replacement_characters() -> None:
     out, _ = run([b"a\xff", b"\xe2\x98"], [])
     assert "".join(out) == "a\ufffd\ufffd"
+
+
+def test_the_stop_string_that_matched_is_known() -> None:
+    assembler = TextAssembler(["END", "\n\n"])
+    assert assembler.feed(b"one two\n") == "one two"
+    assert assembler.feed(b"\nmore") == ""
+    assert assembler.stopped and assembler.matched == "\n\n"
+    assert TextAssembler(["x"]).matched is None
+
+
+def test_unarmed_text_passes_stop_strings_through() -> None:
+    assembler = TextAssembler(["END"])
+    assembler.armed = False  # min_tokens not reached yet
+    assert assembler.feed(b"the END") == "the END" and not assembler.stopped
+    assembler.armed = True
+    assert assembler.feed(b" of it. END") == " of it. " and assembler.matched == "END"

@@ -5,91 +5,83 @@ from __future__ import annotations
 from app.engine import threads
 from app.engine.threads import ThreadGovernor
 
+CORES = 2
 
-class Clocks:
-    """A wall clock and a process CPU clock the test advances by hand."""
+
+class Machine:
+    """Two cores, this process's threads and maybe a busy neighbour; clocks advanced by hand."""
 
     def __init__(self) -> None:
-        self.wall = self.cpu = 0.0
+        self.wall = self.cpu = self.idle = 0.0
+        self.neighbour = False
 
-    def decode(self, governor: ThreadGovernor, seconds: float, cores: float) -> None:
-        """One decode of `seconds` during which the process got `cores` cores."""
+    def decode(self, governor: ThreadGovernor, seconds: float) -> None:
+        """One decode of `seconds`: the process gets its threads' share of the cores, the rest idles."""
         started = governor.start()
+        wanted = governor.threads + (1 if self.neighbour else 0)
+        had = governor.threads * min(1.0, CORES / wanted) * 0.97
         self.wall += seconds
-        self.cpu += seconds * cores
+        self.cpu += seconds * had
+        self.idle += seconds * max(0.0, CORES - wanted)
         governor.finish(started)
 
 
-def make(most: int = 2) -> tuple[ThreadGovernor, Clocks, list[int]]:
-    clocks, applied = Clocks(), []
-    governor = ThreadGovernor(most, applied.append, clock=lambda: clocks.wall, cpu=lambda: clocks.cpu)
-    return governor, clocks, applied
+def make(most: int = 2) -> tuple[ThreadGovernor, Machine, list[int]]:
+    machine, applied = Machine(), []
+    governor = ThreadGovernor(
+        most, applied.append, clock=lambda: machine.wall, cpu=lambda: machine.cpu, idle=lambda: machine.idle
+    )
+    return governor, machine, applied
 
 
-def run(
-    governor: ThreadGovernor,
-    clocks: Clocks,
-    seconds: float,
-    cores: float | None = None,
-    *,
-    neighbour: bool = False,
-) -> None:
-    """Decode for `seconds`; the cores had are `cores`, or what a neighbour leaves of two cores."""
+def run(governor: ThreadGovernor, machine: Machine, seconds: float) -> None:
     for _ in range(round(seconds / 0.01)):
-        had = (
-            cores
-            if cores is not None
-            else (
-                min(governor.threads, 2 * governor.threads / (governor.threads + 1))
-                if neighbour
-                else governor.threads * 0.97
-            )
-        )
-        clocks.decode(governor, 0.01, had)
+        machine.decode(governor, 0.01)
 
 
 def test_a_quiet_machine_keeps_every_thread() -> None:
-    governor, clocks, applied = make()
-    run(governor, clocks, 30)
+    governor, machine, applied = make()
+    run(governor, machine, 30)
     assert governor.threads == 2 and applied == []
 
 
-def test_contention_steps_down_and_probes_back_with_backoff() -> None:
-    governor, clocks, applied = make()
-    run(governor, clocks, threads.WINDOW, neighbour=True)  # a busy process takes a third of the cores
+def test_contention_steps_down_and_blind_probes_back_off() -> None:
+    governor, machine, applied = make()
+    machine.neighbour = True  # a busy process takes a third of the cores
+    run(governor, machine, threads.WINDOW)
     assert governor.threads == 1 and applied == [1]
-    run(governor, clocks, threads.FIRST_PROBE + 2 * threads.WINDOW, neighbour=True)
-    assert applied[:3] == [1, 2, 1]  # after the wait one more thread was tried, and dropped again
-    run(governor, clocks, threads.FIRST_PROBE * 1.5, neighbour=True)
-    assert applied.count(2) == 1  # it now waits twice as long before the next try
-    run(governor, clocks, threads.FIRST_PROBE, neighbour=True)
+    run(governor, machine, threads.FIRST_PROBE + 2 * threads.WINDOW)
+    assert applied[:3] == [1, 2, 1]  # with no idle core, one more thread was tried blindly, and dropped
+    run(governor, machine, threads.FIRST_PROBE * 1.5)
+    assert applied.count(2) == 1  # it now waits twice as long before the next blind try
+    run(governor, machine, threads.FIRST_PROBE)
     assert applied.count(2) == 2
 
 
-def test_it_returns_to_every_thread_when_the_neighbour_leaves() -> None:
-    governor, clocks, applied = make()
-    run(governor, clocks, threads.WINDOW, cores=1.2)
+def test_an_idle_core_brings_every_thread_back_at_once() -> None:
+    governor, machine, applied = make()
+    machine.neighbour = True
+    run(governor, machine, 40)  # long enough for the blind probes to back off far
     assert governor.threads == 1
-    run(
-        governor,
-        clocks,
-        threads.FIRST_PROBE + 2 * threads.WINDOW,
-        cores=1.0 if governor.threads == 1 else 1.95,
-    )
-    run(governor, clocks, 10, cores=1.95)
+    machine.neighbour = False
+    run(governor, machine, 2 * threads.WINDOW)  # the idle core shows within a window
     assert governor.threads == 2 and applied[-1] == 2
-
-
-def test_one_thread_is_left_alone() -> None:
-    governor, clocks, applied = make(most=1)
-    run(governor, clocks, 5, cores=0.3)
-    assert governor.threads == 1 and applied == []
+    run(governor, machine, 10)
+    assert governor.threads == 2
 
 
 def test_after_a_long_idle_it_starts_again_with_every_thread() -> None:
-    governor, clocks, applied = make()
-    run(governor, clocks, threads.WINDOW, neighbour=True)
+    governor, machine, applied = make()
+    machine.neighbour = True
+    run(governor, machine, threads.WINDOW)
     assert governor.threads == 1
-    clocks.wall += threads.FORGET + 1  # nothing to decode for a while
-    run(governor, clocks, 0.1)
+    machine.wall += threads.FORGET + 1  # nothing to decode for a while
+    run(governor, machine, 0.1)
     assert governor.threads == 2 and applied == [1, 2]
+
+
+def test_one_thread_is_left_alone() -> None:
+    governor, machine, applied = make(most=1)
+    machine.neighbour = True
+    run(governor, machine, 5)
+    assert governor.threads == 1 and applied == []

@@ -1,0 +1,79 @@
+"""A Messages request in the terms the rest of the API already speaks: chat messages, tools, a grammar."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.api import tools
+
+
+def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """`system` and the messages' blocks as chat messages: tool results become tool turns."""
+    conversation: list[dict[str, Any]] = []
+    if body.get("system"):
+        conversation.append({"role": "system", "content": body["system"]})
+    for message in body["messages"]:
+        blocks = message["content"]
+        for block in blocks:
+            if block["type"] == "tool_result":
+                conversation.append(
+                    {"role": "tool", "tool_call_id": block["tool_use_id"], "content": block["content"]}
+                )
+        text = "".join(block["text"] for block in blocks if block["type"] == "text")
+        calls = [
+            {
+                "id": block["id"],
+                "type": "function",
+                "function": {"name": block["name"], "arguments": json.dumps(block["input"])},
+            }
+            for block in blocks
+            if block["type"] == "tool_use"
+        ]
+        if calls:
+            conversation.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+        elif text or not any(block["type"] == "tool_result" for block in blocks):
+            conversation.append({"role": message["role"], "content": text})
+    return conversation
+
+
+_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
+
+
+def chat_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The chat-completions fields this request amounts to, for planning, tools and grammars."""
+    choice = body.get("tool_choice") or {"type": "auto"}
+    chat = {
+        "max_tokens": body.get("max_tokens"),
+        "temperature": body.get("temperature"),
+        "top_p": body.get("top_p"),
+        "top_k": body.get("top_k"),
+        "stop": body.get("stop_sequences"),
+        "tool_choice": {"name": choice["name"]} if choice["type"] == "tool" else _CHOICES[choice["type"]],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": t["name"],
+                    "description": t.get("description"),
+                    "parameters": t["input_schema"],
+                },
+            }
+            for t in body.get("tools") or []
+        ],
+    }
+    return {key: value for key, value in chat.items() if value not in (None, [])}
+
+
+def grammar(chat: dict[str, Any]) -> str | None:
+    """The grammar of a forced tool call (`any` or a named tool), else free text."""
+    return tools.call_grammar(chat) if tools.forced(chat) else None
+
+
+def tool_input(arguments: str) -> dict[str, Any]:
+    """A call's arguments as tool_use `input`; arguments cut short by max_tokens give what parses, or {}."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

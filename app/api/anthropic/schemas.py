@@ -1,0 +1,130 @@
+"""Marshmallow schemas of an Anthropic Messages request: content blocks, system, tools, tool_choice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import ValidationError, fields, validate, validates_schema
+
+from app.api.fields import StrictBoolean, count, number
+from app.api.schemas import BaseSchema
+
+
+def _text_blocks(content: Any, where: str) -> str:
+    """A string, or text blocks, as one string."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ValidationError(f"{where}: must be a string or a list of text blocks")
+    texts = []
+    for index, block in enumerate(content):
+        if (
+            not isinstance(block, dict)
+            or block.get("type") != "text"
+            or not isinstance(block.get("text"), str)
+        ):
+            kind = block.get("type") if isinstance(block, dict) else None
+            raise ValidationError(f"{where}[{index}]: block type {kind!r} is not supported here; use text")
+        texts.append(block["text"])
+    return "".join(texts)
+
+
+class SystemField(fields.Field):
+    """`system`: a string or a list of text blocks."""
+
+    OPENAPI = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        return _text_blocks(value, "")
+
+
+class ContentField(fields.Field):
+    """A message's `content`: a string or blocks (text, tool_use, tool_result), normalised to blocks."""
+
+    OPENAPI = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        if isinstance(value, str):
+            return [{"type": "text", "text": value}]
+        if not isinstance(value, list):
+            raise ValidationError("must be a string or a list of content blocks")
+        return [self._block(block, f"[{index}]") for index, block in enumerate(value)]
+
+    def _block(self, block: Any, where: str) -> dict[str, Any]:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            return {"type": "text", "text": block["text"]}
+        if kind == "tool_use":
+            if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
+                raise ValidationError(f"{where}: a tool_use block needs an id and a name")
+            if not isinstance(block.get("input"), dict):
+                raise ValidationError(f"{where}.input: must be an object")
+            return {k: block[k] for k in ("type", "id", "name", "input")}
+        if kind == "tool_result":
+            if not isinstance(block.get("tool_use_id"), str):
+                raise ValidationError(f"{where}.tool_use_id: must be a string")
+            text = _text_blocks(block.get("content") or "", f"{where}.content")
+            return {"type": kind, "tool_use_id": block["tool_use_id"], "content": text}
+        if kind in ("thinking", "redacted_thinking"):  # a reasoning model's blocks passed back: ignored
+            return {"type": kind}
+        raise ValidationError(f"{where}.type: content block type {kind!r} is not supported by this server")
+
+
+class InputMessageSchema(BaseSchema):
+    role = fields.String(required=True, validate=validate.OneOf(["user", "assistant"]))
+    content = ContentField(required=True)
+
+
+class ClientToolSchema(BaseSchema):
+    """A client tool: name, description and the JSON schema of its input."""
+
+    type = fields.String(validate=validate.Equal("custom", error="only client tools (custom) are supported"))
+    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    description = fields.String(allow_none=True)
+    input_schema = fields.Dict(required=True)
+
+
+class ClientToolChoiceSchema(BaseSchema):
+    type = fields.String(required=True, validate=validate.OneOf(["auto", "any", "tool", "none"]))
+    name = fields.String()
+    disable_parallel_tool_use = StrictBoolean(allow_none=True)
+
+
+class CountTokensRequestSchema(BaseSchema):
+    """`POST /v1/messages/count_tokens`: what the prompt of a Messages request would be."""
+
+    model = fields.String(required=True)
+    messages = fields.List(fields.Nested(InputMessageSchema), required=True, validate=validate.Length(min=1))
+    system = SystemField(allow_none=True)
+    tools = fields.List(fields.Nested(ClientToolSchema), allow_none=True, validate=validate.Length(max=128))
+    tool_choice = fields.Nested(ClientToolChoiceSchema, allow_none=True)
+
+    @validates_schema
+    def tool_choice_names_a_tool(self, data: dict[str, Any], **kwargs: Any) -> None:
+        choice = data.get("tool_choice") or {}
+        names = {tool["name"] for tool in data.get("tools") or []}
+        if choice.get("type") in ("any", "tool") and not names:
+            raise ValidationError(f"{choice['type']!r} needs tools", "tool_choice")
+        if choice.get("type") == "tool" and choice.get("name") not in names:
+            raise ValidationError(f"names {choice.get('name')!r}, which is not in tools", "tool_choice")
+
+
+class MessagesRequestSchema(CountTokensRequestSchema):
+    """`POST /v1/messages`."""
+
+    max_tokens = count(1)
+    stop_sequences = fields.List(fields.String(), allow_none=True, validate=validate.Length(max=16))
+    temperature = number(0, 1)
+    top_p = number(0, 1, low_inclusive=False)
+    top_k = count(0)
+    stream = StrictBoolean(allow_none=True)
+    metadata = fields.Dict(allow_none=True)
+
+    @validates_schema
+    def max_tokens_given(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if data.get("max_tokens") is None:
+            raise ValidationError("Field required", "max_tokens")
+
+
+messages_request_schema = MessagesRequestSchema()
+count_tokens_request_schema = CountTokensRequestSchema()

@@ -1,0 +1,65 @@
+"""A Responses request in the terms the rest of the API already speaks: chat messages, tools, a grammar."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.api import structured_output, tools
+
+
+def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """`instructions` and the input items as chat messages; a run of function calls is one assistant turn."""
+    conversation: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        conversation.append({"role": "system", "content": body["instructions"]})
+    for item in body["input"]:
+        if item["type"] == "message":
+            conversation.append({"role": item["role"], "content": item["content"]})
+        elif item["type"] == "function_call":
+            call = {
+                "id": item["call_id"],
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item["arguments"]},
+            }
+            last = conversation[-1] if conversation else None
+            if last and last["role"] == "assistant" and last.get("tool_calls") and not last.get("content"):
+                last["tool_calls"].append(call)
+            else:
+                conversation.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif item["type"] == "function_call_output":
+            conversation.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
+    return conversation
+
+
+def chat_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The chat-completions fields this request amounts to, for planning, tools and grammars."""
+    chat = {
+        "max_output_tokens": body.get("max_output_tokens"),
+        "temperature": body.get("temperature"),
+        "top_p": body.get("top_p"),
+        "seed": body.get("seed"),
+        "tool_choice": body.get("tool_choice"),
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": t["name"],
+                    "description": t.get("description"),
+                    "parameters": t.get("parameters"),
+                },
+            }
+            for t in body.get("tools") or []
+        ],
+    }
+    return {key: value for key, value in chat.items() if value not in (None, [])}
+
+
+def grammar(chat: dict[str, Any], text_format: dict[str, Any] | None) -> tuple[str | None, str]:
+    """The grammar the answer must follow, and the field to blame if llama.cpp cannot build it."""
+    if tools.forced(chat):
+        return tools.call_grammar(chat), "tools"
+    kind = (text_format or {}).get("type", "text")
+    if kind == "json_schema":
+        schema = text_format.get("schema") or {"type": "object"}  # type: ignore[union-attr]
+        return structured_output.schema_grammar(schema, param="text.format.schema"), "text.format"
+    return structured_output.response_grammar({"type": kind}), "text.format"

@@ -1,0 +1,146 @@
+"""JSON Schemas of what /v1/responses answers, for the OpenAPI document: the Response and each event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_INT, _STR, _NUM, _BOOL = {"type": "integer"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _object(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    return {"type": "object", "required": list(required), "properties": {**required, **optional}}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+OUTPUT_TEXT = _object(
+    {
+        "type": {"const": "output_text"},
+        "text": _STR,
+        "annotations": {"type": "array"},
+        "logprobs": {"type": "array"},
+    }
+)
+STATUS = {"enum": ["in_progress", "completed", "incomplete"]}
+MESSAGE_ITEM = _object(
+    {"type": {"const": "message"}, "id": _STR, "status": STATUS, "role": {"const": "assistant"},
+     "content": {"type": "array", "items": _ref("ResponseOutputText")}}
+)  # fmt: skip
+FUNCTION_CALL_ITEM = _object(
+    {"type": {"const": "function_call"}, "id": _STR, "call_id": _STR, "name": _STR, "arguments": _STR,
+     "status": STATUS}
+)  # fmt: skip
+USAGE = _object(
+    {
+        "input_tokens": _INT,
+        "input_tokens_details": _object({"cached_tokens": _INT, "cache_write_tokens": _INT}),
+        "output_tokens": _INT,
+        "output_tokens_details": _object({"reasoning_tokens": _INT}),
+        "total_tokens": _INT,
+    }
+)
+RESPONSE = _object(
+    {
+        "id": _STR,
+        "object": {"const": "response"},
+        "created_at": _INT,
+        "status": {"enum": ["in_progress", "completed", "incomplete", "failed"]},
+        "completed_at": _nullable(_INT),
+        "error": _nullable(_object({"code": _STR, "message": _STR})),
+        "incomplete_details": _nullable(_object({"reason": {"const": "max_output_tokens"}})),
+        "model": _STR,
+        "output": {
+            "type": "array",
+            "items": {"anyOf": [_ref("ResponseMessageItem"), _ref("ResponseFunctionCallItem")]},
+        },
+        "usage": _nullable(_ref("ResponseUsage")),
+        "instructions": _nullable(_STR),
+        "max_output_tokens": _nullable(_INT),
+        "metadata": {"type": "object", "additionalProperties": _STR},
+        "parallel_tool_calls": _BOOL,
+        "previous_response_id": {"type": "null"},
+        "reasoning": {"type": "object"},
+        "store": _BOOL,
+        "temperature": _NUM,
+        "text": {"type": "object"},
+        "tool_choice": {"anyOf": [_STR, {"type": "object"}]},
+        "tools": {"type": "array"},
+        "top_p": _NUM,
+        "truncation": _STR,
+        "user": _nullable(_STR),
+    }
+)
+_SEQ = {"sequence_number": _INT}
+_WHERE = {"item_id": _STR, "output_index": _INT}
+_PART = {**_WHERE, "content_index": _INT}
+EVENTS: dict[str, dict[str, Any]] = {
+    **{
+        name: _object({"type": {"const": name}, **_SEQ, "response": _ref("Response")})
+        for name in (
+            "response.created",
+            "response.in_progress",
+            "response.completed",
+            "response.incomplete",
+            "response.failed",
+        )
+    },  # fmt: skip
+    **{
+        name: _object(
+            {
+                "type": {"const": name},
+                **_SEQ,
+                "output_index": _INT,
+                "item": {"anyOf": [_ref("ResponseMessageItem"), _ref("ResponseFunctionCallItem")]},
+            }
+        )
+        for name in ("response.output_item.added", "response.output_item.done")
+    },  # fmt: skip
+    **{
+        name: _object({"type": {"const": name}, **_SEQ, **_PART, "part": _ref("ResponseOutputText")})
+        for name in ("response.content_part.added", "response.content_part.done")
+    },
+    "response.output_text.delta": _object(
+        {
+            "type": {"const": "response.output_text.delta"},
+            **_SEQ,
+            **_PART,
+            "delta": _STR,
+            "logprobs": {"type": "array"},
+        }
+    ),
+    "response.output_text.done": _object(
+        {
+            "type": {"const": "response.output_text.done"},
+            **_SEQ,
+            **_PART,
+            "text": _STR,
+            "logprobs": {"type": "array"},
+        }
+    ),
+    "response.function_call_arguments.delta": _object(
+        {"type": {"const": "response.function_call_arguments.delta"}, **_SEQ, **_WHERE, "delta": _STR}
+    ),
+    "response.function_call_arguments.done": _object(
+        {
+            "type": {"const": "response.function_call_arguments.done"},
+            **_SEQ,
+            **_WHERE,
+            "name": _STR,
+            "arguments": _STR,
+        }
+    ),
+}
+COMPONENTS = {
+    "Response": RESPONSE,
+    "ResponseUsage": USAGE,
+    "ResponseOutputText": OUTPUT_TEXT,
+    "ResponseMessageItem": MESSAGE_ITEM,
+    "ResponseFunctionCallItem": FUNCTION_CALL_ITEM,
+    "ResponseInputTokens": _object({"object": {"const": "response.input_tokens"}, "input_tokens": _INT}),
+}

@@ -1,0 +1,102 @@
+"""The Responses API's objects: the Response, its message and function_call items, its usage."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from app.engine.types import Sampling
+
+_DEFAULTS = Sampling()  # what a request that sends no temperature or top_p gets
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def message_item(item_id: str, text: str | None, status: str) -> dict[str, Any]:
+    """An assistant message; `text` None while it has no content part yet."""
+    content = [] if text is None else [text_part(text)]
+    return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
+
+
+def call_item(
+    item_id: str, call: dict[str, Any], status: str, arguments: str | None = None
+) -> dict[str, Any]:
+    """A function call, from a chat tool call; `arguments` overrides them while they stream."""
+    function = call["function"]
+    return {
+        "type": "function_call",
+        "id": item_id,
+        "call_id": call["id"],
+        "name": function["name"],
+        "arguments": function["arguments"] if arguments is None else arguments,
+        "status": status,
+    }
+
+
+def usage(input_tokens: int, output_tokens: int, cached_tokens: int) -> dict[str, Any]:
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": cached_tokens, "cache_write_tokens": 0},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+class ResponseShape:
+    """One Response's id, time and echoed settings; `render` gives the object at any status."""
+
+    def __init__(self, body: dict[str, Any], model: str) -> None:
+        self.id = new_id("resp")
+        self.created_at = int(time.time())
+        self.model = model
+        text_format = (body.get("text") or {}).get("format") or {"type": "text"}
+        choice = body.get("tool_choice") or "auto"
+        self.settings = {
+            "instructions": body.get("instructions"),
+            "max_output_tokens": body.get("max_output_tokens"),
+            "metadata": body.get("metadata") or {},
+            "parallel_tool_calls": body.get("parallel_tool_calls", True) is not False,
+            "previous_response_id": None,
+            "reasoning": {"effort": None, "summary": None},
+            "store": bool(body.get("store")),
+            "temperature": _DEFAULTS.temperature if body.get("temperature") is None else body["temperature"],
+            "text": {"format": text_format},
+            "tool_choice": {"type": "function", **choice} if isinstance(choice, dict) else choice,
+            "tools": [
+                {"type": "function", "description": None, "parameters": None, "strict": None, **tool}
+                for tool in body.get("tools") or []
+            ],
+            "top_p": _DEFAULTS.top_p if body.get("top_p") is None else body["top_p"],
+            "truncation": body.get("truncation") or "disabled",
+            "user": body.get("user"),
+        }
+
+    def render(
+        self,
+        status: str,
+        output: list[dict[str, Any]] | None = None,
+        tokens: dict[str, Any] | None = None,
+        error: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """The Response: `in_progress` (no output yet), `completed`, `incomplete` or `failed`."""
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "completed_at": int(time.time()) if status == "completed" else None,
+            "error": error,
+            "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+            "model": self.model,
+            "output": output or [],
+            "usage": tokens,
+            **self.settings,
+        }

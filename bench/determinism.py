@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         turns["cache off"] = second_turns(no_cache.url, args)
     finally:
         no_cache.stop()
+    if "server" in _COLD:
+        _COLD.pop("server").stop()
     for name, ttfts in turns.items():
         lines.append(
             f"- time to first token of a chat's second turn, {name}: {1000 * statistics.median(ttfts):.0f} ms"
@@ -121,6 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         args.markdown.write_text(text)
     return 0
+
+
+_COLD: dict[str, services.Server] = {}
+
+
+def alone_cold(args: argparse.Namespace, messages: list[dict[str, str]]) -> str:
+    """The answer from a server without the prompt cache, alone (the reference)."""
+    if "server" not in _COLD:
+        _COLD["server"] = services.ours(1, args.threads, 2048, LLM_PROMPT_CACHE="0")
+    return answer(_COLD["server"].url, messages, args.max_tokens)[0]
 
 
 def second_turns(url: str, args: argparse.Namespace) -> list[float]:

@@ -13,21 +13,23 @@ LONG_BODY = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "str
 
 
 @contextmanager
-def model_busy(port: int, body: dict | None = None, sequences: int = 1) -> Iterator[threading.Event]:
+def model_busy(
+    port: int, body: dict | None = None, sequences: int = 1, headers: dict[str, str] | None = None
+) -> Iterator[threading.Event]:
     """Hold `sequences` sequences with long streams until the block exits, then hang up on them.
 
     Yields an event that is set once the (first) long stream has ended by itself (it should not).
     """
     with ExitStack() as stack:
-        ended = stack.enter_context(_one_stream(port, body or LONG_BODY))
+        ended = stack.enter_context(_one_stream(port, body or LONG_BODY, headers))
         for _ in range(sequences - 1):
-            stack.enter_context(_one_stream(port, body or LONG_BODY))
+            stack.enter_context(_one_stream(port, body or LONG_BODY, headers))
         yield ended
 
 
 @contextmanager
-def _one_stream(port: int, body: dict) -> Iterator[threading.Event]:
-    sock = open_request(port, "POST", "/v1/completions", body)
+def _one_stream(port: int, body: dict, headers: dict[str, str] | None) -> Iterator[threading.Event]:
+    sock = open_request(port, "POST", "/v1/completions", body, headers)
     reader = sock.makefile("rb")
     status, _ = read_head(reader)
     assert status == 200

@@ -1,4 +1,4 @@
-"""The official openai Node SDK (installed from npm by this test's setup) against the real server."""
+"""The official openai and Anthropic Node SDKs (installed from npm by the tests) against the real server."""
 
 from __future__ import annotations
 
@@ -19,16 +19,16 @@ NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 
 @pytest.fixture(scope="session")
 def node_sdk() -> Path:
-    """Install the pinned openai package (package-lock.json) once per session."""
+    """Install the pinned SDKs (package-lock.json) once per session."""
     assert shutil.which("node") and shutil.which("npm"), "Node.js and npm are needed (.ci/run installs them)"
-    if not (NODE_DIR / "node_modules" / "openai").is_dir():
+    if not all((NODE_DIR / "node_modules" / name).is_dir() for name in ("openai", "@anthropic-ai/sdk")):
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=300)
     return NODE_DIR / "sdk_client.mjs"
 
 
-def run_node(script: Path, server: Server, mode: str) -> dict[str, Any]:
+def run_node(script: Path, server: Server, mode: str = "", base: str = "/v1") -> dict[str, Any]:
     result = subprocess.run(
-        ["node", str(script), server.url + "/v1", mode], capture_output=True, text=True, timeout=120
+        ["node", str(script), server.url + base, mode], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -54,3 +54,20 @@ def test_node_raises_api_error_on_an_error_event(node_sdk: Path, start_server: C
         streamed = run_node(node_sdk, server, "stream")
     assert streamed["error"]["isAPIError"] is True, streamed
     assert "waited" in streamed["error"]["message"]
+
+
+def test_node_responses_stream(node_sdk: Path, server: Server) -> None:
+    seen = run_node(node_sdk.with_name("responses_client.mjs"), server)
+    assert seen["types"][:2] == ["response.created", "response.in_progress"]
+    assert seen["types"][-1] in ("response.completed", "response.incomplete")
+    assert seen["sequence"] == list(range(len(seen["sequence"])))
+    (message,) = seen["final"]["output"]
+    assert seen["text"] and message["content"][0]["text"] == seen["text"]
+
+
+def test_node_anthropic_messages(node_sdk: Path, server: Server) -> None:
+    seen = run_node(node_sdk.with_name("anthropic_client.mjs"), server, base="")
+    assert seen["whole"]["text"] and seen["whole"]["stop"] in ("end_turn", "max_tokens")
+    streamed = seen["streamed"]
+    assert streamed["text"] == streamed["final"] == seen["whole"]["text"]
+    assert streamed["id"].startswith("msg_") and streamed["output_tokens"] > 0

@@ -59,7 +59,6 @@ RESPONSE = _object(
             "type": "array",
             "items": {"anyOf": [_ref("ResponseMessageItem"), _ref("ResponseFunctionCallItem")]},
         },
-        "usage": _nullable(_ref("ResponseUsage")),
         "instructions": _nullable(_STR),
         "max_output_tokens": _nullable(_INT),
         "metadata": {"type": "object", "additionalProperties": _STR},
@@ -73,8 +72,9 @@ RESPONSE = _object(
         "tools": {"type": "array"},
         "top_p": _NUM,
         "truncation": _STR,
-        "user": _nullable(_STR),
-    }
+    },
+    user=_STR,
+    usage=_ref("ResponseUsage"),
 )
 _SEQ = {"sequence_number": _INT}
 _WHERE = {"item_id": _STR, "output_index": _INT}

@@ -76,8 +76,9 @@ class ResponseShape:
             ],
             "top_p": _DEFAULTS.top_p if body.get("top_p") is None else body["top_p"],
             "truncation": body.get("truncation") or "disabled",
-            "user": body.get("user"),
         }
+        if body.get("user") is not None:  # OpenAI's schema has it a string, or absent
+            self.settings["user"] = body["user"]
 
     def render(
         self,
@@ -87,7 +88,7 @@ class ResponseShape:
         error: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """The Response: `in_progress` (no output yet), `completed`, `incomplete` or `failed`."""
-        return {
+        rendered = {
             "id": self.id,
             "object": "response",
             "created_at": self.created_at,
@@ -97,6 +98,8 @@ class ResponseShape:
             "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
             "model": self.model,
             "output": output or [],
-            "usage": tokens,
             **self.settings,
         }
+        if tokens is not None:  # OpenAI's schema has usage an object, or absent
+            rendered["usage"] = tokens
+        return rendered

@@ -107,10 +107,10 @@ class ResponsesPresenter:
         failed = {"code": _FAILURE_CODES.get(error.status, "server_error"), "message": error.message}
         return self._event("response.failed", response=self.shape.render("failed", self.output, error=failed))
 
-    def _event(self, name: str, **fields: Any) -> bytes:
-        payload = {"type": name, "sequence_number": self.sequence, **fields}
+    def _event(self, kind: str, /, **fields: Any) -> bytes:
+        payload = {"type": kind, "sequence_number": self.sequence, **fields}
         self.sequence += 1
-        return sse.named_event(name, payload)
+        return sse.named_event(kind, payload)
 
 
 class _StreamedMessage:

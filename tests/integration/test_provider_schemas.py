@@ -1,0 +1,59 @@
+"""Chat, completions and models answers, streamed events included, against OpenAI's own published schemas."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from bench.services import Server
+from tests.integration.provider_schemas import check_openai
+
+CHAT = {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 8}
+TOOL = {"type": "function", "function": {"name": "paint", "parameters": {"type": "object",
+        "properties": {"colour": {"type": "string"}}, "required": ["colour"]}}}  # fmt: skip
+CHAT_CASES = [
+    pytest.param(CHAT, id="plain"),
+    pytest.param({**CHAT, "n": 2, "logprobs": True, "top_logprobs": 2, "seed": 1}, id="n-logprobs"),
+    pytest.param({**CHAT, "max_tokens": 40, "tools": [TOOL], "tool_choice": "required"}, id="tool-call"),
+    pytest.param({**CHAT, "stop": ["e"], "stream_options": {"include_usage": True}}, id="stop-usage"),
+]
+COMPLETION_CASES = [
+    pytest.param({"prompt": "Once", "max_tokens": 6}, id="plain"),
+    pytest.param({"prompt": ["A", "B"], "max_tokens": 4, "echo": True, "logprobs": 2}, id="echo-logprobs"),
+]
+
+
+def data_events(body: str) -> list[dict]:
+    return [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
+
+
+@pytest.mark.parametrize("body", CHAT_CASES)
+def test_chat_completion_and_chunks(server: Server, body: dict) -> None:
+    whole = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=60).json()
+    check_openai(whole, "CreateChatCompletionResponse")
+    assert isinstance(whole["system_fingerprint"], str) and whole["system_fingerprint"].startswith("fp_")
+    streamed = httpx.post(server.url + "/v1/chat/completions", json={**body, "stream": True}, timeout=60)
+    for chunk in data_events(streamed.text):
+        check_openai(chunk, "CreateChatCompletionStreamResponse")
+        assert chunk["system_fingerprint"] == whole["system_fingerprint"]
+
+
+@pytest.mark.parametrize("body", COMPLETION_CASES)
+def test_text_completion_and_chunks(server: Server, body: dict) -> None:
+    whole = httpx.post(server.url + "/v1/completions", json=body, timeout=60).json()
+    check_openai(whole, "CreateCompletionResponse")
+    # OpenAI publishes no schema of its own for text-completion chunks: a chunk is the whole
+    # object's shape with finish_reason still null, so the chunks that end a choice are checked.
+    streamed = httpx.post(server.url + "/v1/completions", json={**body, "stream": True}, timeout=60)
+    finals = [c for c in data_events(streamed.text) if c["choices"][0]["finish_reason"] is not None]
+    assert len(finals) == len(whole["choices"])
+    for chunk in finals:
+        check_openai(chunk, "CreateCompletionResponse")
+
+
+def test_models(server: Server) -> None:
+    listed = httpx.get(server.url + "/v1/models", timeout=10).json()
+    check_openai(listed, "ListModelsResponse")
+    check_openai(httpx.get(server.url + "/v1/models/" + listed["data"][0]["id"], timeout=10).json(), "Model")

@@ -104,6 +104,17 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(
             f"- cold prompt against the same prompt from the cache: {cache_differs} of {args.prompts} differ"
         )
+        # The same, when the cached cells were computed while other streams ran beside (other batch shapes).
+        offset = 500
+        for i in range(args.prompts):
+            beside_others(cached.url, question(offset + i), args.max_tokens, 3)
+        reused = [answer(cached.url, question(offset + i), args.max_tokens)[0] for i in range(args.prompts)]
+        reference = [alone_cold(args, question(offset + i)) for i in range(args.prompts)]
+        shaped = sum(a != b for a, b in zip(reference, reused, strict=True))
+        lines.append(
+            "- cold prompt alone against the same prompt from a cache filled beside 3 other streams: "
+            f"{shaped} of {args.prompts} differ"
+        )
         turns = {"cache on": second_turns(cached.url, args)}
     finally:
         cached.stop()

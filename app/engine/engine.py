@@ -98,7 +98,7 @@ class Engine:
         if generation.queued:
             generation.queued = False
             self._queued -= 1
-        if not generation.started:
+        if any(item[0] is generation for item in self._waiting):  # choices that never got a sequence
             self._waiting = deque(item for item in self._waiting if item[0] is not generation)
         self._load_changed()
 

@@ -1,11 +1,13 @@
 """gunicorn settings: gevent workers, one model each, all values from LLM_* variables."""
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 from app import cpu
 from app.config import Config, exit_on_bad_config
+from app.model_specs import model_for_new_worker
 from app.serving import peers
 
 # Validated here, in the master, so a bad value stops start-up with one line.
@@ -13,8 +15,9 @@ _config = exit_on_bad_config()
 _OMP_GIVEN = "OMP_WAIT_POLICY" in os.environ
 
 bind = _config.bind
-# LLM_WORKERS if set; else gunicorn's own -w, WEB_CONCURRENCY or GUNICORN_CMD_ARGS apply.
-if _config.workers_given:
+# LLM_WORKERS if set (or the sum of LLM_MODELS' workers); else gunicorn's own -w,
+# WEB_CONCURRENCY or GUNICORN_CMD_ARGS apply.
+if _config.workers_given or _config.models_given:
     workers = _config.workers
 worker_class = "gevent"
 worker_connections = 1000
@@ -59,15 +62,29 @@ if peers.table is None:  # the first start, not a reload
         _stale.unlink()
 
 
+def on_starting(server):
+    # gunicorn's own worker count (-w, WEB_CONCURRENCY...) must match what LLM_MODELS asks for.
+    asked = sum(spec.workers for spec in _config.models)
+    if _config.models_given and server.cfg.workers != asked:
+        print(
+            f"configuration error: LLM_MODELS asks for {asked} workers in all but gunicorn "
+            f"runs {server.cfg.workers} (-w, WEB_CONCURRENCY or GUNICORN_CMD_ARGS)",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+
+
 def pre_fork(server, worker):
-    worker.llm_slot = peers.table.claim()
+    # The model furthest below its share of workers: a dead worker's replacement holds its model.
+    worker.llm_model = model_for_new_worker(_config.models, peers.table.holding())
+    worker.llm_slot = peers.table.claim(worker.llm_model)
 
 
 def post_fork(server, worker):
     # The worker count gunicorn settled on (-w, WEB_CONCURRENCY, GUNICORN_CMD_ARGS or
     # LLM_WORKERS): the worker's default thread count divides the usable cores by it.
     os.environ["LLM_WORKERS"] = str(server.cfg.workers)
-    config = Config.from_env()
+    config = Config.from_env().for_model(worker.llm_model)
     # llama.cpp's OpenMP threads spin while idle. That is fastest for one process with
     # its cores to itself, but when workers share the cores (or a worker has one thread,
     # whose spare OpenMP thread only spins) both workers stall for seconds at a time;
@@ -75,7 +92,7 @@ def post_fork(server, worker):
     shared = config.n_threads == 1 or config.workers * config.n_threads > cpu.usable_cores()
     if shared and not _OMP_GIVEN:
         os.environ["OMP_WAIT_POLICY"] = "passive"
-    peers.this_worker = peers.Worker(peers.table, worker.llm_slot)
+    peers.this_worker = peers.Worker(peers.table, worker.llm_slot, worker.llm_model)
 
 
 def post_worker_init(worker):

@@ -17,6 +17,7 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     # Imported here, as Flask's tutorial does, so that gunicorn.conf.py can read
     # app.config in the master without loading llama.cpp or gevent before fork.
     from app import api
+    from app.engine.embedding_engine import EmbeddingEngine
     from app.engine.engine import Engine
     from app.serving import peers
     from app.telemetry import metrics, request_log
@@ -24,15 +25,18 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
 
     app = Flask(__name__)
     config = config or Config.from_env()
+    worker = peers.this_worker
+    if worker is not None:  # under gunicorn: this worker holds one model of LLM_MODELS
+        config = config.for_model(worker.model)
     app.config.update(LLM=config, MAX_CONTENT_LENGTH=config.max_body_bytes)
     app.json.sort_keys = False  # keep OpenAI's field order, as clients print it
     request_log.configure_logging(json_lines=config.log_format == "json")
 
     if engine is None:
-        worker = peers.this_worker
         if worker is not None:
-            worker.capacity = config.parallel
-        engine = Engine(config, EngineFigures(publish=worker.publish if worker else None))
+            worker.capacity = 1 if config.embedding else config.parallel
+        figures = EngineFigures(worker.publish if worker else None, worker.became_ready if worker else None)
+        engine = (EmbeddingEngine if config.embedding else Engine)(config, figures)
         engine.start()
     app.extensions["engine"] = engine
 

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app import cpu
+from app import cpu, model_specs
 from app import setting_values as values
+from app.model_specs import ModelSpec
 from app.setting_values import default_model_path
 
 
@@ -63,7 +64,17 @@ class Config:
         "Model id clients send and see (default: the model file's name without extension)",
         optional=True,
     )
-    n_ctx: int = setting("LLM_N_CTX", values.positive_int, "2048", "Context size in tokens")
+    models: tuple[ModelSpec, ...] = setting(
+        "LLM_MODELS",
+        model_specs.parse,
+        "",
+        'Several models: a JSON list of {"id", "path", "workers"} (and optional n_ctx, parallel, '
+        "chat_template, pooling, embedding); default: LLM_MODEL_PATH on every worker",
+        optional=True,
+    )
+    n_ctx: int = setting(
+        "LLM_N_CTX", values.positive_int, "2048", "Most tokens one request may use (prompt + completion)"
+    )
     n_batch: int = setting(
         "LLM_N_BATCH",
         values.positive_int,
@@ -196,6 +207,20 @@ class Config:
     )
     # Derived, not read from a variable of its own.
     workers_given: bool = False  # LLM_WORKERS was set (else gunicorn's own count applies)
+    models_given: bool = False  # LLM_MODELS was set
+    model_index: int = 0  # the entry of `models` this worker holds; its settings below
+    chat_template: str | None = None
+    pooling: str | None = None
+    embedding: bool = False
+    raw: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def for_model(self, index: int) -> Config:
+        """The settings of a worker that holds model `index` of LLM_MODELS."""
+        return Config(**_derive({**self.raw, "model_index": index}))
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.models[self.model_index]
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -228,12 +253,27 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
-def _derive(parsed: dict[str, Any]) -> dict[str, Any]:
+def _derive(raw: dict[str, Any]) -> dict[str, Any]:
     """Fill the defaults that depend on other settings, and cross-check them."""
+    parsed = {**raw, "raw": raw}
+    parsed["model_index"] = index = raw.get("model_index", 0)
     parsed["model_id"] = parsed["model_id"] or Path(parsed["model_path"]).stem
     parsed["api_keys"] = (parsed["api_keys"] or ()) + (parsed["api_keys_file"] or ())
     parsed["workers_given"] = parsed["workers"] is not None
-    parsed["workers"] = parsed["workers"] or 1
+    parsed["models_given"] = parsed["models"] is not None
+    if parsed["models"] is None:
+        parsed["models"] = (ModelSpec(parsed["model_id"], parsed["model_path"], parsed["workers"] or 1),)
+    asked = sum(spec.workers for spec in parsed["models"])
+    if parsed["models_given"] and parsed["workers_given"] and asked != parsed["workers"]:
+        raise ConfigError(
+            f"LLM_MODELS asks for {asked} workers in all but LLM_WORKERS={parsed['workers']}: "
+            "give each entry its share of the workers"
+        )
+    parsed["workers"] = parsed["workers"] or asked
+    spec: ModelSpec = parsed["models"][index]
+    parsed.update(model_path=spec.path, model_id=spec.id, n_ctx=spec.n_ctx or parsed["n_ctx"])
+    parsed.update(parallel=spec.parallel or parsed["parallel"], chat_template=spec.chat_template)
+    parsed.update(pooling=spec.pooling, embedding=spec.embedding)
     if parsed["n_threads"] == 0:
         parsed["n_threads"] = max(1, cpu.usable_cores() // parsed["workers"])
     if parsed["parallel"] > parsed["n_batch"]:
@@ -270,6 +310,11 @@ def exit_on_bad_config() -> Config:
 
     try:
         config = Config.from_env()
+        for index, spec in enumerate(config.models):
+            try:
+                config.for_model(index)
+            except ConfigError as exc:
+                raise ConfigError(f"LLM_MODELS {spec.describe(index)}: {exc}") from None
         if config.tensor_split:
             import llama_cpp
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask
 from flask_cors import CORS
 
-from app.api import auth, chat, completions, errors, health, models, openapi
+from app.api import auth, chat, completions, embeddings, errors, health, models, openapi, tokenize
 from app.api.anthropic import routes as anthropic
 from app.api.responses import routes as responses
 
@@ -23,6 +23,6 @@ def init_app(app: Flask) -> None:
             max_age=600,
         )
     errors.init_app(app)
-    for module in (chat, completions, responses, anthropic, models, health):
+    for module in (chat, completions, responses, anthropic, embeddings, tokenize, models, health):
         app.register_blueprint(module.bp)
     openapi.init_app(app)

@@ -31,11 +31,14 @@ class CompletionPresenter:
                     result, answer.tools, answer.tools_forced
                 )
             if self.wants_logprobs:
-                choice.logprobs = (
-                    logprobs.chat(result.logprobs)
-                    if shape.chat
-                    else logprobs.TextLogprobs(len(prefix)).format(result.logprobs)
-                )
+                if shape.chat:
+                    choice.logprobs = logprobs.chat(result.logprobs)
+                elif result.prompt_logprobs:  # echo + logprobs: the prompt's tokens come first
+                    choice.logprobs = logprobs.TextLogprobs(0).format(
+                        result.prompt_logprobs + result.logprobs
+                    )
+                else:
+                    choice.logprobs = logprobs.TextLogprobs(len(prefix)).format(result.logprobs)
             choices.append(choice)
         completion = sum(r.completion_tokens for r in results)
         cached = sum(answer.cached(r.index, r.cached_tokens) for r in results)
@@ -58,7 +61,10 @@ class CompletionPresenter:
                 if shape.chat:
                     yield sse.event(shape.chunk("", index=chunk.index, first=True) | extra)
                 elif prefix:
-                    yield sse.event(shape.chunk(prefix, index=chunk.index) | extra)
+                    scored = None
+                    if chunk.prompt_logprobs:  # echo + logprobs: the prompt's, on the echo
+                        scored = logprobs.TextLogprobs(0).format(chunk.prompt_logprobs)
+                    yield sse.event(shape.chunk(prefix, index=chunk.index, logprobs=scored) | extra)
             if chunk.finish_reason is not None:
                 completion_tokens += chunk.completion_tokens
                 cached_tokens += answer.cached(chunk.index, chunk.cached_tokens)

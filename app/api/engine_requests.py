@@ -37,8 +37,11 @@ def plan(
             param=max_param,
         )
     room = config.n_ctx - len(prompt_tokens)
-    max_tokens = asked or min(config.default_max_tokens or room, config.max_tokens_limit, room)
-    if room < 1 or max_tokens > room:
+    if asked is None:
+        max_tokens = min(config.default_max_tokens or room, config.max_tokens_limit, room)
+    else:
+        max_tokens = asked  # 0 only with echo (scoring a prompt): the schema and the view see to it
+    if room < (0 if asked == 0 else 1) or max_tokens > room:
         raise ContextLengthError(
             f"This model's maximum context length is {config.n_ctx} tokens. However, you "
             f"requested {len(prompt_tokens) + max(max_tokens, 1)} tokens "
@@ -72,6 +75,7 @@ def plan_choices(
     logprobs: int | None = None,
     grammar: str | None = None,
     vocabulary_size: int,
+    prompt_logprobs: bool = False,
 ) -> list[GenerationRequest]:
     """One request per choice: `n` for each prompt, indexed prompt by prompt, as OpenAI orders them.
 
@@ -92,6 +96,7 @@ def plan_choices(
             logit_bias=bias,
             logprobs=logprobs,
             grammar=grammar,
+            prompt_logprobs=prompt_logprobs,
         )
         for j in range(n):
             seed = base.sampling.seed

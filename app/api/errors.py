@@ -185,6 +185,8 @@ def to_api_error(exc: Exception) -> tuple[APIError, dict[str, str]]:
 
 def handle_exception(exc: Exception) -> Response:
     """The OpenAI routes' one error handler: every failure leaves as OpenAI's error JSON."""
+    if isinstance(exc, HTTPException) and exc.response is not None:
+        return exc.response  # flask.abort(response): answered already (a relayed request)
     return error_response(*to_api_error(exc))
 
 

@@ -93,23 +93,45 @@ class ContentField(fields.Field):
         return "".join(texts)
 
 
-class PromptField(fields.Field):
-    """Completions `prompt`: a string, or a list of strings (one choice each), loaded as a list."""
+class TextsOrTokensField(fields.Field):
+    """A string, a list of strings, a list of token ids, or a list of lists of token ids (as OpenAI
+    takes `prompt` and `input`), loaded as a list whose items are strings or lists of token ids."""
 
-    OPENAPI = {
-        "anyOf": [
-            {"type": "string"},
-            {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 16},
-        ]
-    }
+    def __init__(self, limit: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.limit = limit
+        tokens = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1}
+        self.metadata["openapi"] = {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": limit},
+                tokens,
+                {"type": "array", "items": tokens, "minItems": 1, "maxItems": limit},
+            ]
+        }
 
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[str]:
-        prompts = [value] if isinstance(value, str) else value
-        if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
-            raise ValidationError("must be a string or a non-empty list of strings")
-        if len(prompts) > 16:
-            raise ValidationError("must hold at most 16 prompts")
-        return prompts
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[str | list[int]]:
+        if isinstance(value, str):
+            return [value]
+        if not isinstance(value, list) or not value:
+            raise ValidationError("must be a string, a list of strings, or token ids; not empty")
+        if all(_is_token(item) for item in value):
+            return [value]
+        if not all(isinstance(item, str) or _is_tokens(item) for item in value):
+            raise ValidationError(
+                "must be a string, a list of strings, a list of token ids, or a list of those"
+            )
+        if len(value) > self.limit:
+            raise ValidationError(f"must hold at most {self.limit} items")
+        return value
+
+
+def _is_token(item: Any) -> bool:
+    return type(item) is int and item >= 0
+
+
+def _is_tokens(item: Any) -> bool:
+    return isinstance(item, list) and bool(item) and all(_is_token(token) for token in item)
 
 
 class ToolChoiceField(fields.Field):

@@ -49,7 +49,9 @@ class TextLogprobs:
             token = _text(entry.piece)
             shape["tokens"].append(token)
             shape["token_logprobs"].append(entry.logprob)
-            shape["top_logprobs"].append({_text(piece): logprob for _, piece, logprob in entry.top})
+            # A prompt's first token was predicted by nothing: null, as OpenAI's legacy echo has it.
+            alternatives = {_text(piece): logprob for _, piece, logprob in entry.top}
+            shape["top_logprobs"].append(None if entry.logprob is None else alternatives)
             shape["text_offset"].append(self.offset)
             self.offset += len(token)
         return shape

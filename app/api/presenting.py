@@ -50,9 +50,11 @@ class ChoiceResult:
     cached_tokens: int = 0
     stop_sequence: str | None = None
     logprobs: list[TokenLogprob] = field(default_factory=list)
+    prompt_logprobs: list[TokenLogprob] = field(default_factory=list)  # echo + logprobs
 
     def add(self, chunk: Chunk) -> None:
         self.text += chunk.text
+        self.prompt_logprobs.extend(chunk.prompt_logprobs)
         self.logprobs.extend(chunk.logprobs)
         if chunk.finish_reason is not None:
             self.finish_reason, self.completion_tokens = chunk.finish_reason, chunk.completion_tokens

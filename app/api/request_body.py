@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flask import current_app, request
+from flask import abort, current_app, g, request
 from marshmallow import Schema
 from werkzeug.exceptions import BadRequest
 
@@ -14,6 +14,7 @@ from app.api.errors import (
     NotAcceptableError,
     ServiceUnavailableError,
 )
+from app.serving import relay
 
 if TYPE_CHECKING:
     from app.engine.engine import Engine
@@ -29,8 +30,13 @@ def engine() -> Engine:
     return the_engine
 
 
-def parse_body(schema: Schema) -> dict[str, Any]:
-    """The JSON object body, validated by `schema`, and naming the served model."""
+def parse_body(schema: Schema, use: str = "generate") -> dict[str, Any]:
+    """The JSON object body, validated by `schema`, for a model this worker holds.
+
+    A body for a model another worker holds is relayed there (and this request answered
+    with that worker's response); `use` ("generate", "embed" or None for either) is
+    what the route needs the model for.
+    """
     check_accept()
     try:
         body = request.get_json(force=True)
@@ -41,13 +47,47 @@ def parse_body(schema: Schema) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise InvalidRequestError("The request body must be a JSON object.")
     data: dict[str, Any] = schema.load(body)
-    served = current_app.config["LLM"].model_id
-    if data.get("model") not in (None, served):
-        raise ModelNotFoundError(
-            f"The model '{data['model']}' does not exist; this server serves '{served}'.",
+    config = current_app.config["LLM"]
+    index = model_index(data.get("model"), use)
+    spec = config.models[index]
+    if use == "generate" and spec.embedding:
+        raise InvalidRequestError(
+            f"The model '{spec.id}' is an embedding model: it answers /v1/embeddings only.", param="model"
+        )
+    if use == "embed" and not spec.embedding:
+        raise InvalidRequestError(
+            f"The model '{spec.id}' does not compute embeddings; serve one with \"embedding\": true "
+            "in LLM_MODELS.",
             param="model",
         )
+    serve_here_or_relay(index)
     return data
+
+
+def serve_here_or_relay(index: int) -> None:
+    """Return if this worker holds model `index`; else answer with the response of a worker that does."""
+    config = current_app.config["LLM"]
+    if index == config.model_index:
+        return
+    relayed = relay.to_model_holder(request, index, config)
+    if relayed is None:
+        name = config.models[index].id
+        raise ServiceUnavailableError(f"No worker holding '{name}' is ready; retry shortly.")
+    g.stats.relayed = True  # the worker holding it logs and counts it
+    abort(relayed)
+
+
+def model_index(name: str | None, use: str | None = None) -> int:
+    """Which entry of LLM_MODELS a request's `model` names (with none, the first that can serve `use`)."""
+    served = current_app.config["LLM"].models
+    if name is None:
+        fits = [i for i, spec in enumerate(served) if use is None or spec.embedding == (use == "embed")]
+        return fits[0] if fits else 0
+    for index, spec in enumerate(served):
+        if spec.id == name:
+            return index
+    ids = ", ".join(f"'{spec.id}'" for spec in served)
+    raise ModelNotFoundError(f"The model '{name}' does not exist; this server serves {ids}.", param="model")
 
 
 def check_accept() -> None:

@@ -173,6 +173,8 @@ class ModelSchema(Schema):
     object = fields.String(required=True, validate=validate.Equal("model"))
     created = fields.Integer(required=True)
     owned_by = fields.String(required=True)
+    ready = fields.Boolean(required=True, metadata={"description": "A worker holding it has loaded it"})
+    kind = fields.String(required=True, validate=validate.OneOf(["generation", "embedding"]))
 
 
 class ModelListSchema(Schema):

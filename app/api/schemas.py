@@ -8,10 +8,10 @@ from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, vali
 
 from app.api.fields import (
     ContentField,
-    PromptField,
     StopField,
     StrictBoolean,
     StrictInteger,
+    TextsOrTokensField,
     ToolChoiceField,
     count,
     number,
@@ -149,10 +149,17 @@ class ChatCompletionSchema(GenerationSchema):
 class CompletionSchema(GenerationSchema):
     """`POST /v1/completions`."""
 
-    prompt = PromptField(required=True)
+    prompt = TextsOrTokensField(16, required=True)
+    max_tokens = count(0)  # 0 with echo: score the prompt, generate nothing (lm-eval's loglikelihood)
     echo = StrictBoolean(allow_none=True)
     suffix = fields.String(allow_none=True)
     logprobs = count(0, 5)
+
+    @validates_schema
+    def nothing_only_with_echo(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """max_tokens 0 makes sense only to score the prompt: with echo."""
+        if data.get("max_tokens") == 0 and not data.get("echo"):
+            raise ValidationError("may be 0 only with echo: true (to score the prompt)", "max_tokens")
 
 
 chat_completion_schema = ChatCompletionSchema()

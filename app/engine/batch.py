@@ -55,14 +55,16 @@ class TokenBatch:
         self.size = index + 1
         return index
 
-    def add_run(self, tokens: np.ndarray, first_position: int, seq: int, logits_last: bool) -> int:
+    def add_run(
+        self, tokens: np.ndarray, first_position: int, seq: int, logits_last: bool, logits_all: bool = False
+    ) -> int:
         """Add consecutive tokens of one sequence; returns the index of the last one."""
         start, end = self.size, self.size + len(tokens)
         self.tokens[start:end] = tokens
         self.positions[start:end] = np.arange(first_position, first_position + len(tokens), dtype=np.int32)
         self.seq_ids[start:end] = seq
-        self.logits[start:end] = 0
-        self.logits[end - 1] = logits_last
+        self.logits[start:end] = logits_all
+        self.logits[end - 1] = logits_last or logits_all
         self.size = end
         return end - 1
 

@@ -103,14 +103,17 @@ class Batcher:
 
     def _admit(self, job: Job) -> None:
         prompt = job.request.prompt_tokens
+        # Scoring a prompt needs every one of its tokens evaluated: nothing reused or shared.
+        scoring = job.request.prompt_logprobs
         views = [scheduling.CacheView(s.seq_id, s.cached, s.last_used, not s.busy) for s in self.sequences]
-        placement = scheduling.place(views, prompt, self.settings.reuse_cache, self.model.shape.unified)
+        reuse = self.settings.reuse_cache and not scoring
+        placement = scheduling.place(views, prompt, reuse, self.model.shape.unified)
         target = self.sequences[placement.seq_id]
         memory = self.model.memory
         self._tick += 1
         deadline = time.monotonic() + self.settings.max_seconds if self.settings.max_seconds else float("inf")
         sampler = SequenceSampler(job.request, self.model, self._end_tokens)
-        leader = self._leader_for(prompt)
+        leader = None if scoring else self._leader_for(prompt)
         if leader is not None:  # it will share the leader's cells once they are evaluated
             llama_cpp.llama_memory_seq_rm(memory, target.seq_id, 0, -1)
             target.start(job, 0, sampler, deadline, self._tick)
@@ -129,7 +132,7 @@ class Batcher:
         """A sequence already evaluating this very prompt (another choice of the same request)."""
         for s in self.sequences:
             if s.prefilling and s.job is not None and s.job.request.prompt_tokens == prompt:
-                return s
+                return None if s.job.request.prompt_logprobs else s
         return None
 
     def step(self, delivery: Delivery) -> StepReport:
@@ -146,6 +149,7 @@ class Batcher:
         budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))
         shares = dict(scheduling.share_prompt([(s.seq_id, len(s.pending)) for s in prefilling], budget))
         taken: list[tuple[Sequence, np.ndarray]] = []
+        scored: list[tuple[Sequence, int, int, int]] = []  # prompt_logprobs: (seq, row, position, size)
         # In id order: with cells per sequence, llama.cpp runs one graph per run of
         # consecutive sequence ids, so a prompt chunk goes between its neighbours.
         for s in self.sequences:
@@ -153,10 +157,15 @@ class Batcher:
                 s.i_batch = batch.add(s.last_token, len(s.cached), s.seq_id, True)
                 s.cached.append(s.last_token)
             elif s.seq_id in shares:
-                first = len(s.cached)
+                first, row = len(s.cached), batch.size
                 tokens = s.take_prompt(shares[s.seq_id])
-                last = batch.add_run(tokens, first, s.seq_id, logits_last=len(s.pending) == 0)
+                every = s.job.request.prompt_logprobs  # type: ignore[union-attr]
+                last = batch.add_run(
+                    tokens, first, s.seq_id, logits_last=len(s.pending) == 0, logits_all=every
+                )
                 taken.append((s, tokens))
+                if every:
+                    scored.append((s, row, first, len(tokens)))
                 if len(s.pending) == 0:
                     s.i_batch = last
         reused, self._reused = self._reused, 0
@@ -174,6 +183,12 @@ class Batcher:
         self.governor.finish(clocks)
         self._hand_prompt_to_followers()
         ctx, tokenizer, n_vocab = self.model.ctx, self.model.tokenizer, self.model.n_vocab
+        for s, row, first, size in scored:
+            s.note_prompt_rows(ctx, row, first, size, tokenizer, n_vocab)
+            if s.i_batch >= 0:  # the whole prompt is in: its log-probabilities go first
+                delivery.append((s.job.generation, s.prompt_chunk()))  # type: ignore[union-attr]
+                if s.job.request.max_tokens == 0:  # type: ignore[union-attr]  # scoring only
+                    delivery.append((s.job.generation, s.finish("length")))  # type: ignore[union-attr]
         for s in self.sequences:
             if s.busy and s.i_batch >= 0:
                 generation = s.job.generation  # type: ignore[union-attr]

@@ -3,29 +3,22 @@
 from __future__ import annotations
 
 import logging
-import os
-import time
 from collections import deque
-from typing import Any
-
-import gevent
-import gevent.event
-from gevent.threadpool import ThreadPool
 
 from app.config import Config
 from app.engine.batcher import Batcher, BatcherSettings, Delivery, StepReport
 from app.engine.errors import QueueFullError
 from app.engine.generation import Generation
+from app.engine.loading import LoadingEngine
 from app.engine.model import ContextShape, LoadedModel
 from app.engine.observer import EngineObserver
 from app.engine.sequence import Job
-from app.engine.tokenizer import Tokenizer
 from app.engine.types import GenerationRequest
 
 log = logging.getLogger(__name__)
 
 
-class Engine:
+class Engine(LoadingEngine):
     """One model, one context of `parallel` sequences, and a FIFO of requests waiting for one.
 
     Runs on the hub except for the batcher, which loops in the pool's native thread. A
@@ -34,27 +27,13 @@ class Engine:
     """
 
     def __init__(self, config: Config, observer: EngineObserver | None = None) -> None:
-        self.config = config
-        self.observer = observer or EngineObserver()
-        self.created = int(time.time())
+        super().__init__(config, observer)
         self.parallel = config.parallel
-        self.pool = ThreadPool(1)
-        self.tokenizer: Tokenizer | None = None
-        self.load_seconds: float | None = None
-        self.load_error: str | None = None
-        self.fingerprint = ""  # OpenAI's system_fingerprint, once loaded
         self.admitted = 0  # requests held: generating or waiting
         self._free = config.parallel  # sequences not promised to a choice
         self._waiting: deque[tuple[Generation, GenerationRequest]] = deque()
         self._queued = 0  # requests waiting for their first sequence
-        self._loaded = gevent.event.Event()
-        self._hub = gevent.get_hub()
         self._batcher: Batcher | None = None
-
-    @property
-    def ready(self) -> bool:
-        """True once the model is loaded and can generate."""
-        return self._loaded.is_set() and self.load_error is None
 
     @property
     def load(self) -> int:
@@ -65,15 +44,6 @@ class Engine:
     def has_room(self) -> bool:
         """A new request would start at once."""
         return self._free > 0 and not self._waiting
-
-    def start(self) -> None:
-        """Load the model in the native thread, so the worker answers /health meanwhile."""
-        self.pool.spawn(self._load).rawlink(self._on_loaded)
-
-    def wait_ready(self, timeout: float) -> bool:
-        """Wait (cooperatively) for the model; False if it is not ready in time."""
-        self._loaded.wait(timeout)
-        return self.ready
 
     def submit(self, requests: list[GenerationRequest]) -> Generation:
         """Admit a request's choices in arrival order, or refuse at once if too many wait already."""
@@ -141,43 +111,15 @@ class Engine:
         self._dispatch()
         self.observer.stepped(report.busy, report.decoded, report.reused, report.threads)
 
-    def _load(self) -> tuple[LoadedModel, float] | str:
-        """Runs in the native thread; returns the loaded model or why it failed."""
-        started = time.monotonic()
+    def _load(self) -> LoadedModel:
         cfg = self.config
         shape = ContextShape(cfg.parallel, cfg.n_ctx, cfg.kv_size, cfg.n_batch, cfg.n_threads)
-        try:
-            model = LoadedModel(cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split)
-        except Exception as exc:  # noqa: BLE001 - llama-cpp-python raises bare ValueErrors
-            return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        model = LoadedModel(cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split, cfg.chat_template)
         settings = BatcherSettings(cfg.prefill_chunk, cfg.prompt_cache, cfg.max_generation_seconds)
         self._batcher = Batcher(model, settings, self._post)
-        return model, time.monotonic() - started
+        return model
 
-    def _on_loaded(self, result: Any) -> None:
-        if isinstance(result.value, tuple):
-            model, self.load_seconds = result.value
-            self.tokenizer = model.tokenizer
-            self.fingerprint = model.fingerprint
-            log.info(
-                "model %s loaded in %.2fs: %d sequences, %d KV cells, %d threads",
-                self.config.model_id,
-                self.load_seconds,
-                self.parallel,
-                model.kv_cells,
-                self.config.n_threads,
-            )
-            self.pool.spawn(self._batcher.run)  # type: ignore[union-attr]
-            self.observer.loaded(self.load_seconds)
-            self._loaded.set()
-            self._dispatch()
-            return
-        self.load_error = str(result.value) if result.value is not None else repr(result.exception)
-        log.critical(
-            "LLM_MODEL_PATH=%s: llama.cpp could not load it: %s", self.config.model_path, self.load_error
-        )
-        self._loaded.set()
-        # gunicorn's arbiter halts the whole server when a worker exits with 3
-        # (WORKER_BOOT_ERROR), rather than restarting workers that can never load.
-        logging.shutdown()
-        os._exit(3)
+    def _loaded_with(self, model: LoadedModel) -> str:
+        self.pool.spawn(self._batcher.run)  # type: ignore[union-attr]  # loops for the worker's life
+        self._dispatch()
+        return f"{self.parallel} sequences, {model.kv_cells} KV cells, {self.config.n_threads} threads"

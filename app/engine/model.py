@@ -43,7 +43,12 @@ class LoadedModel:
     """
 
     def __init__(
-        self, path: str, shape: ContextShape, n_gpu_layers: int = 0, tensor_split: Any = None
+        self,
+        path: str,
+        shape: ContextShape,
+        n_gpu_layers: int = 0,
+        tensor_split: Any = None,
+        chat_template: str | None = None,
     ) -> None:
         set_verbose(False)  # llama.cpp's own log: errors only, not a line per layer
         model_params = llama_cpp.llama_model_default_params()
@@ -70,8 +75,8 @@ class LoadedModel:
         self.n_vocab = self.model.n_vocab()
         self.n_batch = llama_cpp.llama_n_batch(self.ctx)
         self.kv_cells = llama_cpp.llama_n_ctx(self.ctx)  # padded by llama.cpp
-        self.tokenizer = Tokenizer(self.model)
-        self.fingerprint = fingerprint(path, shape)
+        self.tokenizer = Tokenizer(self.model, chat_template)
+        self.fingerprint = fingerprint(path, shape.n_batch, shape.unified)
 
     def set_threads(self, n_threads: int) -> None:
         """Change the threads llama.cpp uses from the next decode on."""
@@ -83,7 +88,7 @@ class LoadedModel:
         self.model.close()
 
 
-def fingerprint(path: str, shape: ContextShape) -> str:
+def fingerprint(path: str, n_batch: int, unified: bool) -> str:
     """OpenAI's `system_fingerprint`: what decides the output besides the request.
 
     The llama.cpp build (version and the CPU features it uses), the model file (its
@@ -99,5 +104,5 @@ def fingerprint(path: str, shape: ContextShape) -> str:
         digest.update(weights.read(16 << 20))
         weights.seek(max(0, size - (16 << 20)))
         digest.update(weights.read())
-    digest.update(f"{size}:{shape.n_batch}:{shape.unified}".encode())
+    digest.update(f"{size}:{n_batch}:{unified}".encode())
     return "fp_" + digest.hexdigest()[:12]

@@ -43,6 +43,7 @@ class Sequence:
     reused: int = 0
     deadline: float = 0.0
     held_logprobs: list[TokenLogprob] = field(default_factory=list)
+    prompt_entries: list[TokenLogprob] = field(default_factory=list)  # prompt_logprobs
 
     @property
     def busy(self) -> bool:
@@ -71,6 +72,29 @@ class Sequence:
         self.assembler = TextAssembler(job.request.stop)
         self.leader, self.last_token, self.i_batch, self.count = None, -1, -1, 0
         self.held_logprobs = []
+        self.prompt_entries = []
+
+    def note_prompt_rows(
+        self, ctx: Any, first_row: int, first: int, size: int, tokenizer: Any, n_vocab: int
+    ) -> None:
+        """Prompt logprobs: rows `first_row`.. hold the distributions after prompt tokens `first`..;
+        each gives the next prompt token's log-probability, read before the next decode."""
+        prompt = self.job.request.prompt_tokens  # type: ignore[union-attr]
+        top = self.job.request.logprobs or 0  # type: ignore[union-attr]
+        if first == 0:  # the first prompt token: nothing predicted it
+            self.prompt_entries = [TokenLogprob(prompt[0], tokenizer.piece(prompt[0]), None, ())]
+        for offset in range(size):
+            position = first + offset
+            if position + 1 < len(prompt):
+                entry = logprob_at(
+                    ctx, first_row + offset, n_vocab, prompt[position + 1], top, tokenizer.piece
+                )
+                self.prompt_entries.append(entry)
+
+    def prompt_chunk(self) -> Chunk:
+        """The prompt's log-probabilities, once it is evaluated (sent before any generated text)."""
+        request = self.job.request  # type: ignore[union-attr]
+        return Chunk("", None, 0, index=request.index, prompt_logprobs=tuple(self.prompt_entries))
 
     def take_prompt(self, size: int) -> np.ndarray:
         """The next `size` prompt tokens, which the caller puts in this step's batch."""

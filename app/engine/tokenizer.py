@@ -29,16 +29,17 @@ class Tokenizer:
     ordinary 400 even while the model is busy with other requests.
     """
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, chat_template: str | None = None) -> None:
         self._model = model
         self._vocab = model.vocab
         self.vocabulary_size = model.n_vocab()
-        template = model.metadata().get("tokenizer.chat_template") or FALLBACK_TEMPLATE
+        self.chat_template = (
+            chat_template or model.metadata().get("tokenizer.chat_template") or FALLBACK_TEMPLATE
+        )
         self._bos = model.token_bos()
+        self.bos_text, self.eos_text = self._text_of(self._bos), self._text_of(model.token_eos())
         self._formatter = Jinja2ChatFormatter(
-            template=template,
-            eos_token=self._text_of(model.token_eos()),
-            bos_token=self._text_of(self._bos),
+            template=self.chat_template, eos_token=self.eos_text, bos_token=self.bos_text
         )
         self._adds_bos = model.add_bos_token() and self._bos >= 0
         self.fim = {
@@ -70,10 +71,26 @@ class Tokenizer:
         """The bytes one generated token stands for (special tokens render as nothing)."""
         known = self._pieces.get(token)
         if known is None:
-            buffer = ctypes.create_string_buffer(256)
-            size = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
-            known = self._pieces[token] = buffer.raw[: max(size, 0)]
+            known = self._pieces[token] = self._piece(token, special=False)
         return known
+
+    def _piece(self, token: int, special: bool) -> bytes:
+        buffer = ctypes.create_string_buffer(256)
+        size = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, special)
+        return buffer.raw[: max(size, 0)]
+
+    def tokenize(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
+        """Text to tokens: with the model's BOS if `add_special`, control tokens parsed if `parse_special`."""
+        tokens = self._model.tokenize(text.encode("utf-8"), add_bos=False, special=parse_special)
+        return [self._bos, *tokens] if add_special and self._adds_bos else tokens
+
+    def detokenize(self, tokens: list[int]) -> str:
+        """Tokens to text, control tokens written out (what /detokenize and echoed token prompts show)."""
+        text = b"".join(self._piece(token, special=True) for token in tokens)
+        return text.decode("utf-8", errors="replace")
+
+    def in_vocabulary(self, tokens: list[int]) -> bool:
+        return all(0 <= token < self.vocabulary_size for token in tokens)
 
     def chat(self, messages: list[dict[str, Any]]) -> list[int]:
         """Apply the model's chat template and tokenize, template markers included."""

@@ -33,6 +33,7 @@ class GenerationRequest:
     grammar: str | None = None  # GBNF the output must follow
     ignore_eos: bool = False  # keep generating past end-of-generation tokens (benchmarks)
     min_tokens: int = 0  # no end-of-generation token or stop string before this many tokens
+    prompt_logprobs: bool = False  # also the log-probability of every prompt token (its first: None)
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class TokenLogprob:
 
     token: int
     piece: bytes
-    logprob: float
+    logprob: float | None  # None for a prompt's first token, which nothing predicted
     top: tuple[tuple[int, bytes, float], ...]
 
 
@@ -62,3 +63,5 @@ class Chunk:
     error: str | None = None
     cached_tokens: int = 0  # prompt tokens served from the KV cache (set on a choice's last chunk)
     stop_sequence: str | None = None  # the stop string that ended the choice, if one did
+    # With prompt_logprobs, on the chunk sent once the prompt is evaluated: one per prompt token.
+    prompt_logprobs: tuple[TokenLogprob, ...] = ()

@@ -21,46 +21,72 @@ import tempfile
 from dataclasses import dataclass
 
 _SLOTS = 64  # room for every worker, old and new, during a reload (SIGHUP)
-_ENTRY = struct.Struct("qqq")  # pid, load (choices holding or waiting for a sequence), capacity
+# pid, load (choices holding or waiting for a sequence), capacity (sequences), model (its
+# index in LLM_MODELS), ready (1 once its model has loaded)
+_ENTRY = struct.Struct("qqqqq")
 _RESERVED = -1  # pid of a slot whose worker is being forked
 
 
+@dataclass(frozen=True)
+class Peer:
+    """What one worker has published."""
+
+    slot: int
+    pid: int
+    load: int
+    capacity: int
+    model: int
+    ready: bool
+
+    @property
+    def live(self) -> bool:
+        return self.pid > 0  # not a reserved or free slot
+
+    @property
+    def room(self) -> int:
+        return self.capacity - self.load
+
+
 class PeerTable:
-    """Per-worker pid and load in memory shared by the master and every worker."""
+    """Per-worker pid, load, model and readiness in memory shared by the master and every worker."""
 
     def __init__(self) -> None:
         self._memory = mmap.mmap(-1, _SLOTS * _ENTRY.size)  # MAP_SHARED | MAP_ANONYMOUS
         self.rundir = tempfile.mkdtemp(prefix="llm-server-")
 
-    def claim(self) -> int:
-        """Master, before fork: reserve the first free slot for the worker about to start."""
+    def claim(self, model: int = 0) -> int:
+        """Master, before fork: reserve the first free slot for the worker about to start, holding `model`."""
         for slot in range(_SLOTS):
             if self._read(slot)[0] == 0:
-                self._write(slot, _RESERVED, 0, 0)
+                self._write(slot, _RESERVED, 0, 0, model, False)
                 return slot
         raise RuntimeError(f"more than {_SLOTS} gunicorn workers at once")
 
     def release(self, slot: int) -> None:
         """Master, when a worker has exited: free its slot and remove its socket."""
-        self._write(slot, 0, 0, 0)
+        self._write(slot, 0, 0, 0, 0, False)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket_path(slot))
 
-    def publish(self, slot: int, load: int, capacity: int) -> None:
-        """Worker: its load now, and how many sequences it has."""
-        self._write(slot, os.getpid(), load, capacity)
+    def publish(self, slot: int, load: int, capacity: int, model: int, ready: bool) -> None:
+        """Worker: its load now, how many sequences it has, its model, and whether it is loaded."""
+        self._write(slot, os.getpid(), load, capacity, model, ready)
 
-    def roomiest_peer(self, slot: int) -> tuple[int, int] | None:
-        """(slot, free sequences) of the other live worker with the most room, if any."""
-        peers = []
-        for other in range(_SLOTS):
-            pid, load, capacity = self._read(other)
-            if other != slot and pid > 0:  # a live worker, not a reserved or free slot
-                peers.append((capacity - load, -other))
+    def peers(self) -> list[Peer]:
+        """Every slot in use (live workers, and workers being forked)."""
+        return [peer for slot in range(_SLOTS) if (peer := Peer(slot, *self._read(slot))).pid != 0]
+
+    def holding(self) -> list[int]:
+        """The model of every worker, live or about to start."""
+        return [peer.model for peer in self.peers()]
+
+    def roomiest_peer(self, slot: int, model: int = 0) -> tuple[int, int] | None:
+        """(slot, free sequences) of the other ready worker holding `model` with the most room, if any."""
+        peers = [p for p in self.peers() if p.slot != slot and p.live and p.ready and p.model == model]
         if not peers:
             return None
-        room, other = max(peers)
-        return -other, room
+        best = max(peers, key=lambda p: (p.room, -p.slot))
+        return best.slot, best.room
 
     def socket_path(self, slot: int) -> str:
         """Where the worker in `slot` listens for relayed requests."""
@@ -70,11 +96,12 @@ class PeerTable:
         """Master, on exit: remove the sockets' directory."""
         shutil.rmtree(self.rundir, ignore_errors=True)
 
-    def _read(self, slot: int) -> tuple[int, int, int]:
-        return _ENTRY.unpack_from(self._memory, slot * _ENTRY.size)
+    def _read(self, slot: int) -> tuple[int, int, int, int, bool]:
+        pid, load, capacity, model, ready = _ENTRY.unpack_from(self._memory, slot * _ENTRY.size)
+        return pid, load, capacity, model, bool(ready)
 
-    def _write(self, slot: int, pid: int, load: int, capacity: int) -> None:
-        _ENTRY.pack_into(self._memory, slot * _ENTRY.size, pid, load, capacity)
+    def _write(self, slot: int, pid: int, load: int, capacity: int, model: int, ready: bool) -> None:
+        _ENTRY.pack_into(self._memory, slot * _ENTRY.size, pid, load, capacity, model, int(ready))
 
 
 @dataclass
@@ -83,11 +110,18 @@ class Worker:
 
     table: PeerTable
     slot: int
+    model: int = 0  # its index in LLM_MODELS
     capacity: int = 0  # sequences; 0 until the app has read its settings
+    ready: bool = False
 
     def publish(self, load: int) -> None:
         """Tell the peers how loaded this worker is."""
-        self.table.publish(self.slot, load, self.capacity)
+        self.table.publish(self.slot, load, self.capacity, self.model, self.ready)
+
+    def became_ready(self) -> None:
+        """The model has loaded: peers may send this worker its model's requests."""
+        self.ready = True
+        self.publish(0)
 
     def listen(self) -> socket.socket:
         """The private Unix socket peers relay requests to (a gevent socket once patched)."""

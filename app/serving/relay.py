@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from flask import Request, Response
 
+from app.config import Config
 from app.engine.engine import Engine
 from app.serving import disconnect, peers
 
@@ -63,15 +64,27 @@ class Migrated(Exception):  # noqa: N818 - a hand-over, not an error
         return _as_response(environ, self.connection, self.upstream)
 
 
+def to_model_holder(request: Request, model: int, config: Config) -> Response | None:
+    """Relay `request` to the ready worker holding `model` with the most room; None if there is none."""
+    worker = peers.this_worker
+    if worker is None or request.headers.get(RELAYED_HEADER):
+        return None
+    peer = worker.table.roomiest_peer(worker.slot, model)
+    if peer is None:
+        return None
+    opened = _open(request, config, peer[0])
+    return None if opened is None else _as_response(request.environ, *opened)
+
+
 def to_idle_peer(request: Request, engine: Engine) -> Response | None:
     """Relay `request` to a worker with a free sequence if this one has none; None to serve it here."""
     worker = peers.this_worker
     if worker is None or engine.has_room or request.headers.get(RELAYED_HEADER):
         return None
-    peer = worker.table.roomiest_peer(worker.slot)
+    peer = worker.table.roomiest_peer(worker.slot, worker.model)
     if peer is None or peer[1] <= 0:
         return None
-    opened = _open(request, engine, peer[0])
+    opened = _open(request, engine.config, peer[0])
     return None if opened is None else _as_response(request.environ, *opened)
 
 
@@ -86,10 +99,10 @@ def migrator(request: Request, engine: Engine) -> Callable[[], None] | None:
     )
 
     def try_peer() -> None:
-        peer = worker.table.roomiest_peer(worker.slot)
+        peer = worker.table.roomiest_peer(worker.slot, worker.model)
         if peer is None or peer[1] <= 0:
             return
-        opened = _open(forward, engine, peer[0])
+        opened = _open(forward, engine.config, peer[0])
         if opened is None:
             return
         if opened[1].status == 200:
@@ -112,13 +125,12 @@ class _Forward:
 
 
 def _open(
-    request: Request | _Forward, engine: Engine, slot: int
+    request: Request | _Forward, config: Config, slot: int
 ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse] | None:
     """Send the request to the worker in `slot`; None if it cannot be reached."""
     table = peers.this_worker.table  # type: ignore[union-attr]
     # Silence from the peer lasts at most the queue wait plus one generation (streams also
     # send keep-alives); past that, the peer is stuck and the relay gives up.
-    config = engine.config
     timeout = config.queue_timeout + (config.max_generation_seconds or 3600) + 30
     connection = _UnixConnection(table.socket_path(slot), timeout=timeout)
     body = request.body if isinstance(request, _Forward) else request.get_data()

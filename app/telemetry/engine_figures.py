@@ -11,11 +11,15 @@ from app.telemetry import metrics
 class EngineFigures(EngineObserver):
     """Records the engine's figures as Prometheus metrics; `publish` also hears each load change."""
 
-    def __init__(self, publish: Callable[[int], object] | None = None) -> None:
-        self._publish = publish
+    def __init__(
+        self, publish: Callable[[int], object] | None = None, ready: Callable[[], object] | None = None
+    ) -> None:
+        self._publish, self._ready = publish, ready
 
     def loaded(self, seconds: float) -> None:
         metrics.MODEL_LOAD.set(seconds)
+        if self._ready is not None:
+            self._ready()
 
     def load_changed(self, admitted: int, running: int, load: int) -> None:
         metrics.IN_FLIGHT.set(running)

@@ -9,7 +9,7 @@ import re
 import time
 import uuid
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, current_app, g, request
 
 from app.telemetry import metrics
 from app.telemetry.request_stats import RequestStats
@@ -78,18 +78,19 @@ def _finish(response: Response) -> Response:
     stats: RequestStats = g.stats
     rid = g.request_id
     # Streams end long after this function: log when the last byte has gone.
-    method = request.method
-    response.call_on_close(lambda: _access_line(rid, method, route, response.status_code, stats))
+    method, model = request.method, current_app.config["LLM"].model_id
+    response.call_on_close(lambda: _access_line(rid, method, route, model, response.status_code, stats))
     return response
 
 
-def _access_line(rid: str, method: str, route: str, status: int, stats: RequestStats) -> None:
+def _access_line(rid: str, method: str, route: str, model: str, status: int, stats: RequestStats) -> None:
     if stats.relayed:
         return
     seconds = time.monotonic() - stats.started
     fields = {
         "method": method,
         "route": route,
+        "model": model,  # this worker's: a request for another model is relayed, and logged there
         "status": status,
         "duration": round(seconds, 4),
         "prompt_tokens": stats.prompt_tokens,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable
@@ -40,6 +41,7 @@ BAD_SETTINGS = [
         ("LLM_PARALLEL", "257"),
         ("LLM_PREFILL_CHUNK", "0"),
         ("LLM_KV_SIZE", "100"),
+        ("LLM_MODELS", '[{"id": "a", "path": "/nonexistent/model.gguf"}]'),
         ("LLM_N_THREADS", "-2"),
         ("LLM_N_GPU_LAYERS", "-1"),
         ("LLM_TENSOR_SPLIT", "0.5,0.5"),
@@ -125,3 +127,15 @@ def test_gunicorns_own_worker_count_divides_the_threads(args: tuple[str, ...], e
         assert all(line.endswith(f", {threads} threads") for line in lines), lines
     finally:
         server.stop()
+
+
+def test_models_that_do_not_fill_gunicorns_workers_stop_start_up() -> None:
+    path = default_model_path()
+    models = json.dumps([{"id": "a", "path": path}, {"id": "b", "path": path}])
+    result = start({"LLM_MODELS": models, "GUNICORN_CMD_ARGS": "--workers 3"})
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if "configuration error" in line]
+    assert lines == [
+        "configuration error: LLM_MODELS asks for 2 workers in all but gunicorn runs 3 "
+        "(-w, WEB_CONCURRENCY or GUNICORN_CMD_ARGS)"
+    ], result.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify
+from werkzeug.exceptions import HTTPException
 
 from app.api.errors import APIError, to_api_error
 
@@ -34,6 +35,8 @@ def body(error: APIError) -> dict[str, Any]:
 
 def handle_exception(exc: Exception) -> Response:
     """The Messages routes' one error handler: the same errors as elsewhere, in Anthropic's shape."""
+    if isinstance(exc, HTTPException) and exc.response is not None:
+        return exc.response  # flask.abort(response): answered already (a relayed request)
     error, headers = to_api_error(exc)
     response = jsonify(body(error))
     response.status_code = status_of(error)

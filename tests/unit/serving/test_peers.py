@@ -35,21 +35,34 @@ def test_a_full_table_refuses_another_worker(table: peers.PeerTable) -> None:
 def test_roomiest_peer_skips_itself_and_reserved_slots(table: peers.PeerTable) -> None:
     mine, full, roomy, forking = (table.claim() for _ in range(4))
     assert table.roomiest_peer(mine) is None  # the others are only reserved so far
-    table.publish(mine, 4, 4)
-    table.publish(full, 6, 4)  # two choices waiting
-    table.publish(roomy, 1, 4)
+    table.publish(mine, 4, 4, 0, True)
+    table.publish(full, 6, 4, 0, True)  # two choices waiting
+    table.publish(roomy, 1, 4, 0, True)
     assert table.roomiest_peer(mine) == (roomy, 3)
     assert table.roomiest_peer(roomy) == (mine, 0)
     table.release(roomy)
     # `forking` holds nothing but is only reserved: the full worker is the one peer.
     assert table.roomiest_peer(mine) == (full, -2)
-    table.publish(forking, 0, 8)
+    table.publish(forking, 0, 8, 0, True)
     assert table.roomiest_peer(mine) == (forking, 8)
+
+
+def test_peers_are_told_apart_by_model_and_readiness(table: peers.PeerTable) -> None:
+    chat, embed, loading = table.claim(0), table.claim(1), table.claim(1)
+    assert table.holding() == [0, 1, 1]  # reserved slots count: the master assigns models by them
+    table.publish(chat, 0, 4, 0, True)
+    table.publish(embed, 3, 4, 1, True)
+    table.publish(loading, 0, 4, 1, False)  # still loading its model
+    assert table.roomiest_peer(chat, model=1) == (embed, 1)
+    assert table.roomiest_peer(embed, model=1) is None
+    assert table.roomiest_peer(embed, model=0) == (chat, 4)
+    table.publish(loading, 0, 4, 1, True)
+    assert table.roomiest_peer(chat, model=1) == (loading, 4)
 
 
 def test_worker_listens_on_its_own_socket_and_release_removes_it(table: peers.PeerTable) -> None:
     slot = table.claim()
-    worker = peers.Worker(table, slot)
+    worker = peers.Worker(table, slot, capacity=4)
     listener = worker.listen()
     try:
         path = table.socket_path(slot)
@@ -58,11 +71,11 @@ def test_worker_listens_on_its_own_socket_and_release_removes_it(table: peers.Pe
             client.connect(path)
             accepted, _ = listener.accept()
             accepted.close()
-        worker.capacity = 4
         worker.publish(2)
         other = table.claim()
-        table.publish(other, 0, 4)
-        assert table.roomiest_peer(other) == (slot, 2)
+        assert table.roomiest_peer(other) is None  # not ready yet: nobody sends it requests
+        worker.became_ready()
+        assert table.roomiest_peer(other) == (slot, 4)
     finally:
         listener.close()
     table.release(slot)

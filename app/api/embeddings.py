@@ -1,0 +1,91 @@
+"""`POST /v1/embeddings`: OpenAI's embeddings, from a model served with `embedding: true`."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import numpy as np
+from flask import Blueprint, Response, current_app, g, jsonify, request
+from marshmallow import fields, validate
+
+from app.api.errors import ContextLengthError, InvalidRequestError
+from app.api.fields import StrictInteger, TextsOrTokensField
+from app.api.request_body import engine, parse_body
+from app.api.schemas import BaseSchema
+from app.engine.errors import QueueFullError
+from app.serving import relay
+
+bp = Blueprint("embeddings", __name__)
+
+
+class EmbeddingRequestSchema(BaseSchema):
+    input = TextsOrTokensField(2048, required=True)
+    model = fields.String(allow_none=True)
+    encoding_format = fields.String(allow_none=True, validate=validate.OneOf(["float", "base64"]))
+    dimensions = StrictInteger(allow_none=True, validate=validate.Range(min=1))
+    user = fields.String(allow_none=True)
+
+
+embedding_request_schema = EmbeddingRequestSchema()
+
+
+@bp.post("/v1/embeddings")
+def create_embeddings() -> Response:
+    """One unit vector per input, several inputs per decode."""
+    body = parse_body(embedding_request_schema, use="embed")
+    the_engine = engine()
+    tokenizer, n_ctx = the_engine.tokenizer, the_engine.n_ctx
+    inputs = []
+    for index, item in enumerate(body["input"]):
+        if isinstance(item, str):
+            if not item:
+                raise InvalidRequestError(f"input[{index}] is an empty string.", param="input")
+            item = tokenizer.text(item)
+        elif not tokenizer.in_vocabulary(item):
+            raise InvalidRequestError(
+                f"input[{index}]: every token id must be from 0 to {tokenizer.vocabulary_size - 1}.",
+                param="input",
+            )
+        if len(item) > n_ctx:
+            raise ContextLengthError(
+                f"input[{index}] is {len(item)} tokens; this model's maximum context length is {n_ctx}.",
+                param="input",
+            )
+        inputs.append(item)
+    if body.get("dimensions") not in (None, the_engine.dimensions):
+        raise InvalidRequestError(
+            f"dimensions: this model makes {the_engine.dimensions}-dimensional embeddings and cannot "
+            "shorten them.",
+            param="dimensions",
+        )
+    relayed = relay.to_idle_peer(request, the_engine)  # type: ignore[arg-type]
+    if relayed is not None:  # another worker holding this model is idle
+        g.stats.relayed = True
+        return relayed
+    try:
+        vectors = the_engine.embed(inputs)
+    except QueueFullError:
+        g.stats.rejected = True
+        raise
+    as_base64 = body.get("encoding_format") == "base64"
+    tokens = sum(len(item) for item in inputs)
+    g.stats.prompt_tokens = tokens
+    return jsonify(
+        {
+            "object": "list",
+            "data": [
+                {"object": "embedding", "index": index, "embedding": _encoded(vector, as_base64)}
+                for index, vector in enumerate(vectors)
+            ],
+            "model": current_app.config["LLM"].model_id,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+    )
+
+
+def _encoded(vector: np.ndarray, as_base64: bool) -> Any:
+    """The vector as JSON numbers, or as little-endian float32 bytes in base64 (how the openai SDK asks)."""
+    if as_base64:
+        return base64.b64encode(vector.astype("<f4").tobytes()).decode()
+    return vector.tolist()

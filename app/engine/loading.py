@@ -1,0 +1,83 @@
+"""What every engine shares: its model loads in the native thread while the worker already answers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+import gevent
+import gevent.event
+from gevent.threadpool import ThreadPool
+
+from app.config import Config
+from app.engine.observer import EngineObserver
+from app.engine.tokenizer import Tokenizer
+
+log = logging.getLogger("app.engine.engine")
+
+
+class LoadingEngine:
+    """Loads a model in a native thread of its own; `ready` once done. Subclasses say what to load."""
+
+    def __init__(self, config: Config, observer: EngineObserver | None = None) -> None:
+        self.config = config
+        self.observer = observer or EngineObserver()
+        self.created = int(time.time())
+        self.pool = ThreadPool(1)
+        self.tokenizer: Tokenizer | None = None
+        self.fingerprint = ""  # OpenAI's system_fingerprint, once loaded
+        self.load_seconds: float | None = None
+        self.load_error: str | None = None
+        self._loaded = gevent.event.Event()
+        self._hub = gevent.get_hub()
+
+    @property
+    def ready(self) -> bool:
+        """True once the model is loaded and can serve."""
+        return self._loaded.is_set() and self.load_error is None
+
+    def start(self) -> None:
+        """Load the model in the native thread, so the worker answers /health meanwhile."""
+        self.pool.spawn(self._timed_load).rawlink(self._on_loaded)
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait (cooperatively) for the model; False if it is not ready in time."""
+        self._loaded.wait(timeout)
+        return self.ready
+
+    def _load(self) -> Any:
+        """Runs in the native thread: load and return what the engine serves with (has a tokenizer)."""
+        raise NotImplementedError
+
+    def _loaded_with(self, loaded: Any) -> str:
+        """On the hub, once loaded: start serving; returns what to say about it in the log."""
+        raise NotImplementedError
+
+    def _timed_load(self) -> tuple[Any, float] | str:
+        started = time.monotonic()
+        try:
+            loaded = self._load()
+        except Exception as exc:  # noqa: BLE001 - llama-cpp-python raises bare ValueErrors
+            return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return loaded, time.monotonic() - started
+
+    def _on_loaded(self, result: Any) -> None:
+        if isinstance(result.value, tuple):
+            loaded, self.load_seconds = result.value
+            self.tokenizer, self.fingerprint = loaded.tokenizer, loaded.fingerprint
+            details = self._loaded_with(loaded)
+            log.info("model %s loaded in %.2fs: %s", self.config.model_id, self.load_seconds, details)
+            self.observer.loaded(self.load_seconds)
+            self._loaded.set()
+            return
+        self.load_error = str(result.value) if result.value is not None else repr(result.exception)
+        log.critical(
+            "LLM_MODEL_PATH=%s: llama.cpp could not load it: %s", self.config.model_path, self.load_error
+        )
+        self._loaded.set()
+        # gunicorn's arbiter halts the whole server when a worker exits with 3
+        # (WORKER_BOOT_ERROR), rather than restarting workers that can never load.
+        logging.shutdown()
+        os._exit(3)

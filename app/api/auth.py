@@ -1,4 +1,4 @@
-"""API keys: when configured, /v1 routes (and optionally /metrics) need `Authorization: Bearer <key>`."""
+"""API keys: when configured, the API routes (and optionally /metrics) need `Authorization: Bearer <key>`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import hmac
 from flask import Flask, current_app, request
 
 from app.api.errors import AuthenticationError
+
+# Outside /v1 but reading the model: protected like it (llama.cpp's server does the same).
+_ALSO_PROTECTED = ("/tokenize", "/detokenize", "/tokenizer_info")
 
 
 def _key_matches(presented: str, keys: tuple[bytes, ...]) -> bool:
@@ -18,7 +21,11 @@ def _key_matches(presented: str, keys: tuple[bytes, ...]) -> bool:
 def _require_key() -> None:
     config = current_app.config["LLM"]
     keys: tuple[bytes, ...] = current_app.extensions["api_keys"]
-    protected = request.path.startswith("/v1/") or (request.path == "/metrics" and config.metrics_auth)
+    protected = (
+        request.path.startswith("/v1/")
+        or request.path in _ALSO_PROTECTED
+        or (request.path == "/metrics" and config.metrics_auth)
+    )
     if not keys or not protected or request.method == "OPTIONS":  # CORS preflights carry no key
         return
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")

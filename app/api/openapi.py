@@ -9,7 +9,8 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, Response, current_app, jsonify
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from app.api import openapi_typed_streams, response_schemas, schemas
+from app.api import openapi_tokens, openapi_typed_streams, response_schemas, schemas
+from app.model_specs import ModelSpec
 
 bp = Blueprint("openapi", __name__)
 
@@ -70,14 +71,15 @@ def _own_description(converter: Any, field: Any, ret: dict[str, Any]) -> dict[st
     return dict(field.metadata.get("openapi") or getattr(field, "OPENAPI", {}))
 
 
-def build_spec(model_id: str) -> dict[str, Any]:
+def build_spec(models: tuple[ModelSpec, ...]) -> dict[str, Any]:
     """The whole document, as a dict."""
+    served = ", ".join(f"`{spec.id}`" + (" (embeddings)" if spec.embedding else "") for spec in models)
     plugin = MarshmallowPlugin()
     spec = APISpec(
         title="llm-server",
         version="1.0.0",
         openapi_version="3.1.0",
-        info={"description": f"An OpenAI-compatible API serving the llama.cpp model `{model_id}`."},
+        info={"description": f"An OpenAI-compatible API serving the llama.cpp models {served}."},
         plugins=[plugin],
     )
     # Fields that take more than one JSON type describe themselves (schemas.py, OPENAPI).
@@ -104,7 +106,7 @@ def build_spec(model_id: str) -> dict[str, Any]:
         path="/v1/models",
         operations={
             "get": {
-                "summary": "The model this server serves",
+                "summary": "The models this server serves",
                 "responses": {
                     200: {
                         "description": "The list of models.",
@@ -118,7 +120,7 @@ def build_spec(model_id: str) -> dict[str, Any]:
         path="/v1/models/{model_id}",
         operations={
             "get": {
-                "summary": "The served model, by id",
+                "summary": "A served model, by id",
                 "parameters": [
                     {"name": "model_id", "in": "path", "required": True, "schema": {"type": "string"}}
                 ],
@@ -144,7 +146,7 @@ def build_spec(model_id: str) -> dict[str, Any]:
         path="/health/ready",
         operations={
             "get": {
-                "summary": "Readiness: 200 once this worker's model is loaded",
+                "summary": "Readiness: 200 once a worker holding each model has loaded it",
                 "responses": {
                     200: {"description": "Ready.", "content": {"application/json": {"schema": "Health"}}},
                     **_error_responses(503),
@@ -153,10 +155,14 @@ def build_spec(model_id: str) -> dict[str, Any]:
         },
     )
     openapi_typed_streams.add_paths(spec)
+    openapi_tokens.add_paths(spec)
     document = spec.to_dict()
-    # Anthropic's clients must name a model: only the served one is answered (404 otherwise).
+    # Anthropic's clients must name a model: only served ones are answered (404 otherwise).
+    schemas_by_name = document["components"]["schemas"]
+    generating = [spec.id for spec in models if not spec.embedding]
     for request in ("MessagesRequest", "MessagesCountTokensRequest"):
-        document["components"]["schemas"][request]["properties"]["model"]["enum"] = [model_id]
+        if generating:
+            schemas_by_name[request]["properties"]["model"]["enum"] = generating
     return document
 
 
@@ -165,7 +171,7 @@ def openapi_document() -> Response:
     """This API's OpenAPI 3.1 document."""
     document = current_app.extensions.get("openapi")
     if document is None:
-        document = current_app.extensions["openapi"] = build_spec(current_app.config["LLM"].model_id)
+        document = current_app.extensions["openapi"] = build_spec(current_app.config["LLM"].models)
     return jsonify(document)
 
 

@@ -104,6 +104,11 @@ def test_api_keys_on_the_live_server(start_server: Callable[..., Server]) -> Non
         )
         assert reply.choices[0].message.content is not None
     assert httpx.get(server.url + "/health", timeout=5).status_code == 200
+    tokenize = httpx.post(server.url + "/tokenize", json={"content": "Hi"}, timeout=5)
+    assert tokenize.status_code == 401 and tokenize.json()["error"]["code"] == "invalid_api_key"
+    keyed = {"Authorization": "Bearer sk-live-1"}
+    tokenize = httpx.post(server.url + "/tokenize", json={"content": "Hi"}, headers=keyed, timeout=5)
+    assert tokenize.status_code == 200 and tokenize.json()["tokens"]
     assert "sk-live" not in server.output() and "sk-wrong" not in server.output()
 
 

@@ -112,9 +112,12 @@ def test_completion_logprobs(client: openai.OpenAI) -> None:
         model=MODEL, prompt="Once upon", max_tokens=6, temperature=0, logprobs=2, echo=True
     )
     logprobs = whole.choices[0].logprobs
-    assert len(logprobs.tokens) == len(logprobs.token_logprobs) == len(logprobs.top_logprobs) == 6
-    assert all(len(top) == 2 for top in logprobs.top_logprobs)
-    assert logprobs.text_offset[0] == len("Once upon")
+    # Echo + logprobs: the prompt's two tokens come first (the first one scored by nothing), then six.
+    assert len(logprobs.tokens) == len(logprobs.token_logprobs) == len(logprobs.top_logprobs) == 2 + 6
+    assert "".join(logprobs.tokens[:2]) == "Once upon"
+    assert logprobs.token_logprobs[0] is None and logprobs.top_logprobs[0] is None
+    assert all(len(top) == 2 for top in logprobs.top_logprobs[1:])
+    assert logprobs.text_offset[:3] == [0, len("Once"), len("Once upon")]
     text = whole.choices[0].text
     for token, offset in zip(logprobs.tokens, logprobs.text_offset, strict=True):
         assert text[offset : offset + len(token)] == token

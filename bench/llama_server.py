@@ -58,7 +58,7 @@ def binary() -> Path:
     return built
 
 
-def start(model_path: str, threads: int, slots: int, n_ctx: int) -> Service:
+def start(model_path: str, threads: int, slots: int, n_ctx: int, extra: tuple[str, ...] = ()) -> Service:
     """llama-server with `slots` slots of `n_ctx` tokens each (as ours: a whole context per sequence)."""
     port = free_port()
     command = [
@@ -71,5 +71,6 @@ def start(model_path: str, threads: int, slots: int, n_ctx: int) -> Service:
         "--parallel", str(slots),
         "--ctx-size", str(slots * n_ctx),
         "--no-webui",
+        *extra,
     ]  # fmt: skip
     return Service(command, port).wait_ready("/health")

@@ -110,7 +110,7 @@ def _memory(args: argparse.Namespace, mem: dict[int, tuple[list[int], int, int]]
     return lines
 
 
-def _at_least(what: str, ours: float, reference: float, share: float, unit: str) -> tuple[str, str, str]:
+def at_least(what: str, ours: float, reference: float, share: float, unit: str) -> tuple[str, str, str]:
     ratio = ours / reference if reference else float("inf")
     verdict = "met" if ratio >= share else f"missed by {100 * (share - ratio):.1f} points"
     return what, f"{ours:.1f} against {reference:.1f} {unit} ({100 * ratio:.1f}%)", verdict
@@ -127,7 +127,7 @@ def targets(
     at = {name: {p.clients: p for p in points} for name, points in swept.items()}
     for clients, share in ((4, 1.0), (8, 1.0), (1, 0.95)):
         if clients in at[OURS]:
-            rows.append(_at_least(
+            rows.append(at_least(
                 f"aggregate tokens/s at {clients} client(s): at least {100 * share:.0f}% of llama-server's",
                 at[OURS][clients].tokens_per_second, at[CPP][clients].tokens_per_second, share, "tokens/s",
             ))  # fmt: skip
@@ -137,12 +137,12 @@ def targets(
                      "met" if ours <= cpp else f"missed by {ours - cpp:.0f} ms"))  # fmt: skip
     raw_tps, ours_tps = decode(singles[RAW]), decode(singles[OURS])
     rows.append(
-        _at_least(
+        at_least(
             "single-stream decode at least 97% of raw llama-cpp-python", ours_tps, raw_tps, 0.97, "tok/s"
         )
     )
     rows.append(
-        _at_least(
+        at_least(
             "single-stream decode at least 95% of llama-server's",
             ours_tps,
             decode(singles[CPP]),
@@ -153,10 +153,10 @@ def targets(
     if busy:
         quiet, loaded = decode(busy[OURS]["quiet"]), decode(busy[OURS]["busy"])
         rows.append(
-            _at_least("beside a busy process, decode at least 50% of quiet", loaded, quiet, 0.5, "tok/s")
+            at_least("beside a busy process, decode at least 50% of quiet", loaded, quiet, 0.5, "tok/s")
         )
         rows.append(
-            _at_least(
+            at_least(
                 "beside a busy process, ahead of llama-server",
                 loaded,
                 decode(busy[CPP]["busy"]),

@@ -41,7 +41,7 @@ def create_embeddings() -> Response:
         if isinstance(item, str):
             if not item:
                 raise InvalidRequestError(f"input[{index}] is an empty string.", param="input")
-            item = tokenizer.text(item)
+            item = tokenizer.tokenize(item, add_special=True, parse_special=True)  # as llama-server does
         elif not tokenizer.in_vocabulary(item):
             raise InvalidRequestError(
                 f"input[{index}]: every token id must be from 0 to {tokenizer.vocabulary_size - 1}.",

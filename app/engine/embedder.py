@@ -30,6 +30,8 @@ class Embedder:
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = n_gpu_layers
         self.model = internals.LlamaModel(path_model=path, params=model_params, verbose=False)
+        # Past its trained context a BERT-like model has no position embeddings at all.
+        n_ctx = min(n_ctx, llama_cpp.llama_model_n_ctx_train(self.model.model))
         params = llama_cpp.llama_context_default_params()
         # Each input is pooled whole, so the longest one must fit one micro-batch; the
         # inputs of one decode share the cells of one pool.

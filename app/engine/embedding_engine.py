@@ -105,4 +105,5 @@ class EmbeddingEngine(LoadingEngine):
 
     def _loaded_with(self, embedder: Embedder) -> str:
         self.dimensions = embedder.n_embd
+        self.n_ctx = embedder.n_ctx  # the model's trained context may be shorter than LLM_N_CTX
         return f"embeddings of {embedder.n_embd} dimensions, pooling type {embedder.pooling}"

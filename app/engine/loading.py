@@ -73,9 +73,9 @@ class LoadingEngine:
             self._loaded.set()
             return
         self.load_error = str(result.value) if result.value is not None else repr(result.exception)
-        log.critical(
-            "LLM_MODEL_PATH=%s: llama.cpp could not load it: %s", self.config.model_path, self.load_error
-        )
+        cfg = self.config
+        setting = f"LLM_MODELS ({cfg.model_id!r})" if cfg.models_given else "LLM_MODEL_PATH"
+        log.critical("%s=%s: llama.cpp could not load it: %s", setting, cfg.model_path, self.load_error)
         self._loaded.set()
         # gunicorn's arbiter halts the whole server when a worker exits with 3
         # (WORKER_BOOT_ERROR), rather than restarting workers that can never load.

@@ -71,6 +71,11 @@ class LoadedModel:
         self.context = internals.LlamaContext(model=self.model, params=params, verbose=False)
         self.ctx = self.context.ctx
         self.memory = llama_cpp.llama_get_memory(self.ctx)
+        if not self.memory:  # llama.cpp keeps no KV cache for BERT-like (non-causal) models
+            self.close()
+            raise ValueError(
+                'an embedding model cannot generate: serve it with "embedding": true in LLM_MODELS'
+            )
         self.shape = shape
         self.n_vocab = self.model.n_vocab()
         self.n_batch = llama_cpp.llama_n_batch(self.ctx)

@@ -80,9 +80,10 @@ class Tokenizer:
         return buffer.raw[: max(size, 0)]
 
     def tokenize(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
-        """Text to tokens: with the model's BOS if `add_special`, control tokens parsed if `parse_special`."""
-        tokens = self._model.tokenize(text.encode("utf-8"), add_bos=False, special=parse_special)
-        return [self._bos, *tokens] if add_special and self._adds_bos else tokens
+        """Text to tokens: with the special tokens the model's metadata adds (BOS; [CLS] and [SEP] for
+        BERT-like models) if `add_special`, control tokens in the text parsed if `parse_special`."""
+        # llama-cpp-python's add_bos is llama.cpp's add_special: BOS, EOS and SEP as the GGUF says.
+        return self._model.tokenize(text.encode("utf-8"), add_bos=add_special, special=parse_special)
 
     def detokenize(self, tokens: list[int]) -> str:
         """Tokens to text, control tokens written out (what /detokenize and echoed token prompts show)."""

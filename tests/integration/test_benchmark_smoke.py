@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import run
+from bench import embeddings, run
 
 
 @pytest.mark.timeout(3600)  # the first run builds llama.cpp's server (about ten minutes on two cores)
@@ -36,3 +36,18 @@ def test_benchmark_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
     assert len(targets) == 6  # 1 client, one stream against raw and llama-server, contention twice, failures
     assert all(row.endswith("| met |") or "| missed" in row for row in targets), targets
     assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_embedding_benchmark_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    markdown = tmp_path / "embeddings.md"
+    code = embeddings.main(
+        ["--repeats", "1", "--total", "4", "--sizes", "1,4", "--clients", "2", "--markdown", str(markdown)]
+    )
+    assert code == 0
+    text = markdown.read_text()
+    assert text == capsys.readouterr().out
+    for row in ("| ours |", "| llama.cpp llama-server |", "| raw llama-cpp-python |"):
+        assert row in text, row
+    targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
+    assert len(targets) == 4  # each column against llama-server, the largest request against raw
+    assert all(row.endswith("| met |") or "| missed" in row for row in targets), targets

@@ -10,6 +10,7 @@ import signal
 import socket
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 
 from app.setting_values import default_model_path
 from bench.services import Server
+from tests import tiny_bert
 from tests.integration.procs import worker_holding, worker_pids
 from tests.integration.rawhttp import read_chunk, read_head, request_bytes
 from tests.integration.waits import wait_for_log, wait_until
@@ -257,3 +259,25 @@ def test_concurrent_embedding_requests_share_a_decode(start_server: Callable[...
     alone = [httpx.post(url, json={"input": t}, timeout=30).json()["data"][0]["embedding"] for t in small]
     together = [answer.json()["data"][0]["embedding"] for answer in answers]
     assert np.allclose(together, alone, atol=1e-3)
+
+
+def test_a_bert_like_embedding_model(start_server: Callable[..., Server], tmp_path: Path) -> None:
+    """The encoder-only path real embedding models take: no causal mask, no KV cache, [CLS] pooling
+    from the GGUF, a trained context shorter than LLM_N_CTX."""
+    bert = str(tiny_bert.write(tmp_path / "tiny-bert.gguf"))
+    server = start_server(LLM_MODELS=json.dumps([{"id": "bert", "path": bert, "embedding": True}]))
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+    texts = ["the cat sat on the mat", "hello world", "the quick brown fox jumps over the lazy dog"]
+    batch = np.array([d.embedding for d in client.embeddings.create(model="bert", input=texts).data])
+    assert batch.shape == (3, tiny_bert.EMBD)
+    assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+    alone = np.array([client.embeddings.create(model="bert", input=t).data[0].embedding for t in texts])
+    assert np.allclose(batch, alone, atol=1e-5)  # no attention across the inputs of one decode
+    tokens = httpx.post(server.url + "/tokenize", json={"content": "hello world", "add_special": True}).json()
+    assert tokens["tokens"][0] == 2 and tokens["tokens"][-1] == 3  # [CLS] ... [SEP], as the model wants
+    # Its trained context is 128 tokens (LLM_N_CTX is 2048): longer is a 400, not garbage.
+    with pytest.raises(openai.BadRequestError) as too_long:
+        client.embeddings.create(model="bert", input="the cat " * 100)
+    assert too_long.value.code == "context_length_exceeded" and "128" in too_long.value.message
+    with pytest.raises(openai.BadRequestError, match="embedding model"):
+        client.completions.create(model="bert", prompt="the cat", max_tokens=2)

@@ -14,6 +14,7 @@ import pytest
 from app.config import SETTINGS, Config, default_model_path
 from app.cpu import usable_cores
 from bench.services import GUNICORN, ROOT, Server, free_port
+from tests import tiny_bert
 from tests.integration.procs import worker_pids
 from tests.integration.waits import wait_for_log
 
@@ -139,3 +140,13 @@ def test_models_that_do_not_fill_gunicorns_workers_stop_start_up() -> None:
         "configuration error: LLM_MODELS asks for 2 workers in all but gunicorn runs 3 "
         "(-w, WEB_CONCURRENCY or GUNICORN_CMD_ARGS)"
     ], result.stderr
+
+
+def test_an_embedding_model_served_for_chat_halts_naming_it(tmp_path: Path) -> None:
+    bert = str(tiny_bert.write(tmp_path / "tiny-bert.gguf"))
+    result = start({"LLM_MODELS": json.dumps([{"id": "bert", "path": bert}])})
+    assert result.returncode == 3
+    assert f"LLM_MODELS ('bert')={bert}: llama.cpp could not load it: an embedding model cannot generate" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr

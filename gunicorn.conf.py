@@ -9,6 +9,7 @@ from app import cpu
 from app.config import Config, exit_on_bad_config
 from app.model_specs import model_for_new_worker
 from app.serving import peers
+from app.telemetry import worker_board
 
 # Validated here, in the master, so a bad value stops start-up with one line.
 _config = exit_on_bad_config()
@@ -54,6 +55,7 @@ control_socket_disable = True  # several instances may share a host (tests, mult
 # module so a reload (SIGHUP), which re-reads this file, keeps the same table.
 if peers.table is None:  # the first start, not a reload
     peers.table = peers.PeerTable()
+    worker_board.board = worker_board.WorkerBoard(peers.SLOTS)  # the status page's figures, per slot
     # prometheus_client's multiprocess mode: one directory shared by the workers,
     # emptied at start so no earlier run's figures linger (kept across reloads).
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
@@ -104,6 +106,7 @@ def child_exit(server, worker):
     from prometheus_client import multiprocess
 
     peers.table.release(worker.llm_slot)
+    worker_board.board.clear(worker.llm_slot)
     multiprocess.mark_process_dead(worker.pid)
 
 

@@ -20,7 +20,7 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     from app.engine.embedding_engine import EmbeddingEngine
     from app.engine.engine import Engine
     from app.serving import peers
-    from app.telemetry import metrics, request_log
+    from app.telemetry import metrics, request_log, worker_board
     from app.telemetry.engine_figures import EngineFigures
 
     app = Flask(__name__)
@@ -35,7 +35,11 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     if engine is None:
         if worker is not None:
             worker.capacity = 1 if config.embedding else config.parallel
-        figures = EngineFigures(worker.publish if worker else None, worker.became_ready if worker else None)
+        figures = (
+            EngineFigures(worker.publish, worker.became_ready, worker_board.board, worker.slot)
+            if worker
+            else EngineFigures()
+        )
         engine = (EmbeddingEngine if config.embedding else Engine)(config, figures)
         engine.start()
     app.extensions["engine"] = engine
@@ -43,4 +47,8 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     request_log.init_app(app)  # first, so that even a 401 has an id and an access line
     api.init_app(app)
     app.register_blueprint(metrics.bp)
+    if config.ui:
+        from app import ui
+
+        app.register_blueprint(ui.bp)
     return app

@@ -176,7 +176,12 @@ class Config:
     api_keys_file: tuple[str, ...] | None = setting(
         "LLM_API_KEYS_FILE", values.key_file, "", "File of API keys, one per line", optional=True
     )
-    metrics_auth: bool = setting("LLM_METRICS_AUTH", values.flag, "0", "1 makes /metrics need an API key too")
+    metrics_auth: bool = setting(
+        "LLM_METRICS_AUTH", values.flag, "0", "1 makes /metrics and /health/workers need an API key too"
+    )
+    ui: bool = setting(
+        "LLM_UI", values.flag, "1", "0 turns off the chat page at / and the status page at /status (API only)"
+    )
     cors_origins: tuple[str, ...] | None = setting(
         "LLM_CORS_ORIGINS",
         values.origins,

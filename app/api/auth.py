@@ -10,6 +10,7 @@ from app.api.errors import AuthenticationError
 
 # Outside /v1 but reading the model: protected like it (llama.cpp's server does the same).
 _ALSO_PROTECTED = ("/tokenize", "/detokenize", "/tokenizer_info")
+_FIGURES = ("/metrics", "/health/workers")  # need a key only with LLM_METRICS_AUTH=1
 
 
 def _key_matches(presented: str, keys: tuple[bytes, ...]) -> bool:
@@ -24,7 +25,7 @@ def _require_key() -> None:
     protected = (
         request.path.startswith("/v1/")
         or request.path in _ALSO_PROTECTED
-        or (request.path == "/metrics" and config.metrics_auth)
+        or (request.path in _FIGURES and config.metrics_auth)
     )
     if not keys or not protected or request.method == "OPTIONS":  # CORS preflights carry no key
         return

@@ -9,7 +9,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, Response, current_app, jsonify
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from app.api import openapi_tokens, openapi_typed_streams, response_schemas, schemas
+from app.api import health, openapi_tokens, openapi_typed_streams, response_schemas, schemas
 from app.model_specs import ModelSpec
 
 bp = Blueprint("openapi", __name__)
@@ -27,6 +27,7 @@ _ERRORS = {
     400: "Invalid request: a field is missing, of the wrong type or out of bounds (`param` names it), "
     "the body is not a JSON object, or the prompt and `max_tokens` do not fit the context "
     "(`code: context_length_exceeded`).",
+    401: "Missing or wrong API key.",
     404: "No such model (`code: model_not_found`).",
     405: "Method not allowed.",
     406: "The Accept header admits neither application/json nor text/event-stream.",
@@ -150,6 +151,22 @@ def build_spec(models: tuple[ModelSpec, ...]) -> dict[str, Any]:
                 "responses": {
                     200: {"description": "Ready.", "content": {"application/json": {"schema": "Health"}}},
                     **_error_responses(503),
+                },
+            }
+        },
+    )
+    spec.components.schema("WorkerList", component=health.WORKER_LIST)
+    spec.path(
+        path="/health/workers",
+        operations={
+            "get": {
+                "summary": "Each gunicorn worker: its model, busy sequences, queue and tokens per second",
+                "responses": {
+                    200: {
+                        "description": "Every live worker.",
+                        "content": {"application/json": {"schema": "WorkerList"}},
+                    },
+                    **_error_responses(401),
                 },
             }
         },

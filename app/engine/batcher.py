@@ -39,6 +39,7 @@ class StepReport:
     reused: int  # prompt tokens admitted this step that were already in the KV cache
     seconds: float  # time spent in llama_decode
     threads: int  # llama.cpp threads chosen for the next step
+    sampled: int = 0  # tokens generated (one per sequence sampled)
 
 
 @dataclass(frozen=True)
@@ -189,15 +190,17 @@ class Batcher:
                 delivery.append((s.job.generation, s.prompt_chunk()))  # type: ignore[union-attr]
                 if s.job.request.max_tokens == 0:  # type: ignore[union-attr]  # scoring only
                     delivery.append((s.job.generation, s.finish("length")))  # type: ignore[union-attr]
+        sampled = 0
         for s in self.sequences:
             if s.busy and s.i_batch >= 0:
+                sampled += 1
                 generation = s.job.generation  # type: ignore[union-attr]
                 chunk = s.advance(s.sampler.sample(ctx, s.i_batch), ctx, tokenizer, n_vocab)  # type: ignore[union-attr]
                 if chunk is not None:
                     delivery.append((generation, chunk))
                     if chunk.finish_reason is not None:
                         self._orphan_followers(s)
-        return StepReport(self._busy(), batch.size, reused, seconds, self.governor.threads)
+        return StepReport(self._busy(), batch.size, reused, seconds, self.governor.threads, sampled)
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)

@@ -85,7 +85,7 @@ class EmbeddingEngine(LoadingEngine):
                         waiting.result.set_exception(exc)
                 else:
                     for sequences, tokens in decodes:
-                        self.observer.stepped(sequences, tokens, 0, self.config.n_threads)
+                        self.observer.stepped(sequences, tokens, 0, self.config.n_threads, 0)
                     start = 0
                     for waiting in self._running:
                         waiting.result.set(vectors[start : start + len(waiting.inputs)])

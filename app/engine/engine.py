@@ -109,7 +109,7 @@ class Engine(LoadingEngine):
                     )
             generation.push(chunk)
         self._dispatch()
-        self.observer.stepped(report.busy, report.decoded, report.reused, report.threads)
+        self.observer.stepped(report.busy, report.decoded, report.reused, report.threads, report.sampled)
 
     def _load(self) -> LoadedModel:
         cfg = self.config

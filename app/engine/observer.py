@@ -12,6 +12,6 @@ class EngineObserver:
     def load_changed(self, admitted: int, running: int, load: int) -> None:
         """`admitted` requests held; `running` choices have a sequence; `load` choices hold or want one."""
 
-    def stepped(self, busy: int, decoded: int, reused: int, threads: int) -> None:
+    def stepped(self, busy: int, decoded: int, reused: int, threads: int, sampled: int) -> None:
         """A step ran: `busy` sequences, `decoded` tokens in its batch, `reused` prompt tokens from cache,
-        and `threads` llama.cpp threads for the next one."""
+        `threads` llama.cpp threads for the next one, and `sampled` tokens generated."""

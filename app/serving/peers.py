@@ -20,7 +20,7 @@ import struct
 import tempfile
 from dataclasses import dataclass
 
-_SLOTS = 64  # room for every worker, old and new, during a reload (SIGHUP)
+SLOTS = 64  # room for every worker, old and new, during a reload (SIGHUP)
 # pid, load (choices holding or waiting for a sequence), capacity (sequences), model (its
 # index in LLM_MODELS), ready (1 once its model has loaded)
 _ENTRY = struct.Struct("qqqqq")
@@ -51,16 +51,16 @@ class PeerTable:
     """Per-worker pid, load, model and readiness in memory shared by the master and every worker."""
 
     def __init__(self) -> None:
-        self._memory = mmap.mmap(-1, _SLOTS * _ENTRY.size)  # MAP_SHARED | MAP_ANONYMOUS
+        self._memory = mmap.mmap(-1, SLOTS * _ENTRY.size)  # MAP_SHARED | MAP_ANONYMOUS
         self.rundir = tempfile.mkdtemp(prefix="llm-server-")
 
     def claim(self, model: int = 0) -> int:
         """Master, before fork: reserve the first free slot for the worker about to start, holding `model`."""
-        for slot in range(_SLOTS):
+        for slot in range(SLOTS):
             if self._read(slot)[0] == 0:
                 self._write(slot, _RESERVED, 0, 0, model, False)
                 return slot
-        raise RuntimeError(f"more than {_SLOTS} gunicorn workers at once")
+        raise RuntimeError(f"more than {SLOTS} gunicorn workers at once")
 
     def release(self, slot: int) -> None:
         """Master, when a worker has exited: free its slot and remove its socket."""
@@ -74,7 +74,7 @@ class PeerTable:
 
     def peers(self) -> list[Peer]:
         """Every slot in use (live workers, and workers being forked)."""
-        return [peer for slot in range(_SLOTS) if (peer := Peer(slot, *self._read(slot))).pid != 0]
+        return [peer for slot in range(SLOTS) if (peer := Peer(slot, *self._read(slot))).pid != 0]
 
     def holding(self) -> list[int]:
         """The model of every worker, live or about to start."""

@@ -6,15 +6,22 @@ from collections.abc import Callable
 
 from app.engine.observer import EngineObserver
 from app.telemetry import metrics
+from app.telemetry.worker_board import WorkerBoard
 
 
 class EngineFigures(EngineObserver):
-    """Records the engine's figures as Prometheus metrics; `publish` also hears each load change."""
+    """Records the engine's figures as Prometheus metrics and on the worker board (row `slot`);
+    `publish` also hears each load change."""
 
     def __init__(
-        self, publish: Callable[[int], object] | None = None, ready: Callable[[], object] | None = None
+        self,
+        publish: Callable[[int], object] | None = None,
+        ready: Callable[[], object] | None = None,
+        board: WorkerBoard | None = None,
+        slot: int = 0,
     ) -> None:
         self._publish, self._ready = publish, ready
+        self._board, self._slot = board, slot
 
     def loaded(self, seconds: float) -> None:
         metrics.MODEL_LOAD.set(seconds)
@@ -22,15 +29,20 @@ class EngineFigures(EngineObserver):
             self._ready()
 
     def load_changed(self, admitted: int, running: int, load: int) -> None:
+        waiting = max(0, load - running)
         metrics.IN_FLIGHT.set(running)
-        metrics.QUEUE_DEPTH.set(max(0, load - running))
+        metrics.QUEUE_DEPTH.set(waiting)
+        if self._board is not None:
+            self._board.record_load(self._slot, running, waiting)
         if self._publish is not None:
             self._publish(load)
 
-    def stepped(self, busy: int, decoded: int, reused: int, threads: int) -> None:
+    def stepped(self, busy: int, decoded: int, reused: int, threads: int, sampled: int) -> None:
         metrics.SEQUENCES_BUSY.set(busy)
         metrics.THREADS.set(threads)
         if decoded:
             metrics.BATCH_TOKENS.observe(decoded)
         if reused:
             metrics.CACHED_PROMPT_TOKENS.inc(reused)
+        if sampled and self._board is not None:
+            self._board.add_tokens(self._slot, sampled)

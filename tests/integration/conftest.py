@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -44,3 +46,30 @@ def assert_clean(log: str) -> None:
     """
     lines = [line for line in log.splitlines() if "was sent SIGKILL" not in line]
     assert not [line for line in lines if "Traceback" in line or "[ERROR]" in line], log
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium driven by Playwright (which cannot download a browser here)."""
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("chromium is needed (.ci/run installs Debian's chromium)")
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=executable)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh tab (its own session storage); a script error on the page fails the test."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    tab = context.new_page()
+    tab.set_default_timeout(60_000)
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    yield tab
+    context.close()
+    assert not errors, errors

@@ -68,6 +68,7 @@ OPERATIONS = [
     "GET /v1/models/{model_id}",
     "GET /health",
     "GET /health/ready",
+    "GET /health/workers",
     "POST /v1/embeddings",
     "POST /tokenize",
     "POST /detokenize",

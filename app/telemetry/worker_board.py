@@ -1,0 +1,71 @@
+"""Each worker's live figures (busy sequences, waiting choices, recent tokens), readable by every worker.
+
+Prometheus sums gauges over workers; the status page wants them per worker, and
+any worker may answer its request. So each worker also writes the figures it sets
+on the metrics into its own row of memory shared through fork (the master makes the
+board before fork, as it makes the peer table), rows indexed by the peer table's slot.
+Tokens are kept per second over the last minute, so an idle worker's rate decays
+without it having to write anything.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+import time
+from dataclasses import dataclass
+
+WINDOW = 60  # seconds of token counts kept per worker
+_HEAD = struct.Struct("qq")  # running choices, waiting choices
+_BUCKET = struct.Struct("qq")  # a second (Unix time), tokens generated during it
+_ROW = _HEAD.size + WINDOW * _BUCKET.size
+
+
+@dataclass(frozen=True)
+class WorkerFigures:
+    """One worker's figures as of now."""
+
+    running: int  # choices holding a sequence
+    waiting: int  # choices queued for one
+    tokens_last_minute: int
+
+    @property
+    def tokens_per_second(self) -> float:
+        return round(self.tokens_last_minute / WINDOW, 2)
+
+
+class WorkerBoard:
+    """Rows of figures in shared memory; one writer per row (its worker, on its hub), any reader."""
+
+    def __init__(self, slots: int) -> None:
+        self._memory = mmap.mmap(-1, slots * _ROW)  # MAP_SHARED | MAP_ANONYMOUS: survives fork shared
+
+    def record_load(self, slot: int, running: int, waiting: int) -> None:
+        """The worker's choices now: holding a sequence, and waiting for one."""
+        _HEAD.pack_into(self._memory, slot * _ROW, running, waiting)
+
+    def add_tokens(self, slot: int, tokens: int, now: float | None = None) -> None:
+        """Count `tokens` generated in the current second."""
+        second = int(time.time() if now is None else now)
+        offset = slot * _ROW + _HEAD.size + (second % WINDOW) * _BUCKET.size
+        stamped, count = _BUCKET.unpack_from(self._memory, offset)
+        # A bucket last written a minute (or more) ago starts over.
+        _BUCKET.pack_into(self._memory, offset, second, tokens + (count if stamped == second else 0))
+
+    def read(self, slot: int, now: float | None = None) -> WorkerFigures:
+        """The figures of the worker in `slot`, tokens counted over the minute up to `now`."""
+        second = int(time.time() if now is None else now)
+        running, waiting = _HEAD.unpack_from(self._memory, slot * _ROW)
+        start = slot * _ROW + _HEAD.size
+        buckets = (_BUCKET.unpack_from(self._memory, start + i * _BUCKET.size) for i in range(WINDOW))
+        tokens = sum(count for stamped, count in buckets if second - WINDOW < stamped <= second)
+        return WorkerFigures(running, waiting, tokens)
+
+    def clear(self, slot: int) -> None:
+        """Master, when a worker has exited: its replacement in `slot` starts from nothing."""
+        self._memory[slot * _ROW : (slot + 1) * _ROW] = bytes(_ROW)
+
+
+# Module state on purpose, like app.serving.peers.table: made by the master before
+# fork, inherited by every worker. None outside gunicorn.
+board: WorkerBoard | None = None

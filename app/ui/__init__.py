@@ -1,0 +1,36 @@
+"""The browser pages: a chat page at `/` and an operators' status page at `/status`, over the public API."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app, render_template
+
+bp = Blueprint("ui", __name__, template_folder="templates", static_folder="static", static_url_path="/ui")
+
+# Everything the pages use ships with them: nothing may load from elsewhere, and no
+# inline script may run, so HTML that slips into an answer could not act even if shown.
+_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+
+
+@bp.after_request
+def _guard(response: Response) -> Response:
+    response.headers.setdefault("Content-Security-Policy", _POLICY)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "no-referrer")
+    return response
+
+
+@bp.get("/")
+def chat() -> str:
+    """The chat page: it talks to /v1/chat/completions like any client."""
+    config = current_app.config["LLM"]
+    return render_template("chat.html", keys_required=bool(config.api_keys))
+
+
+@bp.get("/status")
+def status() -> str:
+    """Each worker, its model and its load, refreshed from /health/workers."""
+    config = current_app.config["LLM"]
+    return render_template("status.html", keys_required=bool(config.api_keys) and config.metrics_auth)

@@ -1,0 +1,257 @@
+// The chat page: a conversation streamed from /v1/chat/completions, as any OpenAI client streams it.
+"use strict";
+
+// html: false writes any HTML in an answer out as text; markdown-it also refuses
+// javascript:, vbscript: and data: links (other than images).
+const markdown = window.markdownit({ html: false, linkify: false });
+const renderLink = markdown.renderer.rules.link_open ||
+  ((tokens, index, options, env, self) => self.renderToken(tokens, index, options));
+markdown.renderer.rules.link_open = (tokens, index, options, env, self) => {
+  tokens[index].attrSet("target", "_blank"); // a link never replaces the conversation
+  tokens[index].attrSet("rel", "noopener noreferrer");
+  return renderLink(tokens, index, options, env, self);
+};
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  messages: $("messages"), notice: $("notice"), composer: $("composer"), prompt: $("prompt"),
+  send: $("send"), stop: $("stop"), model: $("model"), system: $("system"),
+  temperature: $("temperature"), maxTokens: $("max-tokens"), settings: $("settings"),
+  settingsToggle: $("settings-toggle"), newChat: $("new-chat"),
+};
+const conversation = []; // {role, content}: what the model is sent next time
+let running = null; // the AbortController of the answer streaming now
+
+function showNotice(text) {
+  ui.notice.textContent = text;
+  ui.notice.hidden = !text;
+}
+
+// Follow the answer only while the reader is at the bottom: scrolling up to read stays put.
+function atBottom() {
+  const box = ui.messages;
+  return box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+}
+
+function addMessage(role, text) {
+  const empty = ui.messages.querySelector(".empty");
+  if (empty) empty.remove();
+  const item = document.createElement("article");
+  item.className = `message ${role}`;
+  const body = document.createElement("div");
+  body.className = "body";
+  const footer = document.createElement("footer");
+  footer.className = "stats";
+  if (role === "user") body.textContent = text; // the user's words, exactly as typed
+  item.append(body, footer);
+  ui.messages.append(item);
+  ui.messages.scrollTop = ui.messages.scrollHeight;
+  return { item, body, footer };
+}
+
+// Render at most once per frame: a fast model sends tokens quicker than a screen redraws.
+function painter(answer) {
+  let text = "";
+  let queued = false;
+  const paint = () => {
+    queued = false;
+    const follow = atBottom();
+    answer.body.innerHTML = markdown.render(text);
+    if (follow) ui.messages.scrollTop = ui.messages.scrollHeight;
+  };
+  return {
+    update(next) {
+      text = next;
+      if (!queued) {
+        queued = true;
+        requestAnimationFrame(paint);
+      }
+    },
+    now(next) {
+      text = next;
+      paint();
+    },
+  };
+}
+
+// Server-sent events from a fetch body: each event's data lines joined, comments (keep-alives) skipped.
+async function* sseData(response) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  const boundary = /\r\n\r\n|\n\n|\r\r/;
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let found;
+    while ((found = boundary.exec(buffer)) !== null) {
+      const block = buffer.slice(0, found.index);
+      buffer = buffer.slice(found.index + found[0].length);
+      const data = block.split(/\r\n|\n|\r/)
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).replace(/^ /, ""));
+      if (data.length) yield data.join("\n");
+    }
+  }
+}
+
+function setRunning(controller) {
+  running = controller;
+  ui.send.hidden = controller !== null; // Send and Stop share one place: nothing moves
+  ui.stop.hidden = controller === null;
+  if (controller === null) ui.prompt.focus();
+}
+
+function requestBody() {
+  const messages = [];
+  const system = ui.system.value.trim();
+  if (system) messages.push({ role: "system", content: system });
+  messages.push(...conversation);
+  const body = { model: ui.model.value || undefined, messages, stream: true,
+    stream_options: { include_usage: true } };
+  const temperature = parseFloat(ui.temperature.value);
+  if (!Number.isNaN(temperature)) body.temperature = temperature;
+  const maxTokens = parseInt(ui.maxTokens.value, 10);
+  if (!Number.isNaN(maxTokens)) body.max_tokens = maxTokens;
+  return body;
+}
+
+function describe(usage, started, firstAt, ended) {
+  const parts = [];
+  if (usage) parts.push(`${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion tokens`);
+  if (firstAt !== null) parts.push(`first token after ${Math.round(firstAt - started)} ms`);
+  if (usage && firstAt !== null && ended > firstAt && usage.completion_tokens > 1) {
+    // Tokens after the first over the time they took: the first one's wait is the TTFT above.
+    const rate = (usage.completion_tokens - 1) / ((ended - firstAt) / 1000);
+    parts.push(`${rate.toFixed(1)} tokens/s`);
+  }
+  return parts.join(" · ");
+}
+
+async function send() {
+  const text = ui.prompt.value.trim();
+  if (!text || running) return;
+  showNotice("");
+  ui.prompt.value = "";
+  conversation.push({ role: "user", content: text });
+  addMessage("user", text);
+  const answer = addMessage("assistant", "");
+  answer.item.dataset.state = "waiting";
+  answer.footer.textContent = "…";
+  const paint = painter(answer);
+  const controller = new AbortController();
+  setRunning(controller);
+  const started = performance.now();
+  let firstAt = null;
+  let content = "";
+  let usage = null;
+  let finish = null;
+  let failure = null;
+  try {
+    const response = await fetch("/v1/chat/completions", {
+      method: "POST", headers: api.headers(), body: JSON.stringify(requestBody()),
+      signal: controller.signal,
+    });
+    if (!response.ok) {
+      failure = await api.errorText(response);
+    } else {
+      for await (const data of sseData(response)) {
+        if (data === "[DONE]") break;
+        const chunk = JSON.parse(data);
+        if (chunk.error) { // an error after the 200: the stream says so and ends
+          failure = `The answer broke off: ${chunk.error.message}`;
+          break;
+        }
+        if (chunk.usage) usage = chunk.usage;
+        for (const choice of chunk.choices || []) {
+          const piece = choice.delta && choice.delta.content;
+          if (piece) {
+            if (firstAt === null) {
+              firstAt = performance.now();
+              answer.item.dataset.state = "streaming";
+            }
+            content += piece;
+            paint.update(content);
+          }
+          if (choice.finish_reason) finish = choice.finish_reason;
+        }
+      }
+    }
+  } catch (error) {
+    failure = error.name === "AbortError" ? null : `The connection broke: ${error.message}`;
+  }
+  const ended = performance.now();
+  paint.now(content);
+  const stopped = controller.signal.aborted;
+  if (content) {
+    conversation.push({ role: "assistant", content }); // a stopped answer's part too: it is on screen
+  } else {
+    conversation.pop(); // nothing came back: the question is not part of the conversation
+    if (failure) ui.prompt.value = text; // ready to send again
+  }
+  let note = describe(usage, started, firstAt, ended);
+  if (stopped) note = `Stopped${note ? ` · ${note}` : ""}`;
+  else if (finish === "length") note = `Cut at the max tokens setting · ${note}`;
+  answer.footer.textContent = note;
+  if (failure) {
+    answer.item.dataset.state = "error";
+    if (!content) answer.body.replaceChildren();
+    const error = document.createElement("p");
+    error.className = "error";
+    error.textContent = failure;
+    answer.body.append(error);
+    showNotice(failure);
+  } else {
+    answer.item.dataset.state = stopped ? "stopped" : "done";
+  }
+  setRunning(null);
+}
+
+async function loadModels() {
+  let response;
+  try {
+    response = await fetch("/v1/models", { headers: api.headers() });
+  } catch (error) {
+    showNotice(`The server cannot be reached: ${error.message}`);
+    return;
+  }
+  if (!response.ok) {
+    showNotice(await api.errorText(response));
+    return;
+  }
+  const chosen = sessionStorage.getItem("llm-server-model");
+  const models = (await response.json()).data.filter((model) => model.kind !== "embedding");
+  ui.model.replaceChildren(...models.map((model) => {
+    const option = new Option(model.ready ? model.id : `${model.id} (loading)`, model.id);
+    option.selected = model.id === chosen;
+    return option;
+  }));
+}
+
+ui.composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  send();
+});
+ui.prompt.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    send();
+  }
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && running) running.abort();
+});
+ui.stop.addEventListener("click", () => running && running.abort());
+ui.model.addEventListener("change", () => sessionStorage.setItem("llm-server-model", ui.model.value));
+ui.newChat.addEventListener("click", () => {
+  if (running) running.abort();
+  conversation.length = 0;
+  ui.messages.replaceChildren();
+  showNotice("");
+});
+ui.settingsToggle.addEventListener("click", () => {
+  const open = ui.settings.classList.toggle("open");
+  ui.settingsToggle.setAttribute("aria-expanded", String(open));
+});
+document.getElementById("api-key").addEventListener("change", loadModels);
+loadModels();

@@ -1,0 +1,62 @@
+// The status page: each worker's figures from /health/workers, every few seconds.
+"use strict";
+
+const rows = document.getElementById("workers");
+const notice = document.getElementById("notice");
+const updated = document.getElementById("updated");
+
+function cell(text, className) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  if (className) td.className = className;
+  return td;
+}
+
+function state(worker) {
+  if (!worker.ready) return "loading";
+  return worker.generating ? "generating" : "idle";
+}
+
+async function refresh() {
+  let response;
+  try {
+    response = await fetch("/health/workers", { headers: api.headers() });
+  } catch (error) {
+    notice.textContent = `The server cannot be reached: ${error.message}`;
+    notice.hidden = false;
+    return;
+  }
+  if (!response.ok) {
+    notice.textContent = await api.errorText(response);
+    notice.hidden = false;
+    return;
+  }
+  notice.hidden = true;
+  const workers = (await response.json()).data;
+  rows.replaceChildren(...workers.map((worker) => {
+    const tr = document.createElement("tr");
+    tr.dataset.pid = worker.pid;
+    tr.dataset.state = state(worker);
+    tr.append(
+      cell(`#${worker.slot} (pid ${worker.pid})`),
+      cell(worker.model ?? "?"),
+      cell(state(worker), `state ${state(worker)}`),
+      cell(`${worker.running} of ${worker.sequences}`, "number"),
+      cell(String(worker.waiting), "number"),
+      cell(worker.tokens_per_second.toFixed(1), "number"),
+    );
+    return tr;
+  }));
+  if (!workers.length) {
+    const none = cell("No gunicorn workers: this process runs outside gunicorn.", "muted");
+    none.colSpan = 6;
+    const tr = document.createElement("tr");
+    tr.append(none);
+    rows.replaceChildren(tr);
+  }
+  updated.textContent = `as of ${new Date().toLocaleTimeString()}`;
+}
+
+document.getElementById("api-key").addEventListener("change", refresh);
+refresh();
+setInterval(refresh, 3000);

@@ -48,9 +48,13 @@ def assert_clean(log: str) -> None:
     assert not [line for line in lines if "Traceback" in line or "[ERROR]" in line], log
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's headless Chromium driven by Playwright (which cannot download a browser here)."""
+    """Debian's headless Chromium driven by Playwright (which cannot download a browser here).
+
+    Per module, not per session: Playwright's sync API holds an asyncio loop in this thread
+    while it runs, and the tests of other modules start loops of their own (asyncio.run).
+    """
     from playwright.sync_api import sync_playwright
 
     executable = shutil.which("chromium")

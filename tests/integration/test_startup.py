@@ -58,6 +58,7 @@ BAD_SETTINGS = [
         ("LLM_QUEUE_TIMEOUT", "-1"),
         ("LLM_API_KEYS_FILE", "/nonexistent/keys"),
         ("LLM_METRICS_AUTH", "perhaps"),
+        ("LLM_UI", "on"),
         ("LLM_CORS_ORIGINS", "not-an-origin"),
         ("LLM_LOG_FORMAT", "yaml"),
         ("LLM_API_KEYS", ","),

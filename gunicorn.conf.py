@@ -8,7 +8,7 @@ from pathlib import Path
 from app import cpu
 from app.config import Config, exit_on_bad_config
 from app.model_specs import model_for_new_worker
-from app.serving import peers
+from app.serving import key_limits, peers
 from app.telemetry import worker_board
 
 # Validated here, in the master, so a bad value stops start-up with one line.
@@ -56,6 +56,7 @@ control_socket_disable = True  # several instances may share a host (tests, mult
 if peers.table is None:  # the first start, not a reload
     peers.table = peers.PeerTable()
     worker_board.board = worker_board.WorkerBoard(peers.SLOTS)  # the status page's figures, per slot
+    key_limits.limits = key_limits.KeyLimits(peers.SLOTS)  # per-key limits, held across workers
     # prometheus_client's multiprocess mode: one directory shared by the workers,
     # emptied at start so no earlier run's figures linger (kept across reloads).
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
@@ -107,8 +108,10 @@ def child_exit(server, worker):
 
     peers.table.release(worker.llm_slot)
     worker_board.board.clear(worker.llm_slot)
+    key_limits.limits.clear_worker(worker.llm_slot)  # a killed worker's generations are over
     multiprocess.mark_process_dead(worker.pid)
 
 
 def on_exit(server):
     peers.table.close()
+    key_limits.limits.close()

@@ -42,6 +42,8 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
         )
         engine = (EmbeddingEngine if config.embedding else Engine)(config, figures)
         engine.start()
+        if worker is not None and worker_board.board is not None:
+            worker_board.sample_greenlets(worker_board.board, worker.slot)
     app.extensions["engine"] = engine
 
     request_log.init_app(app)  # first, so that even a 401 has an id and an access line

@@ -11,6 +11,9 @@ from typing import Any
 
 from app import cpu, model_specs
 from app import setting_values as values
+from app.api_keys import ApiKey, keys_checked
+from app.api_keys import from_file as keys_from_file
+from app.api_keys import from_variable as keys_from_variable
 from app.model_specs import ModelSpec
 from app.setting_values import default_model_path
 
@@ -165,16 +168,21 @@ class Config:
         "300",
         "Wall time after which a generation ends with finish_reason length; 0: no limit",
     )
-    api_keys: tuple[str, ...] = setting(
+    api_keys: tuple[ApiKey, ...] = setting(
         "LLM_API_KEYS",
-        values.text_list,
+        keys_from_variable,
         "",
-        "Comma-separated API keys; when set (or LLM_API_KEYS_FILE), /v1 needs Authorization: Bearer",
+        "Comma-separated API keys, each `key` or `name:key`; when set (or LLM_API_KEYS_FILE), "
+        "/v1 needs Authorization: Bearer",
         secret=True,
         optional=True,
     )
-    api_keys_file: tuple[str, ...] | None = setting(
-        "LLM_API_KEYS_FILE", values.key_file, "", "File of API keys, one per line", optional=True
+    api_keys_file: tuple[ApiKey, ...] | None = setting(
+        "LLM_API_KEYS_FILE",
+        keys_from_file,
+        "",
+        "File of API keys, a line each: `name key [concurrency=N] [rpm=N] [tpm=N]` (re-read on SIGHUP)",
+        optional=True,
     )
     metrics_auth: bool = setting(
         "LLM_METRICS_AUTH", values.flag, "0", "1 makes /metrics and /health/workers need an API key too"
@@ -263,7 +271,11 @@ def _derive(raw: dict[str, Any]) -> dict[str, Any]:
     parsed = {**raw, "raw": raw}
     parsed["model_index"] = index = raw.get("model_index", 0)
     parsed["model_id"] = parsed["model_id"] or Path(parsed["model_path"]).stem
-    parsed["api_keys"] = (parsed["api_keys"] or ()) + (parsed["api_keys_file"] or ())
+    try:
+        merged = (parsed["api_keys"] or ()) + (parsed["api_keys_file"] or ())
+        parsed["api_keys"] = keys_checked(merged)
+    except ValueError as exc:
+        raise ConfigError(f"LLM_API_KEYS and LLM_API_KEYS_FILE: {exc}") from None
     parsed["workers_given"] = parsed["workers"] is not None
     parsed["models_given"] = parsed["models"] is not None
     if parsed["models"] is None:

@@ -115,18 +115,6 @@ def text_list(raw: str) -> tuple[str, ...]:
     return items
 
 
-def key_file(raw: str) -> tuple[str, ...]:
-    """A file of API keys, one per line (blank lines and # comments skipped)."""
-    try:
-        lines = Path(raw).read_text().splitlines()
-    except OSError as exc:
-        raise ValueError(f"cannot read the file: {exc.strerror}") from None
-    keys = tuple(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
-    if not keys:
-        raise ValueError("holds no keys")
-    return keys
-
-
 def origins(raw: str) -> tuple[str, ...]:
     """Comma-separated origins such as https://app.example.com, or *."""
     items = text_list(raw)

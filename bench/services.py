@@ -144,6 +144,24 @@ def nginx(backend_ports: list[int]) -> Service:
     return Service(command, port).wait_ready("/health")
 
 
+def prometheus(targets: list[str], interval: str = "1s") -> Service:
+    """Debian's Prometheus with deploy/prometheus.yml, scraping `targets` (host:port) every `interval`."""
+    binary = shutil.which("prometheus") or "/usr/bin/prometheus"
+    port = free_port()
+    prefix = Path(tempfile.mkdtemp(prefix="bench-prometheus-"))
+    conf = (ROOT / "deploy" / "prometheus.yml").read_text()
+    conf = re.sub(r"targets: \[.*\]", "targets: " + repr(targets).replace("'", '"'), conf)
+    conf = re.sub(r"(scrape|evaluation)_interval: \S+", rf"\1_interval: {interval}", conf)
+    (prefix / "prometheus.yml").write_text(conf)
+    command = [
+        binary,
+        f"--config.file={prefix / 'prometheus.yml'}",
+        f"--storage.tsdb.path={prefix / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+    return Service(command, port, cwd=prefix).wait_ready("/-/ready")
+
+
 def install_peer() -> Path:
     """llama-cpp-python's bundled server in a virtual environment of its own (pinned)."""
     python = PEER_VENV / "bin" / "python"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask
 from flask_cors import CORS
 
-from app.api import auth, chat, completions, embeddings, errors, health, models, openapi, tokenize
+from app.api import auth, chat, completions, embeddings, errors, health, limits, models, openapi, tokenize
 from app.api.anthropic import routes as anthropic
 from app.api.responses import routes as responses
 
@@ -14,6 +14,7 @@ def init_app(app: Flask) -> None:
     """Register the API's checks, error handler and routes on `app`."""
     config = app.config["LLM"]
     auth.init_app(app)
+    limits.init_app(app)  # after auth: it needs the key
     if config.cors_origins:
         CORS(
             app,

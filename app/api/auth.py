@@ -4,24 +4,29 @@ from __future__ import annotations
 
 import hmac
 
-from flask import Flask, current_app, request
+from flask import Flask, current_app, g, request
 
 from app.api.errors import AuthenticationError
+from app.api_keys import ApiKey
 
 # Outside /v1 but reading the model: protected like it (llama.cpp's server does the same).
 _ALSO_PROTECTED = ("/tokenize", "/detokenize", "/tokenizer_info")
 _FIGURES = ("/metrics", "/health/workers")  # need a key only with LLM_METRICS_AUTH=1
 
 
-def _key_matches(presented: str, keys: tuple[bytes, ...]) -> bool:
+def _matching_key(presented: str, keys: tuple[tuple[bytes, ApiKey], ...]) -> ApiKey | None:
     # Compare with every key, in constant time, so neither a key nor its position leaks.
     candidate = presented.encode()
-    return sum(hmac.compare_digest(candidate, key) for key in keys) > 0
+    found = None
+    for secret, key in keys:
+        if hmac.compare_digest(candidate, secret):
+            found = key
+    return found
 
 
 def _require_key() -> None:
     config = current_app.config["LLM"]
-    keys: tuple[bytes, ...] = current_app.extensions["api_keys"]
+    keys: tuple[tuple[bytes, ApiKey], ...] = current_app.extensions["api_keys"]
     protected = (
         request.path.startswith("/v1/")
         or request.path in _ALSO_PROTECTED
@@ -34,12 +39,15 @@ def _require_key() -> None:
         presented = request.headers.get("X-Api-Key", "")  # Anthropic's clients send it this way
     if not presented.strip():
         raise AuthenticationError("Missing API key: send it as 'Authorization: Bearer <key>' or 'x-api-key'.")
-    if not _key_matches(presented.strip(), keys):
+    key = _matching_key(presented.strip(), keys)
+    if key is None:
         # Never echo the key: it would land in client logs and ours.
         raise AuthenticationError("Incorrect API key provided.")
+    g.api_key = key
+    g.stats.key_name = key.name  # the access log and the metrics name the key, never show it
 
 
 def init_app(app: Flask) -> None:
     """Check keys before any /v1 view runs."""
-    app.extensions["api_keys"] = tuple(key.encode() for key in app.config["LLM"].api_keys)
+    app.extensions["api_keys"] = tuple((key.key.encode(), key) for key in app.config["LLM"].api_keys)
     app.before_request(_require_key)

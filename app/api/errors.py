@@ -97,6 +97,18 @@ class QueueFullError(APIError):
     headers = {"Retry-After": "1"}
 
 
+class RateLimitError(APIError):
+    """The request's key is over one of its limits (generations at once, requests or tokens per minute)."""
+
+    status = 429
+    type = "rate_limit_error"
+    code = "rate_limit_exceeded"
+
+    def __init__(self, message: str, headers: dict[str, str]) -> None:
+        super().__init__(message)
+        self.headers = headers  # Retry-After and OpenAI's x-ratelimit-*
+
+
 class AuthenticationError(APIError):
     """A missing or wrong API key."""
 

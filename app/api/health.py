@@ -34,6 +34,7 @@ WORKER_LIST: dict[str, Any] = {
                     "running": {**_COUNT, "description": "Choices holding a sequence now"},
                     "waiting": {**_COUNT, "description": "Choices queued for a sequence"},
                     "generating": {"type": "boolean"},
+                    "greenlets": {**_COUNT, "description": "Live greenlets, counted every 5 seconds"},
                     "tokens_last_minute": _COUNT,
                     "tokens_per_second": {"type": "number", "minimum": 0},
                 },
@@ -83,6 +84,7 @@ def workers() -> Response:
                     "running": figures.running,
                     "waiting": figures.waiting,
                     "generating": figures.running > 0,
+                    "greenlets": figures.greenlets,
                     "tokens_last_minute": figures.tokens_last_minute,
                     "tokens_per_second": figures.tokens_per_second,
                 }

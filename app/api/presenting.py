@@ -68,6 +68,8 @@ class _HungUp(Exception):  # noqa: N818 - a signal, not an error
 def chunks(generation: Generation, stats: RequestStats) -> Iterator[Chunk | None]:
     """The generation's chunks for a presenter: figures noted, failures raised, a hang-up ending it."""
     for chunk in generation:
+        if stats.queue_wait is None and generation.started_at is not None:
+            stats.queue_wait = generation.started_at - generation.submitted_at
         if chunk is not None:
             account(chunk, stats)
             if chunk.finish_reason == "cancelled":

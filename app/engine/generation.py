@@ -40,6 +40,8 @@ class Generation:
         self.started = False  # a first choice has a sequence
         self.queued = False  # counted among the requests waiting for one
         self.closed = False
+        self.submitted_at = time.monotonic()
+        self.started_at: float | None = None  # when a first choice got a sequence
         # Called while queued; may hand the request to an idle peer by raising (serving/relay.py).
         self.migrate: Callable[[], None] | None = None
         self.context = contextvars.copy_context()  # the request's (its log lines carry its id)
@@ -90,6 +92,7 @@ class Generation:
     def mark_started(self) -> None:
         """The engine gave a first choice a sequence."""
         self.started = True
+        self.started_at = time.monotonic()
         self._started.set()
 
     def push(self, chunk: Chunk) -> None:

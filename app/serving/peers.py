@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import secrets
 import shutil
 import socket
 import struct
@@ -53,6 +54,7 @@ class PeerTable:
     def __init__(self) -> None:
         self._memory = mmap.mmap(-1, SLOTS * _ENTRY.size)  # MAP_SHARED | MAP_ANONYMOUS
         self.rundir = tempfile.mkdtemp(prefix="llm-server-")
+        self.secret = secrets.token_hex(16)  # marks requests relayed between this server's workers
 
     def claim(self, model: int = 0) -> int:
         """Master, before fork: reserve the first free slot for the worker about to start, holding `model`."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import http.client
 import logging
 import socket
@@ -16,7 +17,9 @@ from app.serving import disconnect, peers
 
 log = logging.getLogger(__name__)
 
-# Marks a request already relayed once, so it is never passed on again.
+# Marks a request already relayed once, so it is never passed on again (nor counted
+# again against its key's limits). Its value is the server's own secret: a client
+# sending the header gains nothing.
 RELAYED_HEADER = "X-LLM-Relayed"
 _HOP_BY_HOP = {
     "connection",
@@ -64,10 +67,17 @@ class Migrated(Exception):  # noqa: N818 - a hand-over, not an error
         return _as_response(environ, self.connection, self.upstream)
 
 
+def is_relayed(request: Request) -> bool:
+    """Whether `request` came from another worker of this server (which has counted it)."""
+    worker = peers.this_worker
+    marker = request.headers.get(RELAYED_HEADER, "")
+    return worker is not None and hmac.compare_digest(marker.encode(), worker.table.secret.encode())
+
+
 def to_model_holder(request: Request, model: int, config: Config) -> Response | None:
     """Relay `request` to the ready worker holding `model` with the most room; None if there is none."""
     worker = peers.this_worker
-    if worker is None or request.headers.get(RELAYED_HEADER):
+    if worker is None or is_relayed(request):
         return None
     peer = worker.table.roomiest_peer(worker.slot, model)
     if peer is None:
@@ -79,7 +89,7 @@ def to_model_holder(request: Request, model: int, config: Config) -> Response | 
 def to_idle_peer(request: Request, engine: Engine) -> Response | None:
     """Relay `request` to a worker with a free sequence if this one has none; None to serve it here."""
     worker = peers.this_worker
-    if worker is None or engine.has_room or request.headers.get(RELAYED_HEADER):
+    if worker is None or engine.has_room or is_relayed(request):
         return None
     peer = worker.table.roomiest_peer(worker.slot, worker.model)
     if peer is None or peer[1] <= 0:
@@ -92,7 +102,7 @@ def migrator(request: Request, engine: Engine) -> Callable[[], None] | None:
     """For a request about to queue here: a check, run while it waits, that hands it to a peer
     that has a free sequence (raising Migrated), so that no request waits while a sequence idles."""
     worker = peers.this_worker
-    if worker is None or request.headers.get(RELAYED_HEADER):
+    if worker is None or is_relayed(request):
         return None
     forward = _Forward(
         request.method, request.full_path.rstrip("?"), request.get_data(), dict(request.headers)
@@ -138,7 +148,7 @@ def _open(
     headers = {
         k: v for k, v in dict(request.headers).items() if k.lower() not in _HOP_BY_HOP | {"content-length"}
     }
-    headers[RELAYED_HEADER] = "1"
+    headers[RELAYED_HEADER] = table.secret
     try:
         connection.request(request.method, path, body, headers)
         return connection, connection.getresponse()

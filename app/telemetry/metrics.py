@@ -25,15 +25,42 @@ bp = Blueprint("metrics", __name__)
 REQUESTS = Counter("llm_requests_total", "HTTP requests by route and status", ["route", "status"])
 PROMPT_TOKENS = Counter("llm_prompt_tokens_total", "Prompt tokens of answered generations")
 COMPLETION_TOKENS = Counter("llm_completion_tokens_total", "Generated tokens")
+# Latency histograms per model, with buckets spanning what LLM serving sees (vLLM's choice of
+# figures): the wait for a first token, the time per token after it, the queue, the whole request.
 TTFT = Histogram(
     "llm_time_to_first_token_seconds",
     "Time from request to first generated text",
+    ["model"],
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
 INTER_TOKEN = Histogram(
     "llm_inter_token_latency_seconds",
     "Time between two pieces of generated text",
+    ["model"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1),
+)
+TIME_PER_OUTPUT_TOKEN = Histogram(
+    "llm_time_per_output_token_seconds",
+    "A request's time per generated token after the first (its mean)",
+    ["model"],
+    buckets=(0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5),
+)
+QUEUE_TIME = Histogram(
+    "llm_request_queue_seconds",
+    "Time a request waited for a free sequence",
+    ["model"],
+    buckets=(0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+E2E_LATENCY = Histogram(
+    "llm_e2e_request_latency_seconds",
+    "Time from request to its last byte, for requests that generated",
+    ["model"],
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300),
+)
+KEY_REQUESTS = Counter("llm_key_requests_total", "Requests per API key name and status", ["key", "status"])
+KEY_PROMPT_TOKENS = Counter("llm_key_prompt_tokens_total", "Prompt tokens per API key name", ["key"])
+KEY_COMPLETION_TOKENS = Counter(
+    "llm_key_completion_tokens_total", "Generated tokens per API key name", ["key"]
 )
 CANCELLED = Counter("llm_cancelled_requests_total", "Generations whose client went away")
 REJECTED = Counter("llm_rejected_requests_total", "Requests refused for lack of capacity (429/503)")
@@ -66,17 +93,26 @@ MODEL_LOAD = Gauge(
 )
 
 
-def record_request(route: str, status: int, stats: RequestStats) -> None:
-    """Count one finished request and what it generated."""
+def record_request(route: str, status: int, stats: RequestStats, model: str, seconds: float) -> None:
+    """Count one finished request (of `model`, taking `seconds`) and what it generated."""
     REQUESTS.labels(route=route, status=str(status)).inc()
     if stats.prompt_tokens:
         PROMPT_TOKENS.inc(stats.prompt_tokens)
     if stats.completion_tokens:
         COMPLETION_TOKENS.inc(stats.completion_tokens)
+    if stats.key_name is not None:
+        KEY_REQUESTS.labels(key=stats.key_name, status=str(status)).inc()
+        KEY_PROMPT_TOKENS.labels(key=stats.key_name).inc(stats.prompt_tokens)
+        KEY_COMPLETION_TOKENS.labels(key=stats.key_name).inc(stats.completion_tokens)
+    if stats.queue_wait is not None:
+        QUEUE_TIME.labels(model=model).observe(stats.queue_wait)
     if stats.ttft is not None:
-        TTFT.observe(stats.ttft)
+        TTFT.labels(model=model).observe(stats.ttft)
+        E2E_LATENCY.labels(model=model).observe(seconds)
+        if (per_token := stats.time_per_output_token) is not None:
+            TIME_PER_OUTPUT_TOKEN.labels(model=model).observe(per_token)
     for gap in stats.gaps:
-        INTER_TOKEN.observe(gap)
+        INTER_TOKEN.labels(model=model).observe(gap)
     if stats.cancelled:
         CANCELLED.inc()
     if stats.rejected or status in (429, 503) and route.startswith("/v1/"):

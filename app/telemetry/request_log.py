@@ -98,8 +98,10 @@ def _access_line(rid: str, method: str, route: str, model: str, status: int, sta
         "ttft": None if stats.ttft is None else round(stats.ttft, 4),
         "cancelled": stats.cancelled,
     }
+    if stats.key_name is not None:
+        fields["key"] = stats.key_name  # the key's name: the key itself is never logged
     log.info(" ".join(f"{k}={v}" for k, v in fields.items()), extra={"request_id": rid, "fields": fields})
-    metrics.record_request(route, status, stats)
+    metrics.record_request(route, status, stats, model, seconds)
 
 
 def init_app(app: Flask) -> None:

@@ -16,6 +16,8 @@ class RequestStats:
     cancelled: bool = False
     rejected: bool = False
     relayed: bool = False  # handed to another worker, which logs and counts it
+    key_name: str | None = None  # the API key's name, when the server has keys
+    queue_wait: float | None = None  # seconds from admission to a first sequence
     started: float = field(default_factory=time.monotonic)
     gaps: list[float] = field(default_factory=list)
     _last: float | None = None
@@ -34,3 +36,10 @@ class RequestStats:
         else:
             self.gaps.append(now - self._last)
         self._last = now
+
+    @property
+    def time_per_output_token(self) -> float | None:
+        """Seconds per generated token after the first (None with fewer than two tokens)."""
+        if self.ttft is None or self._last is None or self.completion_tokens < 2:
+            return None
+        return (self._last - self.started - self.ttft) / (self.completion_tokens - 1)

@@ -10,13 +10,17 @@ without it having to write anything.
 
 from __future__ import annotations
 
+import gc
 import mmap
 import struct
 import time
 from dataclasses import dataclass
 
+import gevent
+import greenlet
+
 WINDOW = 60  # seconds of token counts kept per worker
-_HEAD = struct.Struct("qq")  # running choices, waiting choices
+_HEAD = struct.Struct("qqq")  # running choices, waiting choices, live greenlets
 _BUCKET = struct.Struct("qq")  # a second (Unix time), tokens generated during it
 _ROW = _HEAD.size + WINDOW * _BUCKET.size
 
@@ -27,6 +31,7 @@ class WorkerFigures:
 
     running: int  # choices holding a sequence
     waiting: int  # choices queued for one
+    greenlets: int  # live greenlets in the worker (one or two per open connection), as last counted
     tokens_last_minute: int
 
     @property
@@ -42,7 +47,13 @@ class WorkerBoard:
 
     def record_load(self, slot: int, running: int, waiting: int) -> None:
         """The worker's choices now: holding a sequence, and waiting for one."""
-        _HEAD.pack_into(self._memory, slot * _ROW, running, waiting)
+        greenlets = _HEAD.unpack_from(self._memory, slot * _ROW)[2]
+        _HEAD.pack_into(self._memory, slot * _ROW, running, waiting, greenlets)
+
+    def record_greenlets(self, slot: int, greenlets: int) -> None:
+        """How many greenlets the worker has alive (a leak shows as growth at rest)."""
+        running, waiting, _ = _HEAD.unpack_from(self._memory, slot * _ROW)
+        _HEAD.pack_into(self._memory, slot * _ROW, running, waiting, greenlets)
 
     def add_tokens(self, slot: int, tokens: int, now: float | None = None) -> None:
         """Count `tokens` generated in the current second."""
@@ -55,15 +66,31 @@ class WorkerBoard:
     def read(self, slot: int, now: float | None = None) -> WorkerFigures:
         """The figures of the worker in `slot`, tokens counted over the minute up to `now`."""
         second = int(time.time() if now is None else now)
-        running, waiting = _HEAD.unpack_from(self._memory, slot * _ROW)
+        running, waiting, greenlets = _HEAD.unpack_from(self._memory, slot * _ROW)
         start = slot * _ROW + _HEAD.size
         buckets = (_BUCKET.unpack_from(self._memory, start + i * _BUCKET.size) for i in range(WINDOW))
         tokens = sum(count for stamped, count in buckets if second - WINDOW < stamped <= second)
-        return WorkerFigures(running, waiting, tokens)
+        return WorkerFigures(running, waiting, greenlets, tokens)
 
     def clear(self, slot: int) -> None:
         """Master, when a worker has exited: its replacement in `slot` starts from nothing."""
         self._memory[slot * _ROW : (slot + 1) * _ROW] = bytes(_ROW)
+
+
+def count_greenlets() -> int:
+    """Live greenlets in this process (a walk of the heap: call it seldom)."""
+    return sum(1 for thing in gc.get_objects() if isinstance(thing, greenlet.greenlet) and not thing.dead)
+
+
+def sample_greenlets(board: WorkerBoard, slot: int, every: float = 5.0) -> None:
+    """Count this worker's greenlets onto the board every `every` seconds, for its whole life."""
+
+    def loop() -> None:
+        while True:
+            board.record_greenlets(slot, count_greenlets())
+            gevent.sleep(every)
+
+    gevent.spawn(loop)
 
 
 # Module state on purpose, like app.serving.peers.table: made by the master before

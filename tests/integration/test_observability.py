@@ -86,8 +86,12 @@ def test_metrics_add_up_across_workers(start_server: Callable[..., Server]) -> N
     # Tokens: the four answered requests, plus what the cancelled ones had generated.
     assert value(samples, "llm_prompt_tokens_total") >= prompt_tokens
     assert value(samples, "llm_completion_tokens_total") >= completion_tokens
-    assert value(samples, "llm_time_to_first_token_seconds_count") >= 4
-    assert value(samples, "llm_inter_token_latency_seconds_count") >= completion_tokens - 4
+    model = {"model": "SmolLM2-135M-Instruct.Q4_1"}  # latency histograms are per model
+    assert value(samples, "llm_time_to_first_token_seconds_count", **model) >= 4
+    assert value(samples, "llm_inter_token_latency_seconds_count", **model) >= completion_tokens - 4
+    assert value(samples, "llm_e2e_request_latency_seconds_count", **model) >= 4
+    assert value(samples, "llm_request_queue_seconds_count", **model) >= 4
+    assert value(samples, "llm_time_per_output_token_seconds_count", **model) >= 4
     assert value(samples, "llm_model_load_seconds") > 0
     assert value(samples, "llm_queue_depth") == 0 and value(samples, "llm_generations_in_flight") == 0
 

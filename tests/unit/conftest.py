@@ -64,6 +64,8 @@ class FakeGeneration:
     requests: list[GenerationRequest]
     closed: int = 0
     cancelled: bool = False
+    submitted_at: float = 0.0
+    started_at: float | None = 0.0  # a sequence at once: no queue
 
     def __iter__(self) -> Iterator[Chunk | None]:
         try:

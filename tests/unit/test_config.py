@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,9 @@ def settings(**env: str) -> Config:
         ("LLM_DEFAULT_MAX_TOKENS", "4096", "must not exceed the max_tokens limit"),
         ("LLM_SSE_KEEPALIVE", "-1", "must be a number >= 0"),
         ("LLM_MAX_GENERATION_SECONDS", "-3", "must be a number >= 0"),
-        ("LLM_API_KEYS", ",", "must be a comma-separated list"),
+        ("LLM_API_KEYS", ",", "lists no keys"),
+        ("LLM_API_KEYS", "ci:sk-1,ci:sk-2", "the name 'ci' appears twice"),
+        ("LLM_API_KEYS", "a:sk-1,b:sk-1", "the key appears twice"),
         ("LLM_API_KEYS_FILE", "/nonexistent/keys", "cannot read the file"),
         ("LLM_METRICS_AUTH", "sometimes", "must be 0 or 1"),
         ("LLM_CORS_ORIGINS", "app.example.com", "is not an origin"),
@@ -96,11 +99,46 @@ def test_api_keys_from_the_variable_and_the_file(tmp_path: Path) -> None:
     keys = tmp_path / "keys"
     keys.write_text("# team keys\nsk-file-1\n\n  sk-file-2  \n")
     config = settings(LLM_API_KEYS="sk-a,sk-b", LLM_API_KEYS_FILE=str(keys))
-    assert config.api_keys == ("sk-a", "sk-b", "sk-file-1", "sk-file-2")
+    assert [key.key for key in config.api_keys] == ["sk-a", "sk-b", "sk-file-1", "sk-file-2"]
     empty = tmp_path / "empty"
     empty.write_text("# nothing\n")
     with pytest.raises(ConfigError, match="holds no keys"):
         settings(LLM_API_KEYS_FILE=str(empty))
+
+
+def test_named_keys_and_their_limits(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("# name key [limits]\nalice sk-alice concurrency=2 rpm=30\n\nbob sk-bob tpm=9\nsk-bare")
+    config = settings(LLM_API_KEYS="ci:sk-ci,sk-plain", LLM_API_KEYS_FILE=str(keys))
+    assert [(k.name, k.key, k.concurrency, k.rpm, k.tpm) for k in config.api_keys] == [
+        ("ci", "sk-ci", None, None, None),
+        ("key-2", "sk-plain", None, None, None),  # no name given: its place in the list
+        ("alice", "sk-alice", 2, 30, None),
+        ("bob", "sk-bob", None, None, 9),
+        ("line-5", "sk-bare", None, None, None),
+    ]
+    for line, message in [
+        ("carol sk-carol rpm=0", "line 1: 'rpm=0' is not one of concurrency=N, rpm=N, tpm=N"),
+        ("carol sk-carol burst=5", "line 1: 'burst=5' is not one of"),
+        ("carol! sk-carol", "line 1: 'carol!' is not a name"),
+    ]:
+        broken = tmp_path / "broken"
+        broken.write_text(line + "\n")
+        with pytest.raises(ConfigError, match=re.escape(message)) as caught:
+            settings(LLM_API_KEYS_FILE=str(broken))
+        assert str(caught.value).startswith("LLM_API_KEYS_FILE") and "sk-carol" not in str(caught.value)
+    with pytest.raises(ConfigError, match="the key appears twice"):
+        settings(LLM_API_KEYS="dup:sk-alice", LLM_API_KEYS_FILE=str(keys))
+
+
+def test_a_key_file_broken_after_a_good_read_keeps_the_keys_read_before(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("alice sk-alice rpm=5\n")
+    assert [k.name for k in settings(LLM_API_KEYS_FILE=str(keys)).api_keys] == ["alice"]
+    keys.write_text("alice sk-alice rpm=five\n")  # an edit gone wrong, then SIGHUP
+    assert [k.rpm for k in settings(LLM_API_KEYS_FILE=str(keys)).api_keys] == [5]
+    keys.write_text("alice sk-alice rpm=5\nbob sk-bob\n")
+    assert [k.name for k in settings(LLM_API_KEYS_FILE=str(keys)).api_keys] == ["alice", "bob"]
 
 
 def test_a_bad_secret_is_never_echoed() -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
-from app.telemetry.worker_board import WINDOW, WorkerBoard
+import gevent
+
+from app.telemetry.worker_board import WINDOW, WorkerBoard, count_greenlets
 
 
 def test_tokens_add_up_within_the_minute_and_fall_out_after_it() -> None:
@@ -45,3 +47,16 @@ def test_a_forked_worker_writes_where_the_parent_reads() -> None:
         os._exit(0)
     os.waitpid(pid, 0)
     assert board.read(1, now=100).tokens_last_minute == 42 and board.read(1, now=100).running == 1
+
+
+def test_greenlets_are_counted_and_kept_apart_from_the_load() -> None:
+    board = WorkerBoard(slots=1)
+    before = count_greenlets()
+    sleeping = [gevent.spawn(gevent.sleep, 5) for _ in range(3)]
+    gevent.sleep(0)  # let them start
+    assert count_greenlets() >= before + 3
+    board.record_load(0, running=1, waiting=2)
+    board.record_greenlets(0, 42)
+    board.record_load(0, running=0, waiting=0)
+    assert board.read(0).greenlets == 42 and board.read(0).running == 0
+    gevent.killall(sleeping)

@@ -1,0 +1,150 @@
+"""Named API keys and their limits on a real two-worker server: shared by the workers, in OpenAI's headers."""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from bench.services import Server
+from tests.integration.busy import model_busy
+from tests.integration.test_observability import scrape, value
+from tests.integration.waits import wait_for_log, wait_until
+
+KEYS = """# name key [limits]
+conc sk-conc-7d1 concurrency=1
+rpm sk-rpm-2c4 rpm=4
+tpm sk-tpm-9e0 tpm=60
+free sk-free-5a8
+"""
+SECRETS = ("sk-conc-7d1", "sk-rpm-2c4", "sk-tpm-9e0", "sk-free-5a8")
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def complete(server: Server, key: str, max_tokens: int = 1, **extra: object) -> httpx.Response:
+    """One completion on a fresh connection (so the kernel spreads them over the workers)."""
+    body = {"prompt": "Say something:", "max_tokens": max_tokens, "temperature": 0, **extra}
+    return httpx.post(server.url + "/v1/completions", json=body, headers=auth(key), timeout=60)
+
+
+def pids_logging(server: Server, pattern: str) -> set[str]:
+    """The worker pids of the access lines matching `pattern`."""
+    line = re.compile(r"\[(\d+)\] \[INFO\] \[\w+\] [\w.]+: " + pattern)
+    return {match.group(1) for match in line.finditer(server.output())}
+
+
+@pytest.fixture
+def limited(start_server: Callable[..., Server], tmp_path: Path) -> Iterator[Server]:
+    keys = tmp_path / "keys"
+    keys.write_text(KEYS)
+    server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_API_KEYS_FILE=str(keys))
+    yield server
+    assert not any(secret in server.output() for secret in SECRETS)  # names are logged, keys never
+
+
+def test_concurrency_holds_across_workers_and_never_delays_other_keys(limited: Server) -> None:
+    with model_busy(limited.port, headers=auth("sk-conc-7d1")):  # conc's one generation
+        refused = [complete(limited, "sk-conc-7d1") for _ in range(8)]
+        assert all(r.status_code == 429 for r in refused), [r.status_code for r in refused]
+        error = refused[0].json()["error"]
+        assert (error["type"], error["code"]) == ("rate_limit_error", "rate_limit_exceeded")
+        assert "'conc'" in error["message"] and "1 generations at once" in error["message"]
+        assert refused[0].headers["Retry-After"] == "1"
+        assert complete(limited, "sk-free-5a8").status_code == 200  # another key goes straight through
+    # Refused on both workers: the one holding the stream and the other.
+    assert len(pids_logging(limited, r"method=POST route=/v1/completions \S+ status=429 .* key=conc")) == 2
+    # The stream's place comes back when it ends (its client hung up).
+    wait_until(lambda: complete(limited, "sk-conc-7d1").status_code == 200, 30, "conc admitted again")
+
+
+def test_requests_per_minute_across_workers_with_openai_headers(limited: Server) -> None:
+    answers = [complete(limited, "sk-rpm-2c4") for _ in range(4)]
+    assert [a.status_code for a in answers] == [200] * 4
+    assert [a.headers["x-ratelimit-remaining-requests"] for a in answers] == ["3", "2", "1", "0"]
+    assert all(a.headers["x-ratelimit-limit-requests"] == "4" for a in answers)
+    assert answers[0].headers["x-ratelimit-reset-requests"] == "1m0s"  # when its request leaves the minute
+    over = complete(limited, "sk-rpm-2c4")
+    assert over.status_code == 429 and "4 requests per minute" in over.json()["error"]["message"]
+    assert 1 <= int(over.headers["Retry-After"]) <= 60
+    assert over.headers["x-ratelimit-remaining-requests"] == "0"
+    assert len(pids_logging(limited, r"method=POST route=/v1/completions \S+ status=200 .* key=rpm")) == 2
+    assert complete(limited, "sk-free-5a8").headers.get("x-ratelimit-limit-requests") is None  # no limits
+
+
+def test_tokens_per_minute_count_prompt_and_completion(limited: Server) -> None:
+    used = 0
+    while used < 60:  # each answer counts its prompt and completion tokens, on either worker
+        answer = complete(limited, "sk-tpm-9e0", max_tokens=12)
+        assert answer.status_code == 200, (used, answer.text)
+        assert answer.headers["x-ratelimit-remaining-tokens"] == str(max(0, 60 - used))  # before this one
+        usage = answer.json()["usage"]
+        used += usage["prompt_tokens"] + usage["completion_tokens"]
+    over = complete(limited, "sk-tpm-9e0")
+    assert over.status_code == 429 and "60 tokens per minute" in over.json()["error"]["message"]
+    assert over.headers["x-ratelimit-remaining-tokens"] == "0"
+    samples = scrape(limited)
+    assert value(samples, "llm_key_requests_total", key="tpm", status="429") == 1
+    prompt = value(samples, "llm_key_prompt_tokens_total", key="tpm")
+    assert prompt + value(samples, "llm_key_completion_tokens_total", key="tpm") == used
+
+
+def test_the_openai_sdk_retries_on_its_own_after_a_limit(limited: Server) -> None:
+    # conc's one generation is held by a stream; the SDK's retry waits Retry-After and gets in.
+    client = openai.OpenAI(base_url=limited.url + "/v1", api_key="sk-conc-7d1", max_retries=4)
+    model = client.models.list().data[0].id
+    raw = None
+    with model_busy(limited.port, headers=auth("sk-conc-7d1")):
+
+        def ask() -> None:
+            nonlocal raw
+            raw = client.completions.with_raw_response.create(model=model, prompt="Hi", max_tokens=2)
+
+        caller = threading.Thread(target=ask)
+        caller.start()
+        wait_for_log(limited, "status=429", timeout=30)  # its first attempt was refused
+    caller.join(60)  # the stream hung up on leaving the block: a retry got in
+    assert raw is not None and raw.http_response.status_code == 200
+    assert raw.retries_taken >= 1
+
+
+def test_sighup_rereads_the_key_file_while_a_stream_runs(
+    start_server: Callable[..., Server], tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("alice sk-alice-1\n")
+    server = start_server(LLM_WORKERS="1", LLM_N_THREADS="1", LLM_API_KEYS_FILE=str(keys))
+    body = {"prompt": "1, 2, 3,", "max_tokens": 400, "temperature": 0, "stream": True}
+    lines: list[str] = []
+
+    def stream() -> None:
+        url = server.url + "/v1/completions"
+        with httpx.stream("POST", url, json=body, headers=auth("sk-alice-1"), timeout=120) as answer:
+            for line in answer.iter_lines():
+                if line:
+                    lines.append(line)
+
+    reader = threading.Thread(target=stream)
+    reader.start()
+    wait_until(lambda: len(lines) > 3, 30, "the stream under way")
+    keys.write_text("bob sk-bob-2 rpm=100\n")
+    server.process.send_signal(signal.SIGHUP)
+    assert reader.is_alive()  # the reload comes while the stream runs
+    wait_until(lambda: complete(server, "sk-bob-2").status_code == 200, 60, "bob's key in force")
+    reader.join(120)
+    assert lines[-1] == "data: [DONE]" and '"finish_reason":"length"' in "".join(lines)  # not dropped
+    assert complete(server, "sk-alice-1").status_code == 401
+
+    keys.write_text("bob sk-bob-2 rpm=many\n")  # an edit gone wrong: the server stays up, bob stays in
+    server.process.send_signal(signal.SIGHUP)
+    wait_for_log(server, "the keys read before stay in force", timeout=30)
+    wait_until(lambda: complete(server, "sk-bob-2").status_code == 200, 60, "bob still in")
+    assert server.process.poll() is None

@@ -117,8 +117,13 @@ def one_request(client: httpx.Client, index: int, rng: random.Random) -> str:
 
 def run(requests: int, clients: int = 6, max_seconds: float = 3600, interval: float = 2.0) -> Soak:
     """Start a two-worker server, run the mix, sample, and check for leaks at rest."""
-    keys = Path(tempfile.mkdtemp(prefix="soak-")) / "keys"
-    keys.write_text(KEYS)
+    with tempfile.TemporaryDirectory(prefix="soak-") as folder:
+        keys = Path(folder) / "keys"
+        keys.write_text(KEYS)
+        return _run(keys, requests, clients, max_seconds, interval)
+
+
+def _run(keys: Path, requests: int, clients: int, max_seconds: float, interval: float) -> Soak:
     server = Server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_API_KEYS_FILE=str(keys), LLM_MAX_QUEUE="64")
     server.wait_ready(timeout=120)
     soak = Soak(requests=requests)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import socket
+from http.client import HTTPConnection
 from pathlib import Path
+
+from tests.integration.waits import wait_until
 
 
 def worker_pids(master_pid: int) -> list[int]:
@@ -39,3 +42,27 @@ def worker_holding(master_pid: int, client: socket.socket) -> int | None:
             except OSError:
                 continue
     return None
+
+
+def connection_to_each_worker(
+    host: str, port: int, master_pid: int, workers: int
+) -> dict[int, HTTPConnection]:
+    """One kept-alive HTTP connection to each of `workers` workers, by the pid that accepted it.
+
+    The kernel hands a new connection to whichever worker accepts first, so connections
+    are opened until every worker holds one; the spare ones are closed.
+    """
+    held: dict[int, HTTPConnection] = {}
+    for _ in range(200):
+        connection = HTTPConnection(host, port, timeout=60)
+        connection.connect()
+        pid = wait_until(
+            lambda c=connection: worker_holding(master_pid, c.sock), what="an accepted connection"
+        )
+        if pid in held:
+            connection.close()
+        else:
+            held[pid] = connection
+        if len(held) == workers:
+            return held
+    raise AssertionError(f"fewer than {workers} workers accepted 200 connections")

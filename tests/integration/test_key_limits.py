@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import re
+import json
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.client import HTTPConnection
 from pathlib import Path
 
 import httpx
@@ -14,6 +16,7 @@ import pytest
 
 from bench.services import Server
 from tests.integration.busy import model_busy
+from tests.integration.procs import connection_to_each_worker
 from tests.integration.test_observability import scrape, value
 from tests.integration.waits import wait_for_log, wait_until
 
@@ -36,12 +39,6 @@ def complete(server: Server, key: str, max_tokens: int = 1, **extra: object) -> 
     return httpx.post(server.url + "/v1/completions", json=body, headers=auth(key), timeout=60)
 
 
-def pids_logging(server: Server, pattern: str) -> set[str]:
-    """The worker pids of the access lines matching `pattern`."""
-    line = re.compile(r"\[(\d+)\] \[INFO\] \[\w+\] [\w.]+: " + pattern)
-    return {match.group(1) for match in line.finditer(server.output())}
-
-
 @pytest.fixture
 def limited(start_server: Callable[..., Server], tmp_path: Path) -> Iterator[Server]:
     keys = tmp_path / "keys"
@@ -51,33 +48,56 @@ def limited(start_server: Callable[..., Server], tmp_path: Path) -> Iterator[Ser
     assert not any(secret in server.output() for secret in SECRETS)  # names are logged, keys never
 
 
+@contextmanager
+def each_worker(server: Server) -> Iterator[list[HTTPConnection]]:
+    """A kept-alive connection to each of the two workers, closed after the block."""
+    held = connection_to_each_worker("127.0.0.1", server.port, server.process.pid, 2)
+    try:
+        yield list(held.values())
+    finally:
+        for connection in held.values():
+            connection.close()
+
+
+def post(connection: HTTPConnection, key: str) -> tuple[int, dict[str, str], dict]:
+    """One short completion over `connection`: status, headers (lower-case), body."""
+    body = json.dumps({"prompt": "Say something:", "max_tokens": 1, "temperature": 0})
+    connection.request("POST", "/v1/completions", body, {**auth(key), "Content-Type": "application/json"})
+    answer = connection.getresponse()
+    return answer.status, {k.lower(): v for k, v in answer.getheaders()}, json.loads(answer.read())
+
+
 def test_concurrency_holds_across_workers_and_never_delays_other_keys(limited: Server) -> None:
-    with model_busy(limited.port, headers=auth("sk-conc-7d1")):  # conc's one generation
-        refused = [complete(limited, "sk-conc-7d1") for _ in range(8)]
-        assert all(r.status_code == 429 for r in refused), [r.status_code for r in refused]
-        error = refused[0].json()["error"]
-        assert (error["type"], error["code"]) == ("rate_limit_error", "rate_limit_exceeded")
-        assert "'conc'" in error["message"] and "1 generations at once" in error["message"]
-        assert refused[0].headers["Retry-After"] == "1"
-        assert complete(limited, "sk-free-5a8").status_code == 200  # another key goes straight through
-    # Refused on both workers: the one holding the stream and the other.
-    assert len(pids_logging(limited, r"method=POST route=/v1/completions \S+ status=429 .* key=conc")) == 2
+    with each_worker(limited) as workers, model_busy(limited.port, headers=auth("sk-conc-7d1")):
+        for connection in workers:  # refused on both: the one holding the stream and the other
+            status, headers, body = post(connection, "sk-conc-7d1")
+            error = body["error"]
+            assert status == 429 and error["code"] == "rate_limit_exceeded", error
+            assert error["type"] == "rate_limit_error"
+            assert "'conc'" in error["message"] and "1 generations at once" in error["message"]
+            assert headers["retry-after"] == "1"
+            assert post(connection, "sk-free-5a8")[0] == 200  # another key goes straight through
     # The stream's place comes back when it ends (its client hung up).
     wait_until(lambda: complete(limited, "sk-conc-7d1").status_code == 200, 30, "conc admitted again")
 
 
 def test_requests_per_minute_across_workers_with_openai_headers(limited: Server) -> None:
-    answers = [complete(limited, "sk-rpm-2c4") for _ in range(4)]
-    assert [a.status_code for a in answers] == [200] * 4
-    assert [a.headers["x-ratelimit-remaining-requests"] for a in answers] == ["3", "2", "1", "0"]
-    assert all(a.headers["x-ratelimit-limit-requests"] == "4" for a in answers)
-    assert answers[0].headers["x-ratelimit-reset-requests"] == "1m0s"  # when its request leaves the minute
-    over = complete(limited, "sk-rpm-2c4")
-    assert over.status_code == 429 and "4 requests per minute" in over.json()["error"]["message"]
-    assert 1 <= int(over.headers["Retry-After"]) <= 60
-    assert over.headers["x-ratelimit-remaining-requests"] == "0"
-    assert len(pids_logging(limited, r"method=POST route=/v1/completions \S+ status=200 .* key=rpm")) == 2
-    assert complete(limited, "sk-free-5a8").headers.get("x-ratelimit-limit-requests") is None  # no limits
+    with each_worker(limited) as (first, second):
+        rpm_across(first, second)
+
+
+def rpm_across(first: HTTPConnection, second: HTTPConnection) -> None:
+    """rpm=4 spent over two workers, alternately: one count, seen by both."""
+    answers = [post(connection, "sk-rpm-2c4") for connection in (first, second, first, second)]
+    assert [status for status, _, _ in answers] == [200] * 4
+    assert [headers["x-ratelimit-remaining-requests"] for _, headers, _ in answers] == ["3", "2", "1", "0"]
+    assert all(headers["x-ratelimit-limit-requests"] == "4" for _, headers, _ in answers)
+    assert answers[0][1]["x-ratelimit-reset-requests"] == "1m0s"  # when its request leaves the minute
+    for connection in (first, second):
+        status, headers, body = post(connection, "sk-rpm-2c4")
+        assert status == 429 and "4 requests per minute" in body["error"]["message"]
+        assert 1 <= int(headers["retry-after"]) <= 60 and headers["x-ratelimit-remaining-requests"] == "0"
+    assert "x-ratelimit-limit-requests" not in post(first, "sk-free-5a8")[1]  # a key without limits
 
 
 def test_tokens_per_minute_count_prompt_and_completion(limited: Server) -> None:
@@ -92,6 +112,7 @@ def test_tokens_per_minute_count_prompt_and_completion(limited: Server) -> None:
     assert over.status_code == 429 and "60 tokens per minute" in over.json()["error"]["message"]
     assert over.headers["x-ratelimit-remaining-tokens"] == "0"
     samples = scrape(limited)
+    assert not any(secret in httpx.get(limited.url + "/metrics").text for secret in SECRETS)  # names only
     assert value(samples, "llm_key_requests_total", key="tpm", status="429") == 1
     prompt = value(samples, "llm_key_prompt_tokens_total", key="tpm")
     assert prompt + value(samples, "llm_key_completion_tokens_total", key="tpm") == used

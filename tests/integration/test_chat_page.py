@@ -172,3 +172,14 @@ def test_errors_from_the_server_are_told_in_words(start_server: Callable[..., Se
     assert httpx.get(server.url + "/health/workers", timeout=10).status_code == 401
     assert httpx.get(server.url + "/health/workers", headers=auth, timeout=10).status_code == 200
     assert key not in server.output()
+
+
+def test_an_error_after_the_200_is_told_too(start_server: Callable[..., Server], page: Any) -> None:
+    # Queued past LLM_QUEUE_TIMEOUT, a stream that has had its 200 ends with an error event.
+    server = start_server(LLM_PARALLEL="1", LLM_QUEUE_TIMEOUT="1", LLM_SSE_KEEPALIVE="0.3", LLM_N_THREADS="1")
+    open_chat(page, server)
+    with model_busy(server.port):
+        answer = ask(page, "Hello")
+        expect(answer).to_have_attribute("data-state", "error")
+    expect(answer).to_contain_text("The answer broke off: The request waited")
+    expect(page.locator("#notice")).to_contain_text("The answer broke off")

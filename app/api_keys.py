@@ -11,6 +11,7 @@ log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,31}")  # what goes into logs and metric labels
 _LIMITS = ("concurrency", "rpm", "tpm")
+_FORMS = "concurrency=N, rpm=N, tpm=N (N >= 1)"
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,11 @@ def from_file_text(text: str) -> tuple[ApiKey, ...]:
         if not _NAME.fullmatch(name):
             raise ValueError(f"line {number}: {name!r} is not a name (letters, digits, _ . @ -, at most 32)")
         limits: dict[str, int] = {}
-        for option in options:
+        for place, option in enumerate(options, 3):
             limit, _, value = option.partition("=")
             if limit not in _LIMITS or not value.isdigit() or int(value) < 1:
-                raise ValueError(
-                    f"line {number}: {option!r} is not one of concurrency=N, rpm=N, tpm=N (N >= 1)"
-                )
+                # Not echoed: a key written in the wrong place must not land in a log.
+                raise ValueError(f"line {number}: word {place} is not one of {_FORMS}")
             limits[limit] = int(value)
         keys.append(ApiKey(name, key, **limits))
     if not keys:

@@ -118,8 +118,9 @@ def test_named_keys_and_their_limits(tmp_path: Path) -> None:
         ("line-5", "sk-bare", None, None, None),
     ]
     for line, message in [
-        ("carol sk-carol rpm=0", "line 1: 'rpm=0' is not one of concurrency=N, rpm=N, tpm=N"),
-        ("carol sk-carol burst=5", "line 1: 'burst=5' is not one of"),
+        ("carol sk-carol rpm=0", "line 1: word 3 is not one of concurrency=N, rpm=N, tpm=N"),
+        ("carol sk-carol tpm=5 burst=5", "line 1: word 4 is not one of"),
+        ("carol rpm=5 sk-carol", "line 1: word 3 is not one of"),  # the key out of place: never shown
         ("carol! sk-carol", "line 1: 'carol!' is not a name"),
     ]:
         broken = tmp_path / "broken"

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-test serve test lint clean
+.PHONY: install install-test system-packages serve test lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,12 @@ install-test: $(VENV)/.installed-test
 serve: install
 	$(BIN)/gunicorn -c gunicorn.conf.py wsgi:app
 
+## The Debian packages the tests drive (Chromium, nginx, Node.js, Prometheus...), if missing.
+system-packages:
+	bash .ci/system-packages
+
 ## Install, then lint and run the whole test suite.
-test: install-test
+test: system-packages install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports

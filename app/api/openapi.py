@@ -32,7 +32,8 @@ _ERRORS = {
     405: "Method not allowed.",
     406: "The Accept header admits neither application/json nor text/event-stream.",
     413: "The request body is larger than LLM_MAX_BODY_BYTES.",
-    429: "This worker's queue is full (`code: queue_full`); retry after `Retry-After` seconds.",
+    429: "This worker's queue is full (`code: queue_full`), or the API key is over one of its limits "
+    "(`code: rate_limit_exceeded`); retry after `Retry-After` seconds.",
     500: "An unexpected server error (details are in the server log).",
     503: "The model is not loaded yet, or the request waited longer than LLM_QUEUE_TIMEOUT.",
 }

@@ -16,6 +16,7 @@ _ERRORS = {
     404: "No such model (`code: model_not_found`).",
     406: "The Accept header does not admit application/json.",
     413: "The request body is larger than LLM_MAX_BODY_BYTES.",
+    429: "The API key is over one of its limits (`code: rate_limit_exceeded`); retry after `Retry-After`.",
     500: "An unexpected server error (details are in the server log).",
     503: "The model is not loaded yet, or no worker holding it is ready.",
 }
@@ -122,12 +123,14 @@ def _answer(description: str, schema: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _post(summary: str, request: str, answer: dict[str, Any]) -> dict[str, Any]:
+def _post(summary: str, request: str, answer: dict[str, Any], limited: bool = True) -> dict[str, Any]:
+    """A POST operation; `limited`: under /v1, so counted against the key's limits (429)."""
+    statuses = (400, 401, 404, 406, 413, *((429,) if limited else ()), 500, 503)
     return {
         "post": {
             "summary": summary,
             "requestBody": {"required": True, "content": {"application/json": {"schema": request}}},
-            "responses": {200: answer, **_errors(400, 401, 404, 406, 413, 500, 503)},
+            "responses": {200: answer, **_errors(*statuses)},
         }
     }
 
@@ -153,11 +156,14 @@ def add_paths(spec: APISpec) -> None:
             "Text to token ids (llama.cpp server's `content`, or vLLM's `prompt`)",
             "TokenizeRequest",
             _answer("The token ids.", "Tokens"),
+            limited=False,
         ),
     )
     spec.path(
         path="/detokenize",
-        operations=_post("Token ids to text", "DetokenizeRequest", _answer("The text.", "DetokenizedText")),
+        operations=_post(
+            "Token ids to text", "DetokenizeRequest", _answer("The text.", "DetokenizedText"), limited=False
+        ),
     )
     spec.path(
         path="/v1/chat/completions/input_tokens",

@@ -31,7 +31,7 @@ _OPENAI_ERRORS = {
     404: "No such model (`code: model_not_found`).",
     406: "The Accept header admits neither application/json nor text/event-stream.",
     413: "The request body is larger than LLM_MAX_BODY_BYTES.",
-    429: "This worker's queue is full; retry after `Retry-After` seconds.",
+    429: "This worker's queue is full, or the API key is over one of its limits; retry after `Retry-After`.",
     500: "An unexpected server error (details are in the server log).",
     503: "The model is not loaded yet, or the request waited longer than LLM_QUEUE_TIMEOUT.",
 }
@@ -117,7 +117,7 @@ def add_paths(spec: APISpec) -> None:
             "ResponseInputTokensRequest",
             {"application/json": {"schema": "ResponseInputTokens"}},
             "The count.",
-            {s: e for s, e in openai_errors.items() if s != 429},
+            openai_errors,  # no queue here, but the key's limits count this request too
         ),
     )
     spec.path(
@@ -140,6 +140,6 @@ def add_paths(spec: APISpec) -> None:
             "MessagesCountTokensRequest",
             {"application/json": {"schema": "AnthropicTokenCount"}},
             "The count.",
-            {s: e for s, e in anthropic_errors.items() if s != 429},
+            anthropic_errors,
         ),
     )

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-test system-packages serve test lint clean
+.PHONY: install install-test system-packages serve test test-fast lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +30,19 @@ serve: install
 system-packages:
 	bash .ci/system-packages
 
-## Install, then lint and run the whole test suite.
-test: system-packages install-test
+## Lint, check the layers and the types (mypy, strict, over app/).
+lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
+
+## The inner loop, under a minute: lint, layers, types and the unit tests (no model, no server).
+test-fast: lint
+	$(BIN)/pytest -q tests/unit
+
+## Install, then lint and run the whole test suite.
+test: system-packages lint
 	$(BIN)/pytest -ra
 
 clean:

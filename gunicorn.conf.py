@@ -5,10 +5,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from app import cpu
-from app.config import Config, exit_on_bad_config
-from app.model_specs import model_for_new_worker
 from app.serving import key_limits, peers
+from app.settings import cpu
+from app.settings.config import Config
+from app.settings.models import model_for_new_worker
+from app.settings.startup import exit_on_bad_config
 from app.telemetry import worker_board
 
 # Validated here, in the master, so a bad value stops start-up with one line.

@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask
+from flask.json.provider import DefaultJSONProvider
 
-from app.config import Config
+from app.settings.config import Config
+from app.settings.current import install
+
+
+class _InOrderJSON(DefaultJSONProvider):
+    sort_keys = False  # keep OpenAI's field order, as clients print it
 
 
 def create_app(config: Config | None = None, engine: Any = None) -> Flask:
@@ -14,8 +20,8 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
 
     Tests pass `engine` to run the views without loading a model.
     """
-    # Imported here, as Flask's tutorial does, so that gunicorn.conf.py can read
-    # app.config in the master without loading llama.cpp or gevent before fork.
+    # Imported here, as Flask's tutorial does, so that gunicorn.conf.py can read the
+    # settings in the master without loading llama.cpp or gevent before fork.
     from app import api
     from app.engine.embedding_engine import EmbeddingEngine
     from app.engine.engine import Engine
@@ -23,13 +29,14 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     from app.telemetry import metrics, request_log, worker_board
     from app.telemetry.engine_figures import EngineFigures
 
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder=None)  # the pages serve their own files (app/ui/static)
     config = config or Config.from_env()
     worker = peers.this_worker
     if worker is not None:  # under gunicorn: this worker holds one model of LLM_MODELS
         config = config.for_model(worker.model)
-    app.config.update(LLM=config, MAX_CONTENT_LENGTH=config.max_body_bytes)
-    app.json.sort_keys = False  # keep OpenAI's field order, as clients print it
+    install(app, config)
+    app.config.update(MAX_CONTENT_LENGTH=config.max_body_bytes)
+    app.json = _InOrderJSON(app)
     request_log.configure_logging(json_lines=config.log_format == "json")
 
     if engine is None:

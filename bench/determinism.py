@@ -22,7 +22,8 @@ from pathlib import Path
 
 import httpx
 
-from bench import services
+from bench import references
+from tests.support.servers import Server
 
 QUESTIONS = [
     "Name a colour.", "What is rain?", "Describe a cat.", "Why is the sky blue?", "Say something kind.",
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
 
-    no_cache = services.ours(1, args.threads, 2048, LLM_PROMPT_CACHE="0")
+    no_cache = references.ours(1, args.threads, 2048, LLM_PROMPT_CACHE="0")
     try:
         alone = [answer(no_cache.url, question(i), args.max_tokens)[0] for i in range(args.prompts)]
         batched = [beside_others(no_cache.url, question(i), args.max_tokens, 3) for i in range(args.prompts)]
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(f"- alone, run twice: {repeat_differs} of {args.prompts} answers differ")
     lines.append(f"- alone against beside 3 other streams: {batch_differs} of {args.prompts} answers differ")
 
-    cached = services.ours(1, args.threads, 2048, LLM_PROMPT_CACHE="1")
+    cached = references.ours(1, args.threads, 2048, LLM_PROMPT_CACHE="1")
     try:
         cold = [answer(cached.url, question(i), args.max_tokens)[0] for i in range(args.prompts)]
         warm = [answer(cached.url, question(i), args.max_tokens)[0] for i in range(args.prompts)]
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         turns = {"cache on": second_turns(cached.url, args)}
     finally:
         cached.stop()
-    no_cache = services.ours(1, args.threads, 2048, LLM_PROMPT_CACHE="0")
+    no_cache = references.ours(1, args.threads, 2048, LLM_PROMPT_CACHE="0")
     try:
         turns["cache off"] = second_turns(no_cache.url, args)
     finally:
@@ -136,13 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-_COLD: dict[str, services.Server] = {}
+_COLD: dict[str, Server] = {}
 
 
 def alone_cold(args: argparse.Namespace, messages: list[dict[str, str]]) -> str:
     """The answer from a server without the prompt cache, alone (the reference)."""
     if "server" not in _COLD:
-        _COLD["server"] = services.ours(1, args.threads, 2048, LLM_PROMPT_CACHE="0")
+        _COLD["server"] = references.ours(1, args.threads, 2048, LLM_PROMPT_CACHE="0")
     return answer(_COLD["server"].url, messages, args.max_tokens)[0]
 
 

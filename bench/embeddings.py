@@ -25,8 +25,8 @@ from pathlib import Path
 import httpx
 import llama_cpp
 
-from app.setting_values import default_model_path
-from bench import llama_server, services
+from app.settings.values import default_model_path
+from bench import llama_server, references
 from bench.report import CPP, OURS, RAW, at_least
 
 WORDS = "river stone quiet market engine winter garden signal harbour lantern copper meadow".split()
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
     spec = [{"id": "embed", "path": args.model, "embedding": True, "pooling": "mean", "n_ctx": args.n_ctx}]
-    ours = services.ours(1, args.threads, args.n_ctx, LLM_MODELS=json.dumps(spec), LLM_MAX_QUEUE="256")
+    ours = references.ours(1, args.threads, args.n_ctx, LLM_MODELS=json.dumps(spec), LLM_MAX_QUEUE="256")
     cpp = llama_server.start(
         args.model, args.threads, args.clients, args.n_ctx, ("--embeddings", "--pooling", "mean")
     )

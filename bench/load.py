@@ -156,9 +156,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--disconnect-fraction", type=float, default=0.25)
     parser.add_argument("--time-limit", type=float, default=300.0)
+    parser.add_argument("--seed", type=int, default=0, help="which requests hang up, and their seeds")
     args = parser.parse_args(argv)
     report = asyncio.run(
-        run(args.url, args.clients, args.requests, args.max_tokens, args.disconnect_fraction, args.time_limit)
+        run(
+            args.url,
+            args.clients,
+            args.requests,
+            args.max_tokens,
+            args.disconnect_fraction,
+            args.time_limit,
+            args.seed,
+        )
     )
     json.dump(report.summary(), sys.stdout, indent=2)
     print()

@@ -17,9 +17,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from app.setting_values import default_model_path
-from bench import llama_server, measure, report, services
+from app.settings.values import default_model_path
+from bench import llama_server, measure, references, report
 from bench.report import CPP, NGINX, OURS, PEER, RAW
+from tests.support.servers import Service, nginx
 
 
 def progress(message: str) -> None:
@@ -32,23 +33,23 @@ def rotate(names: list[str], turn: int) -> list[str]:
     return names[turn:] + names[:turn]
 
 
-def start_servers(args: argparse.Namespace) -> dict[str, services.Service]:
+def start_servers(args: argparse.Namespace) -> dict[str, Service]:
     """Ours (one worker of `slots` sequences), nginx in front of it, llama-server, and the peer."""
-    started: dict[str, services.Service] = {}
+    started: dict[str, Service] = {}
     try:
-        started[OURS] = services.ours(1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.slots))
+        started[OURS] = references.ours(1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.slots))
         if not args.skip_nginx:
-            started[NGINX] = services.nginx([started[OURS].port])
+            started[NGINX] = nginx([started[OURS].port])
         started[CPP] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx)
         if not args.skip_peer:
-            started[PEER] = services.peer(args.model, args.threads, args.n_ctx)
+            started[PEER] = references.peer(args.model, args.threads, args.n_ctx)
     except BaseException:
         stop(started)
         raise
     return started
 
 
-def stop(started: dict[str, services.Service]) -> None:
+def stop(started: dict[str, Service]) -> None:
     for service in reversed(list(started.values())):
         service.stop()
 
@@ -87,7 +88,7 @@ def contention(args: argparse.Namespace, urls: dict[str, str], index: Iterator[i
         for name in rotate(list(urls), turn):
             measure.warm_back_up(urls[name], args.threads)
             results[name]["quiet"].append(measure.single(urls[name], args.contention_tokens, next(index)))
-        with services.busy_neighbour():
+        with references.busy_neighbour():
             for name in rotate(list(urls), turn):
                 results[name]["busy"].append(
                     measure.single(urls[name], args.contention_tokens, next(index), time_limit=30)
@@ -99,7 +100,7 @@ def memory(args: argparse.Namespace, index: Iterator[int]) -> dict[int, tuple[li
     """Per-worker RSS and total PSS of ours (default settings) with 1 and 2 workers, loaded and warm."""
     figures = {}
     for workers in (1, 2):
-        service = services.ours(workers, max(1, args.threads // workers), args.n_ctx)
+        service = references.ours(workers, max(1, args.threads // workers), args.n_ctx)
         try:
             for _ in range(2 * workers):
                 measure.single(service.url, 4, next(index))

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from bench.services import Server
+from tests.support.servers import Server
 
 KEYS = "soak sk-soak-main\npair sk-soak-pair concurrency=2\ntight sk-soak-tight rpm=5\n"
 
@@ -216,6 +216,7 @@ def report(soak: Soak) -> dict[str, Any]:
             "fds": [first.fds, last.fds, max(s.fds for s in samples)],
             "greenlets": [first.greenlets, last.greenlets, max(s.greenlets for s in samples)],
             "busy_max": max(s.running for s in samples),
+            "samples": len(samples),
         }
     return {
         "requests": soak.requests,

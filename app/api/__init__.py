@@ -1,20 +1,32 @@
-"""The OpenAI protocol over Flask: blueprints, request schemas, response objects, streams and errors."""
+"""The HTTP protocols over Flask, one folder per API family, all over `common/`.
+
+Every family folder has the same roles: `routes.py` (its blueprint), `schemas.py` (its
+request bodies), `presenter.py` (its answer from the one generation loop), `objects.py`
+(its answer objects), `openapi.py` (its part of the OpenAPI document).
+"""
 
 from __future__ import annotations
 
 from flask import Flask
 from flask_cors import CORS
 
-from app.api import auth, chat, completions, embeddings, errors, health, limits, models, openapi, tokenize
+from app.api import access, openapi
 from app.api.anthropic import routes as anthropic
+from app.api.chat import routes as chat
+from app.api.common import errors
+from app.api.embeddings import routes as embeddings
+from app.api.meta import routes as meta
 from app.api.responses import routes as responses
+from app.api.tokens import routes as tokens
+from app.settings.current import config_of
+
+FAMILIES = (chat, responses, anthropic, embeddings, tokens, meta)
 
 
 def init_app(app: Flask) -> None:
-    """Register the API's checks, error handler and routes on `app`."""
-    config = app.config["LLM"]
-    auth.init_app(app)
-    limits.init_app(app)  # after auth: it needs the key
+    """Register the API's checks, error handler, every family's routes and the OpenAPI document."""
+    access.init_app(app)
+    config = config_of(app)
     if config.cors_origins:
         CORS(
             app,
@@ -24,6 +36,6 @@ def init_app(app: Flask) -> None:
             max_age=600,
         )
     errors.init_app(app)
-    for module in (chat, completions, responses, anthropic, embeddings, tokenize, models, health):
-        app.register_blueprint(module.bp)
+    for family in FAMILIES:
+        app.register_blueprint(family.bp)
     openapi.init_app(app)

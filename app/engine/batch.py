@@ -27,15 +27,15 @@ class TokenBatch:
         self._seq_pointers = (ctypes.POINTER(ctypes.c_int32) * capacity)(
             *(ctypes.cast(base + 4 * i, ctypes.POINTER(ctypes.c_int32)) for i in range(capacity))
         )
-        self.native = llama_cpp.llama_batch()
-        self.native.token = self.tokens.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_token))
-        self.native.embd = None
-        self.native.pos = self.positions.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_pos))
-        self.native.n_seq_id = self._one_seq.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
-        self.native.seq_id = ctypes.cast(
-            self._seq_pointers, ctypes.POINTER(ctypes.POINTER(llama_cpp.llama_seq_id))
+        # Made once over the arrays: each step only sets n_tokens.
+        self.native = llama_cpp.llama_batch(
+            token=self.tokens.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_token)),
+            embd=None,
+            pos=self.positions.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_pos)),
+            n_seq_id=self._one_seq.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
+            seq_id=ctypes.cast(self._seq_pointers, ctypes.POINTER(ctypes.POINTER(llama_cpp.llama_seq_id))),
+            logits=self.logits.ctypes.data_as(ctypes.POINTER(ctypes.c_int8)),
         )
-        self.native.logits = self.logits.ctypes.data_as(ctypes.POINTER(ctypes.c_int8))
 
     @property
     def room(self) -> int:
@@ -71,4 +71,4 @@ class TokenBatch:
     def decode(self, ctx: llama_cpp.llama_context_p) -> int:
         """Run llama_decode on the tokens added since the last clear(); its return code."""
         self.native.n_tokens = self.size
-        return llama_cpp.llama_decode(ctx, self.native)
+        return int(llama_cpp.llama_decode(ctx, self.native))

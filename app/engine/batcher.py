@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import logging
+import queue
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-import llama_cpp
 import numpy as np
 from gevent import monkey
 
-from app.engine import scheduling
+from app.engine import scheduling, shared_prompt
 from app.engine.batch import TokenBatch
-from app.engine.model import LoadedModel
-from app.engine.sampler import SequenceSampler
-from app.engine.sequence import Job, Sequence
+from app.engine.context import BatchContext
+from app.engine.generation import Generation
+from app.engine.sequence import Choice, Job, Sequence
 from app.engine.threads import ThreadGovernor
 from app.engine.types import Chunk
 
@@ -25,9 +24,9 @@ log = logging.getLogger(__name__)
 
 # gevent swaps queue.SimpleQueue for a greenlet one once patched; this thread is not a
 # greenlet, so it blocks on the real one (and releases the GIL while it waits).
-NativeQueue = monkey.get_original("queue", "SimpleQueue")
+NativeQueue: type[queue.SimpleQueue[Job | None]] = monkey.get_original("queue", "SimpleQueue")
 
-Delivery = list[tuple[Any, Chunk]]
+Delivery = list[tuple[Generation, Chunk]]
 
 
 @dataclass(frozen=True)
@@ -58,12 +57,12 @@ class Batcher:
     """
 
     def __init__(
-        self, model: LoadedModel, settings: BatcherSettings, deliver: Callable[[Delivery, StepReport], None]
+        self, model: BatchContext, settings: BatcherSettings, deliver: Callable[[Delivery, StepReport], None]
     ) -> None:
         self.model = model
         self.settings = settings
         self._deliver = deliver
-        self._inbox: Any = NativeQueue()
+        self._inbox = NativeQueue()
         self.sequences = [Sequence(seq_id) for seq_id in range(model.shape.parallel)]
         self._batch = TokenBatch(model.n_batch)
         self._end_tokens = [t for t in range(model.n_vocab) if model.tokenizer.is_end_of_generation(t)]
@@ -77,19 +76,27 @@ class Batcher:
 
     def run(self) -> None:
         """Step until told to stop; block while there is nothing to do."""
-        while True:
-            delivery: Delivery = []
-            try:
-                if not self._busy() and not self._take(self._inbox.get(), delivery):  # waits, GIL released
-                    return
-                while not self._inbox.empty():
-                    if not self._take(self._inbox.get(), delivery):
-                        return
-                report = self.step(delivery)
-            except Exception:  # noqa: BLE001 - a failed step must not end the loop or strand a client
-                delivery.extend(self._fail_all(traceback.format_exc()))
-                report = StepReport(0, 0, 0, 0.0, self.governor.threads)
-            self._deliver(delivery, report)
+        while self.cycle(wait=True):
+            pass
+
+    def cycle(self, wait: bool) -> bool:
+        """Admit the choices that have come (idle, wait for one if `wait`), step once, deliver.
+
+        False once told to stop. A failure ends every choice with an error, never the loop.
+        """
+        delivery: Delivery = []
+        try:
+            if not self._busy() and wait and not self._take(self._inbox.get(), delivery):  # GIL released
+                return False
+            while not self._inbox.empty():
+                if not self._take(self._inbox.get(), delivery):
+                    return False
+            report = self.step(delivery)
+        except Exception:  # noqa: BLE001 - a failed step must not end the loop or strand a client
+            delivery.extend(self._fail_all(traceback.format_exc()))
+            report = StepReport(0, 0, 0, 0.0, self.governor.threads)
+        self._deliver(delivery, report)
+        return True
 
     def _take(self, job: Job | None, delivery: Delivery) -> bool:
         """Admit one choice (False: the loop is told to stop); a choice that cannot start fails alone."""
@@ -110,31 +117,27 @@ class Batcher:
         reuse = self.settings.reuse_cache and not scoring
         placement = scheduling.place(views, prompt, reuse, self.model.shape.unified)
         target = self.sequences[placement.seq_id]
-        memory = self.model.memory
         self._tick += 1
         deadline = time.monotonic() + self.settings.max_seconds if self.settings.max_seconds else float("inf")
-        sampler = SequenceSampler(job.request, self.model, self._end_tokens)
-        leader = None if scoring else self._leader_for(prompt)
+        sampler = self.model.sampler(job.request, self._end_tokens)
+        leader = None if scoring else shared_prompt.leader_for(self.sequences, prompt)
         if leader is not None:  # it will share the leader's cells once they are evaluated
-            llama_cpp.llama_memory_seq_rm(memory, target.seq_id, 0, -1)
-            target.start(job, 0, sampler, deadline, self._tick)
-            target.pending, target.leader = target.pending[:0], leader
+            self.model.forget(target.seq_id, 0, -1)
+            choice = target.start(job, 0, sampler, deadline, self._tick)
+            choice.pending, choice.leader = choice.pending[:0], leader
             return
         if placement.donor is not None:
-            llama_cpp.llama_memory_seq_rm(memory, target.seq_id, 0, -1)
+            self.model.forget(target.seq_id, 0, -1)
             # Within one unified cache this copies no data, only which sequences own the cells.
-            llama_cpp.llama_memory_seq_cp(memory, placement.donor, target.seq_id, 0, placement.reuse)
+            self.model.share(placement.donor, target.seq_id, 0, placement.reuse)
         else:
-            llama_cpp.llama_memory_seq_rm(memory, target.seq_id, placement.reuse, -1)
+            self.model.forget(target.seq_id, placement.reuse, -1)
         target.start(job, placement.reuse, sampler, deadline, self._tick)
         self._reused += placement.reuse
 
-    def _leader_for(self, prompt: list[int]) -> Sequence | None:
-        """A sequence already evaluating this very prompt (another choice of the same request)."""
-        for s in self.sequences:
-            if s.prefilling and s.job is not None and s.job.request.prompt_tokens == prompt:
-                return None if s.job.request.prompt_logprobs else s
-        return None
+    def _holding(self) -> list[tuple[Sequence, Choice]]:
+        """The busy sequences, in id order, each with the choice it holds."""
+        return [(s, s.choice) for s in self.sequences if s.choice is not None]
 
     def step(self, delivery: Delivery) -> StepReport:
         """One batch: every generating sequence's next token plus a budget of prompt tokens.
@@ -145,127 +148,105 @@ class Batcher:
         self._retire_cancelled(delivery)
         batch = self._batch
         batch.clear()
-        generating = [s for s in self.sequences if s.generating and s.i_batch < 0]
-        prefilling = sorted((s for s in self.sequences if s.prefilling), key=lambda s: s.last_used)
+        holding = self._holding()
+        generating = {s.seq_id for s, choice in holding if choice.generating and choice.row < 0}
+        prefilling = sorted(((s, c) for s, c in holding if c.prefilling), key=lambda pair: pair[0].last_used)
         budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))
-        shares = dict(scheduling.share_prompt([(s.seq_id, len(s.pending)) for s in prefilling], budget))
-        taken: list[tuple[Sequence, np.ndarray]] = []
-        scored: list[tuple[Sequence, int, int, int]] = []  # prompt_logprobs: (seq, row, position, size)
+        shares = dict(scheduling.share_prompt([(s.seq_id, len(c.pending)) for s, c in prefilling], budget))
+        taken: list[tuple[Sequence, Choice, np.ndarray]] = []
+        scored: list[tuple[Sequence, Choice, int, int, int]] = []  # prompt_logprobs: row, position, size
         # In id order: with cells per sequence, llama.cpp runs one graph per run of
         # consecutive sequence ids, so a prompt chunk goes between its neighbours.
-        for s in self.sequences:
-            if s in generating:  # one token each, logits on
-                s.i_batch = batch.add(s.last_token, len(s.cached), s.seq_id, True)
-                s.cached.append(s.last_token)
+        for s, choice in holding:
+            if s.seq_id in generating:  # one token each, logits on
+                choice.row = batch.add(choice.last_token, len(s.cached), s.seq_id, True)
+                s.cached.append(choice.last_token)
             elif s.seq_id in shares:
                 first, row = len(s.cached), batch.size
                 tokens = s.take_prompt(shares[s.seq_id])
-                every = s.job.request.prompt_logprobs  # type: ignore[union-attr]
-                last = batch.add_run(
-                    tokens, first, s.seq_id, logits_last=len(s.pending) == 0, logits_all=every
-                )
-                taken.append((s, tokens))
+                every = choice.request.prompt_logprobs
+                done = len(choice.pending) == 0
+                last = batch.add_run(tokens, first, s.seq_id, logits_last=done, logits_all=every)
+                taken.append((s, choice, tokens))
                 if every:
-                    scored.append((s, row, first, len(tokens)))
-                if len(s.pending) == 0:
-                    s.i_batch = last
+                    scored.append((s, choice, row, first, len(tokens)))
+                if done:
+                    choice.row = last
         reused, self._reused = self._reused, 0
         if batch.size == 0:
             return StepReport(self._busy(), 0, reused, 0.0, self.governor.threads)
         clocks = self.governor.start()
-        code = batch.decode(self.model.ctx)
+        code = self.model.decode(batch)
         seconds = self.governor.clock() - clocks[0]
         if code == 1:
-            self._undo(taken)
+            self._undo(holding, taken)
             self._make_room(delivery)
             return StepReport(self._busy(), 0, reused, seconds, self.governor.threads)
         if code != 0:
             raise RuntimeError(f"llama_decode failed with {code}")
         self.governor.finish(clocks)
-        self._hand_prompt_to_followers()
-        ctx, tokenizer, n_vocab = self.model.ctx, self.model.tokenizer, self.model.n_vocab
-        for s, row, first, size in scored:
-            s.note_prompt_rows(ctx, row, first, size, tokenizer, n_vocab)
-            if s.i_batch >= 0:  # the whole prompt is in: its log-probabilities go first
-                delivery.append((s.job.generation, s.prompt_chunk()))  # type: ignore[union-attr]
-                if s.job.request.max_tokens == 0:  # type: ignore[union-attr]  # scoring only
-                    delivery.append((s.job.generation, s.finish("length")))  # type: ignore[union-attr]
+        shared_prompt.hand_to_followers(self.sequences, self.model)
+        for s, choice, row, first, size in scored:
+            s.note_prompt_rows(self.model, row, first, size)
+            if choice.row >= 0:  # the whole prompt is in: its log-probabilities go first
+                delivery.append((choice.job.generation, s.prompt_chunk()))
+                if choice.request.max_tokens == 0:  # scoring only
+                    delivery.append((choice.job.generation, s.finish("length")))
         sampled = 0
-        for s in self.sequences:
-            if s.busy and s.i_batch >= 0:
+        for s, choice in self._holding():
+            if choice.row >= 0:
                 sampled += 1
-                generation = s.job.generation  # type: ignore[union-attr]
-                chunk = s.advance(s.sampler.sample(ctx, s.i_batch), ctx, tokenizer, n_vocab)  # type: ignore[union-attr]
+                chunk = s.advance(choice.sampler.sample(choice.row), self.model)
                 if chunk is not None:
-                    delivery.append((generation, chunk))
+                    delivery.append((choice.job.generation, chunk))
                     if chunk.finish_reason is not None:
-                        self._orphan_followers(s)
+                        shared_prompt.orphan_followers(self.sequences, s)
         return StepReport(self._busy(), batch.size, reused, seconds, self.governor.threads, sampled)
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)
 
     def _retire_cancelled(self, delivery: Delivery) -> None:
-        for s in self.sequences:
-            if s.busy and s.job.generation.cancelled:  # type: ignore[union-attr]
-                delivery.append((s.job.generation, s.finish("cancelled")))  # type: ignore[union-attr]
-                self._orphan_followers(s)
+        for s, choice in self._holding():
+            if choice.job.generation.cancelled:
+                delivery.append((choice.job.generation, s.finish("cancelled")))
+                shared_prompt.orphan_followers(self.sequences, s)
 
-    def _hand_prompt_to_followers(self) -> None:
-        """Choices waiting on a leader's prompt share its cells and sample from its row."""
-        for follower in self.sequences:
-            leader = follower.leader
-            if (
-                leader is not None
-                and leader.i_batch >= 0
-                and len(leader.pending) == 0
-                and leader.last_token < 0
-            ):
-                # One pool: the cells get a second owner. Cells per sequence: llama.cpp copies
-                # the leader's whole buffer at the next decode (its only way across them).
-                span = (0, len(leader.cached)) if self.model.shape.unified else (-1, -1)
-                llama_cpp.llama_memory_seq_cp(self.model.memory, leader.seq_id, follower.seq_id, *span)
-                follower.cached, follower.leader, follower.i_batch = list(leader.cached), None, leader.i_batch
-
-    def _orphan_followers(self, gone: Sequence) -> None:
-        """Followers of a leader that left before its prompt was done evaluate the prompt themselves."""
-        for s in self.sequences:
-            if s.leader is gone:
-                s.leader = None
-                s.pending = np.asarray(s.job.request.prompt_tokens, dtype=np.int32)  # type: ignore[union-attr]
-
-    def _undo(self, taken: list[tuple[Sequence, np.ndarray]]) -> None:
+    def _undo(
+        self, holding: list[tuple[Sequence, Choice]], taken: list[tuple[Sequence, Choice, np.ndarray]]
+    ) -> None:
         """The decode did not happen: take this step's tokens back out of the sequences."""
-        for s in self.sequences:
-            if s.generating and s.i_batch >= 0:
+        for s, choice in holding:
+            if choice.generating and choice.row >= 0:
                 s.cached.pop()
-                s.i_batch = -1
-        for s, tokens in taken:
+                choice.row = -1
+        for s, choice, tokens in taken:
             del s.cached[len(s.cached) - len(tokens) :]
-            s.pending = np.concatenate([tokens, s.pending])
-            s.i_batch = -1
+            choice.pending = np.concatenate([tokens, choice.pending])
+            choice.row = -1
 
     def _make_room(self, delivery: Delivery) -> None:
         """The KV cache is full: drop idle sequences' caches, or else end the largest choice."""
         idle = [s for s in self.sequences if not s.busy and s.cached]
         for s in idle:
-            llama_cpp.llama_memory_seq_rm(self.model.memory, s.seq_id, 0, -1)
+            self.model.forget(s.seq_id, 0, -1)
             s.cached = []
         if idle:
             return
-        victim = max((s for s in self.sequences if s.busy), key=lambda s: len(s.cached), default=None)
-        if victim is None:
+        holding = self._holding()
+        if not holding:
             return
+        victim, choice = max(holding, key=lambda pair: len(pair[0].cached))
         log.warning("the KV cache is full: ending one choice of %d tokens to make room", len(victim.cached))
-        delivery.append((victim.job.generation, victim.finish("kv_full")))  # type: ignore[union-attr]
-        self._orphan_followers(victim)
-        llama_cpp.llama_memory_seq_rm(self.model.memory, victim.seq_id, 0, -1)
+        delivery.append((choice.job.generation, victim.finish("kv_full")))
+        shared_prompt.orphan_followers(self.sequences, victim)
+        self.model.forget(victim.seq_id, 0, -1)
         victim.cached = []
 
     def _fail_all(self, error: str) -> Delivery:
         """After an unexpected failure: end every choice with an error and start from a clean cache."""
-        delivery = [(s.job.generation, s.finish("error", error=error)) for s in self.sequences if s.busy]
-        llama_cpp.llama_memory_clear(self.model.memory, True)
+        delivery = [(choice.job.generation, s.finish("error", error=error)) for s, choice in self._holding()]
+        self.model.clear()
         for s in self.sequences:
             s.cached = []
         return delivery

@@ -8,11 +8,11 @@ import gevent
 import gevent.event
 import numpy as np
 
-from app.config import Config
 from app.engine.embedder import MAX_SEQUENCES, Embedder
 from app.engine.errors import QueueFullError
 from app.engine.loading import LoadingEngine
 from app.engine.observer import EngineObserver
+from app.settings.config import Config
 
 
 @dataclass
@@ -21,7 +21,7 @@ class _Waiting:
     result: gevent.event.AsyncResult = field(default_factory=gevent.event.AsyncResult)
 
 
-class EmbeddingEngine(LoadingEngine):
+class EmbeddingEngine(LoadingEngine[Embedder]):
     """Gathers the inputs of every waiting request into the native thread's next run.
 
     Ten clients sending one text each cost one decode of ten sequences rather than ten
@@ -63,10 +63,13 @@ class EmbeddingEngine(LoadingEngine):
         self._figures()
         if self._drainer is None:
             self._drainer = gevent.spawn(self._drain)
-        return waiting.result.get()
+        vectors: np.ndarray = waiting.result.get()
+        return vectors
 
     def _drain(self) -> None:
         """While requests wait: run the oldest ones whose inputs fill one decode, all in one call."""
+        embedder = self._embedder
+        assert embedder is not None, "requests are embedded only once the model is ready"
         try:
             while self._waiting:
                 taken, count = 0, 0
@@ -79,7 +82,7 @@ class EmbeddingEngine(LoadingEngine):
                 inputs = [item for waiting in self._running for item in waiting.inputs]
                 self._figures()
                 try:
-                    vectors, decodes = self.pool.spawn(self._embedder.embed, inputs).get()  # type: ignore[union-attr]
+                    vectors, decodes = self.pool.spawn(embedder.embed, inputs).get()
                 except Exception as exc:  # noqa: BLE001 - each request's view reports it
                     for waiting in self._running:
                         waiting.result.set_exception(exc)

@@ -5,20 +5,21 @@ from __future__ import annotations
 import logging
 from collections import deque
 
-from app.config import Config
 from app.engine.batcher import Batcher, BatcherSettings, Delivery, StepReport
+from app.engine.context import ContextShape
 from app.engine.errors import QueueFullError
 from app.engine.generation import Generation
 from app.engine.loading import LoadingEngine
-from app.engine.model import ContextShape, LoadedModel
+from app.engine.model import LoadedModel
 from app.engine.observer import EngineObserver
 from app.engine.sequence import Job
 from app.engine.types import GenerationRequest
+from app.settings.config import Config
 
 log = logging.getLogger(__name__)
 
 
-class Engine(LoadingEngine):
+class Engine(LoadingEngine[LoadedModel]):
     """One model, one context of `parallel` sequences, and a FIFO of requests waiting for one.
 
     Runs on the hub except for the batcher, which loops in the pool's native thread. A
@@ -53,7 +54,7 @@ class Engine(LoadingEngine):
                 f"All {self.parallel} sequences of this worker are busy and {self._queued} requests "
                 f"wait (LLM_MAX_QUEUE={self.config.max_queue}); retry shortly."
             )
-        generation = Generation(self, requests)
+        generation = Generation(requests, self.release, self.config.sse_keepalive, self.config.queue_timeout)
         self.admitted += 1
         if must_wait:
             generation.queued = True
@@ -120,6 +121,7 @@ class Engine(LoadingEngine):
         return model
 
     def _loaded_with(self, model: LoadedModel) -> str:
-        self.pool.spawn(self._batcher.run)  # type: ignore[union-attr]  # loops for the worker's life
+        assert self._batcher is not None, "_load made it, with the model"
+        self.pool.spawn(self._batcher.run)  # loops for the worker's life
         self._dispatch()
         return f"{self.parallel} sequences, {model.kv_cells} KV cells, {self.config.n_threads} threads"

@@ -6,16 +6,12 @@ import contextvars
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 import gevent.event
 import gevent.queue
 
 from app.engine.errors import QueueTimeoutError
 from app.engine.types import Chunk, GenerationRequest
-
-if TYPE_CHECKING:
-    from app.engine.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +30,15 @@ class Generation:
     `cancelled`, and its chunks arrive through `push`, called on the hub too.
     """
 
-    def __init__(self, engine: Engine, requests: list[GenerationRequest]) -> None:
+    def __init__(
+        self,
+        requests: list[GenerationRequest],
+        release: Callable[[Generation], object],
+        keepalive: float,
+        queue_timeout: float,
+    ) -> None:
+        """`release` is called once, when it closes; `keepalive`: seconds of silence before a `None`
+        (0: never); `queue_timeout`: seconds it may wait for a first sequence."""
         self.requests = requests
         self.cancelled = False
         self.started = False  # a first choice has a sequence
@@ -45,8 +49,9 @@ class Generation:
         # Called while queued; may hand the request to an idle peer by raising (serving/relay.py).
         self.migrate: Callable[[], None] | None = None
         self.context = contextvars.copy_context()  # the request's (its log lines carry its id)
-        self._engine = engine
-        self._idle = engine.config.sse_keepalive or None
+        self._release = release
+        self._idle = keepalive or None
+        self._queue_timeout = queue_timeout
         self._queue: gevent.queue.Queue[Chunk] = gevent.queue.Queue()
         self._started = gevent.event.Event()
         self._finished = False
@@ -81,7 +86,7 @@ class Generation:
                 return
             if self.migrate is not None:
                 self.migrate()
-            if now - started > self._engine.config.queue_timeout:
+            if now - started > self._queue_timeout:
                 raise QueueTimeoutError(
                     f"The request waited {now - started:.0f}s for the model; the server is busy, retry later."
                 )
@@ -114,6 +119,6 @@ class Generation:
         self.closed = True
         if not self._finished:
             self.cancel()
-        self._engine.release(self)
+        self._release(self)
         for callback in self._on_close:
             callback()

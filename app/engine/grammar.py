@@ -28,7 +28,7 @@ def schema_grammar(schema: Any, prop_order: list[str] | None = None) -> str:
     """GBNF for JSON that validates against `schema`; GrammarError for what the converter lacks."""
     check_bounds(schema)
     try:
-        gbnf = json_schema_to_gbnf(json.dumps(schema), prop_order=prop_order)
+        gbnf: str = json_schema_to_gbnf(json.dumps(schema), prop_order=prop_order)
     except Exception as exc:  # noqa: BLE001 - any failure of the converter means "unsupported here"
         raise GrammarError(f"this JSON schema is not supported: {exc}") from None
     return gbnf.replace(_ANY_CHAR, _JSON_CHAR)

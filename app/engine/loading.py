@@ -5,20 +5,30 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import gevent
 import gevent.event
 from gevent.threadpool import ThreadPool
 
-from app.config import Config
 from app.engine.observer import EngineObserver
 from app.engine.tokenizer import Tokenizer
+from app.settings.config import Config
 
 log = logging.getLogger("app.engine.engine")
 
 
-class LoadingEngine:
+class Loaded(Protocol):
+    """What an engine loads: a model with its tokenizer and fingerprint."""
+
+    tokenizer: Tokenizer
+    fingerprint: str
+
+
+LoadedT = TypeVar("LoadedT", bound=Loaded)
+
+
+class LoadingEngine(Generic[LoadedT]):
     """Loads a model in a native thread of its own; `ready` once done. Subclasses say what to load."""
 
     def __init__(self, config: Config, observer: EngineObserver | None = None) -> None:
@@ -26,12 +36,24 @@ class LoadingEngine:
         self.observer = observer or EngineObserver()
         self.created = int(time.time())
         self.pool = ThreadPool(1)
-        self.tokenizer: Tokenizer | None = None
+        self._tokenizer: Tokenizer | None = None
         self.fingerprint = ""  # OpenAI's system_fingerprint, once loaded
         self.load_seconds: float | None = None
         self.load_error: str | None = None
         self._loaded = gevent.event.Event()
         self._hub = gevent.get_hub()
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer (asked only once `ready`)."""
+        if self._tokenizer is None:
+            raise RuntimeError("the model is not loaded yet")
+        return self._tokenizer
+
+    @property
+    def has_room(self) -> bool:
+        """A new request would start at once."""
+        raise NotImplementedError
 
     @property
     def ready(self) -> bool:
@@ -47,15 +69,15 @@ class LoadingEngine:
         self._loaded.wait(timeout)
         return self.ready
 
-    def _load(self) -> Any:
-        """Runs in the native thread: load and return what the engine serves with (has a tokenizer)."""
+    def _load(self) -> LoadedT:
+        """Runs in the native thread: load and return what the engine serves with."""
         raise NotImplementedError
 
-    def _loaded_with(self, loaded: Any) -> str:
+    def _loaded_with(self, loaded: LoadedT) -> str:
         """On the hub, once loaded: start serving; returns what to say about it in the log."""
         raise NotImplementedError
 
-    def _timed_load(self) -> tuple[Any, float] | str:
+    def _timed_load(self) -> tuple[LoadedT, float] | str:
         started = time.monotonic()
         try:
             loaded = self._load()
@@ -66,7 +88,7 @@ class LoadingEngine:
     def _on_loaded(self, result: Any) -> None:
         if isinstance(result.value, tuple):
             loaded, self.load_seconds = result.value
-            self.tokenizer, self.fingerprint = loaded.tokenizer, loaded.fingerprint
+            self._tokenizer, self.fingerprint = loaded.tokenizer, loaded.fingerprint
             details = self._loaded_with(loaded)
             log.info("model %s loaded in %.2fs: %s", self.config.model_id, self.load_seconds, details)
             self.observer.loaded(self.load_seconds)

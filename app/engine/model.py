@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,23 +11,11 @@ import llama_cpp
 from llama_cpp import _internals as internals
 from llama_cpp._logger import set_verbose
 
+from app.engine.batch import TokenBatch
+from app.engine.context import ContextShape
+from app.engine.sampler import SequenceSampler, logprob_at
 from app.engine.tokenizer import Tokenizer
-
-
-@dataclass(frozen=True)
-class ContextShape:
-    """How big the context is and how it is shared; every figure is the engine's, not HTTP's."""
-
-    parallel: int  # sequences generating at once
-    n_ctx: int  # most tokens one request may use (prompt + completion)
-    kv_size: int  # KV cells the sequences share (parallel * n_ctx gives each its whole context)
-    n_batch: int  # most tokens one llama_decode may take
-    n_threads: int
-
-    @property
-    def unified(self) -> bool:
-        """One pool of cells for all sequences, needed when it is smaller than a context each."""
-        return self.kv_size < self.parallel * self.n_ctx
+from app.engine.types import GenerationRequest, TokenLogprob
 
 
 class LoadedModel:
@@ -86,6 +73,27 @@ class LoadedModel:
     def set_threads(self, n_threads: int) -> None:
         """Change the threads llama.cpp uses from the next decode on."""
         llama_cpp.llama_set_n_threads(self.ctx, n_threads, n_threads)
+
+    # What the batcher asks of the context (app/engine/context.py's BatchContext).
+
+    def decode(self, batch: TokenBatch) -> int:
+        """llama_decode on the batch: 0 done, 1 no room in the KV cache, else a failure."""
+        return batch.decode(self.ctx)
+
+    def forget(self, seq_id: int, start: int, end: int) -> None:
+        llama_cpp.llama_memory_seq_rm(self.memory, seq_id, start, end)
+
+    def share(self, source: int, target: int, start: int, end: int) -> None:
+        llama_cpp.llama_memory_seq_cp(self.memory, source, target, start, end)
+
+    def clear(self) -> None:
+        llama_cpp.llama_memory_clear(self.memory, True)
+
+    def sampler(self, request: GenerationRequest, end_tokens: list[int]) -> SequenceSampler:
+        return SequenceSampler(request, self.ctx, self.model.vocab, self.n_vocab, end_tokens)
+
+    def logprob(self, row: int, token: int, top: int) -> TokenLogprob:
+        return logprob_at(self.ctx, row, self.n_vocab, token, top, self.tokenizer.piece)
 
     def close(self) -> None:
         """Free the context, then the weights."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import random
+from collections.abc import Callable
 from typing import Any
 
 import llama_cpp
@@ -26,55 +27,55 @@ class SequenceSampler:
     token would stall every sequence of the batch.
     """
 
-    def __init__(self, request: GenerationRequest, model: Any, end_tokens: list[int]) -> None:
-        self._n_vocab = model.n_vocab
+    def __init__(
+        self, request: GenerationRequest, ctx: Any, vocab: Any, n_vocab: int, end_tokens: list[int]
+    ) -> None:
+        """A sampler drawing from `ctx`'s logits over `vocab` (llama.cpp's pointers) of `n_vocab` tokens."""
+        self._ctx = ctx
+        self._n_vocab = n_vocab
         # ignore_eos and min_tokens ban the end-of-generation tokens by a bias at the head
         # of the chain, as llama-server does; min_tokens lifts the ban after that many.
         self.ends_banned = request.ignore_eos or request.min_tokens > 0
-        self.chain = _chain(request, model.n_vocab, end_tokens if self.ends_banned else [])
+        self.chain = _chain(request, n_vocab, end_tokens if self.ends_banned else [])
         self.grammar = None
         if request.grammar:
-            self.grammar = llama_cpp.llama_sampler_init_grammar(
-                model.model.vocab, request.grammar.encode(), b"root"
-            )
+            self.grammar = llama_cpp.llama_sampler_init_grammar(vocab, request.grammar.encode(), b"root")
             if not self.grammar:
                 llama_cpp.llama_sampler_free(self.chain)
                 raise ValueError("llama.cpp could not build the request's grammar")
-            self._candidates = (llama_cpp.llama_token_data * model.n_vocab)()
-            self._view = np.frombuffer(self._candidates, dtype=_TOKEN_DATA)
-            self._all_ids = np.arange(model.n_vocab, dtype=np.int32)
-            self._array = llama_cpp.llama_token_data_array(self._candidates, model.n_vocab, -1, False)
+            self._candidates = (llama_cpp.llama_token_data * n_vocab)()
+            self._view = np.frombuffer(memoryview(self._candidates).cast("B"), dtype=_TOKEN_DATA)
+            self._all_ids = np.arange(n_vocab, dtype=np.int32)
+            self._array = llama_cpp.llama_token_data_array(self._candidates, n_vocab, -1, False)
             self._single = (llama_cpp.llama_token_data * 1)()
             self._single_array = llama_cpp.llama_token_data_array(self._single, 1, -1, False)
 
-    def sample(self, ctx: Any, index: int) -> int:
-        """Draw this sequence's next token from row `index`, and record it (penalties, grammar)."""
+    def sample(self, row: int) -> int:
+        """Draw this sequence's next token from row `row`, and record it (penalties, grammar)."""
         if self.grammar is None:
-            return llama_cpp.llama_sampler_sample(self.chain, ctx, index)  # also accepts
-        token = self._draw(ctx, index, with_grammar=False)
+            return int(llama_cpp.llama_sampler_sample(self.chain, self._ctx, row))  # also accepts
+        token = self._draw(row, with_grammar=False)
         if not self._grammar_allows(token):
-            token = self._draw(ctx, index, with_grammar=True)
+            token = self._draw(row, with_grammar=True)
         llama_cpp.llama_sampler_accept(self.grammar, token)
         llama_cpp.llama_sampler_accept(self.chain, token)
         return token
 
-    def _draw(self, ctx: Any, index: int, with_grammar: bool) -> int:
-        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, index), shape=(self._n_vocab,))
+    def _draw(self, row: int, with_grammar: bool) -> int:
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self._ctx, row), shape=(self._n_vocab,))
         self._view["id"] = self._all_ids
         self._view["logit"] = logits
         self._view["p"] = 0.0
-        self._array.data = ctypes.cast(self._candidates, llama_cpp.llama_token_data_p)
-        self._array.size = self._n_vocab
-        self._array.selected = -1
-        self._array.sorted = False
+        # Afresh each draw: a sampler may have shrunk, sorted or selected from the last one.
+        self._array = llama_cpp.llama_token_data_array(self._candidates, self._n_vocab, -1, False)
         if with_grammar:
             llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(self._array))
         llama_cpp.llama_sampler_apply(self.chain, ctypes.byref(self._array))
         return int(self._candidates[self._array.selected].id)
 
     def _grammar_allows(self, token: int) -> bool:
-        self._single[0].id, self._single[0].logit, self._single[0].p = token, 1.0, 0.0
-        self._single_array.size, self._single_array.selected, self._single_array.sorted = 1, -1, False
+        self._single[0] = llama_cpp.llama_token_data(token, 1.0, 0.0)
+        self._single_array = llama_cpp.llama_token_data_array(self._single, 1, -1, False)
         llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(self._single_array))
         return self._single[0].logit != float("-inf")
 
@@ -93,14 +94,19 @@ class SequenceSampler:
 
 
 def _bias(n_vocab: int, biases: dict[int, float]) -> Any:
-    entries = (llama_cpp.llama_logit_bias * len(biases))(*biases.items())
+    entries = (llama_cpp.llama_logit_bias * len(biases))(
+        *(llama_cpp.llama_logit_bias(token, bias) for token, bias in biases.items())
+    )
     return llama_cpp.llama_sampler_init_logit_bias(n_vocab, len(biases), entries)
 
 
 def _chain(request: GenerationRequest, n_vocab: int, banned: list[int]) -> Any:
     sampling = request.sampling
     chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
-    add = lambda sampler: llama_cpp.llama_sampler_chain_add(chain, sampler)  # noqa: E731
+
+    def add(sampler: Any) -> None:
+        llama_cpp.llama_sampler_chain_add(chain, sampler)
+
     if banned:
         add(_bias(n_vocab, dict.fromkeys(banned, float("-inf"))))  # first, so allow_end can remove it
     if request.logit_bias:
@@ -129,13 +135,15 @@ def _chain(request: GenerationRequest, n_vocab: int, banned: list[int]) -> Any:
     return chain
 
 
-def logprob_at(ctx: Any, index: int, n_vocab: int, token: int, top: int, piece: Any) -> TokenLogprob:
-    """The log-probability of `token` in row `index` and the `top` most likely alternatives.
+def logprob_at(
+    ctx: Any, row: int, n_vocab: int, token: int, top: int, piece: Callable[[int], bytes]
+) -> TokenLogprob:
+    """The log-probability of `token` in row `row` and the `top` most likely alternatives.
 
     Read before the next decode overwrites the row: the raw model distribution,
     before penalties, bias or temperature (as llama-server reports by default).
     """
-    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, index), shape=(n_vocab,))
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, row), shape=(n_vocab,))
     peak = float(logits.max())
     log_total = peak + float(np.log(np.exp(logits - peak).sum()))
     alternatives: tuple[tuple[int, bytes, float], ...] = ()

@@ -7,6 +7,7 @@ from typing import Any
 
 import jinja2
 import llama_cpp
+from llama_cpp import _internals as internals
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from app.engine.errors import PromptRejectedError
@@ -29,7 +30,7 @@ class Tokenizer:
     ordinary 400 even while the model is busy with other requests.
     """
 
-    def __init__(self, model: Any, chat_template: str | None = None) -> None:
+    def __init__(self, model: internals.LlamaModel, chat_template: str | None = None) -> None:
         self._model = model
         self._vocab = model.vocab
         self.vocabulary_size = model.n_vocab()
@@ -82,8 +83,14 @@ class Tokenizer:
     def tokenize(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
         """Text to tokens: with the special tokens the model's metadata adds (BOS; [CLS] and [SEP] for
         BERT-like models) if `add_special`, control tokens in the text parsed if `parse_special`."""
+        return self._encode(text, add_special, parse_special)
+
+    def _encode(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
         # llama-cpp-python's add_bos is llama.cpp's add_special: BOS, EOS and SEP as the GGUF says.
-        return self._model.tokenize(text.encode("utf-8"), add_bos=add_special, special=parse_special)
+        tokens: list[int] = self._model.tokenize(
+            text.encode("utf-8"), add_bos=add_special, special=parse_special
+        )
+        return tokens
 
     def detokenize(self, tokens: list[int]) -> str:
         """Tokens to text, control tokens written out (what /detokenize and echoed token prompts show)."""
@@ -95,17 +102,18 @@ class Tokenizer:
 
     def chat(self, messages: list[dict[str, Any]]) -> list[int]:
         """Apply the model's chat template and tokenize, template markers included."""
-        conversation = [_template_message(m) for m in messages]
+        # Plain dicts in the shapes llama-cpp-python's TypedDicts name, as the templates read them.
+        conversation: list[Any] = [_template_message(m) for m in messages]
         try:
             prompt = self._formatter(messages=conversation).prompt
         except (jinja2.TemplateError, ValueError) as exc:
             raise PromptRejectedError(f"The model's chat template rejected these messages: {exc}") from None
         # The template writes the BOS marker itself when the model wants one.
-        return self._model.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        return self._encode(prompt, add_special=False, parse_special=True)
 
     def text(self, prompt: str) -> list[int]:
         """Tokenize a raw completion prompt as llama.cpp's server does (BOS, no special parsing)."""
-        tokens = self._model.tokenize(prompt.encode("utf-8"), add_bos=False, special=False)
+        tokens = self._encode(prompt, add_special=False, parse_special=False)
         if self._adds_bos or not tokens:
             # An empty prompt still needs one token to generate from: the start of text.
             tokens = [self._bos if self._bos >= 0 else self._model.token_eos()] + tokens
@@ -118,12 +126,11 @@ class Tokenizer:
 
     def infill(self, prefix: str, suffix: str) -> list[int]:
         """Tokenize a fill-in-the-middle prompt: <pre>prefix<suf>suffix<mid>."""
-        encode = self._model.tokenize
         return (
             [self.fim["pre"]]
-            + encode(prefix.encode(), add_bos=False, special=False)
+            + self._encode(prefix, add_special=False, parse_special=False)
             + [self.fim["suf"]]
-            + encode(suffix.encode(), add_bos=False, special=False)
+            + self._encode(suffix, add_special=False, parse_special=False)
             + [self.fim["mid"]]
         )
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from app.api_keys import ApiKey
+from app.settings.keys import ApiKey
 
 WINDOW = 60  # seconds: requests and tokens are limited per minute
 MAX_KEYS = 1024  # distinct key names with limits, over the server's life (reloads included)
@@ -159,7 +159,8 @@ class KeyLimits:
         _BUCKET.pack_into(self._memory, offset, second, amount + (count if stamped == second else 0))
 
     def _running(self, worker: int, row: int) -> int:
-        return _RUNNING.unpack_from(self._memory, self._running_offset(worker, row))[0]
+        running: int = _RUNNING.unpack_from(self._memory, self._running_offset(worker, row))[0]
+        return running
 
     def _set_running(self, worker: int, row: int, value: int) -> None:
         _RUNNING.pack_into(self._memory, self._running_offset(worker, row), value)

@@ -8,12 +8,14 @@ import logging
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from flask import Request, Response
 
-from app.config import Config
 from app.engine.engine import Engine
+from app.engine.loading import LoadingEngine
 from app.serving import disconnect, peers
+from app.settings.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +84,11 @@ def to_model_holder(request: Request, model: int, config: Config) -> Response | 
     peer = worker.table.roomiest_peer(worker.slot, model)
     if peer is None:
         return None
-    opened = _open(request, config, peer[0])
+    opened = _open(request, config, worker.table, peer[0])
     return None if opened is None else _as_response(request.environ, *opened)
 
 
-def to_idle_peer(request: Request, engine: Engine) -> Response | None:
+def to_idle_peer(request: Request, engine: LoadingEngine[Any]) -> Response | None:
     """Relay `request` to a worker with a free sequence if this one has none; None to serve it here."""
     worker = peers.this_worker
     if worker is None or engine.has_room or is_relayed(request):
@@ -94,7 +96,7 @@ def to_idle_peer(request: Request, engine: Engine) -> Response | None:
     peer = worker.table.roomiest_peer(worker.slot, worker.model)
     if peer is None or peer[1] <= 0:
         return None
-    opened = _open(request, engine.config, peer[0])
+    opened = _open(request, engine.config, worker.table, peer[0])
     return None if opened is None else _as_response(request.environ, *opened)
 
 
@@ -112,7 +114,7 @@ def migrator(request: Request, engine: Engine) -> Callable[[], None] | None:
         peer = worker.table.roomiest_peer(worker.slot, worker.model)
         if peer is None or peer[1] <= 0:
             return
-        opened = _open(forward, engine.config, peer[0])
+        opened = _open(forward, engine.config, worker.table, peer[0])
         if opened is None:
             return
         if opened[1].status == 200:
@@ -135,10 +137,9 @@ class _Forward:
 
 
 def _open(
-    request: Request | _Forward, config: Config, slot: int
+    request: Request | _Forward, config: Config, table: peers.PeerTable, slot: int
 ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse] | None:
-    """Send the request to the worker in `slot`; None if it cannot be reached."""
-    table = peers.this_worker.table  # type: ignore[union-attr]
+    """Send the request to the worker of `table` in `slot`; None if it cannot be reached."""
     # Silence from the peer lasts at most the queue wait plus one generation (streams also
     # send keep-alives); past that, the peer is stuck and the relay gives up.
     timeout = config.queue_timeout + (config.max_generation_seconds or 3600) + 30

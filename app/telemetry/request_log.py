@@ -9,8 +9,9 @@ import re
 import time
 import uuid
 
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response, g, request
 
+from app.settings.current import current_config
 from app.telemetry import metrics
 from app.telemetry.request_stats import RequestStats
 
@@ -78,7 +79,7 @@ def _finish(response: Response) -> Response:
     stats: RequestStats = g.stats
     rid = g.request_id
     # Streams end long after this function: log when the last byte has gone.
-    method, model = request.method, current_app.config["LLM"].model_id
+    method, model = request.method, current_config().model_id
     response.call_on_close(lambda: _access_line(rid, method, route, model, response.status_code, stats))
     return response
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, render_template
+from flask import Blueprint, Response, render_template
+
+from app.settings.current import current_config
 
 bp = Blueprint("ui", __name__, template_folder="templates", static_folder="static", static_url_path="/ui")
 
@@ -25,12 +27,12 @@ def _guard(response: Response) -> Response:
 @bp.get("/")
 def chat() -> str:
     """The chat page: it talks to /v1/chat/completions like any client."""
-    config = current_app.config["LLM"]
+    config = current_config()
     return render_template("chat.html", keys_required=bool(config.api_keys))
 
 
 @bp.get("/status")
 def status() -> str:
     """Each worker, its model and its load, refreshed from /health/workers."""
-    config = current_app.config["LLM"]
+    config = current_config()
     return render_template("status.html", keys_required=bool(config.api_keys) and config.metrics_auth)

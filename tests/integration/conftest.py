@@ -6,9 +6,11 @@ import shutil
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import openai
 import pytest
 
-from bench.services import Server
+from tests.support.clients import openai_client
+from tests.support.servers import Server
 
 
 @pytest.fixture(scope="session")
@@ -19,6 +21,13 @@ def server() -> Iterator[Server]:
     log = instance.output()
     instance.stop()
     assert_clean(log)
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[openai.OpenAI]:
+    """The openai SDK on the shared server."""
+    with openai_client(server) as sdk:
+        yield sdk
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from bench.services import Server
-from tests.integration.recorder import streams
-from tests.integration.waits import wait_for_log, wait_until
+from tests.support.recorder import streams
+from tests.support.servers import Server
+from tests.support.waits import wait_for_log, wait_until
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 

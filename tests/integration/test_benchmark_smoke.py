@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from bench import embeddings, run
+from tests.support.servers import ROOT
+
+
+def bench(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m bench.<module>` with `args`, from the checkout, as a user runs it."""
+    command = [sys.executable, "-m", f"bench.{module}", *args]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=3500)
 
 
 @pytest.mark.timeout(3600)  # the first run builds llama.cpp's server (about ten minutes on two cores)
-def test_benchmark_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown, png = tmp_path / "bench.md", tmp_path / "sweep.png"
-    code = run.main(
-        ["--repeats", "1", "--max-tokens", "8", "--contention-tokens", "16", "--clients", "1,2",
-         "--slots", "2", "--per-client", "1", "--markdown", str(markdown), "--chart", str(png)]
+    ran = bench(
+        "run", "--repeats", "1", "--max-tokens", "8", "--contention-tokens", "16", "--clients", "1,2",
+        "--slots", "2", "--per-client", "1", "--markdown", str(markdown), "--chart", str(png),
     )  # fmt: skip
-    assert code == 0
+    assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
-    assert text == capsys.readouterr().out
+    assert text == ran.stdout
     for row in (
         "| raw llama-cpp-python |",
         "| ours |",
@@ -38,14 +46,15 @@ def test_benchmark_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
     assert png.read_bytes().startswith(b"\x89PNG")
 
 
-def test_embedding_benchmark_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_embedding_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "embeddings.md"
-    code = embeddings.main(
-        ["--repeats", "1", "--total", "4", "--sizes", "1,4", "--clients", "2", "--markdown", str(markdown)]
-    )
-    assert code == 0
+    ran = bench(
+        "embeddings", "--repeats", "1", "--total", "4", "--sizes", "1,4", "--clients", "2",
+        "--markdown", str(markdown),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
-    assert text == capsys.readouterr().out
+    assert text == ran.stdout
     for row in ("| ours |", "| llama.cpp llama-server |", "| raw llama-cpp-python |"):
         assert row in text, row
     targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 from playwright.sync_api import expect
 
-from bench.services import Server
-from tests.integration.busy import model_busy
-from tests.integration.waits import generations_in_flight, wait_for_log, wait_until
+from tests.support.busy import model_busy
+from tests.support.servers import Server
+from tests.support.waits import generations_in_flight, wait_for_log, wait_until
 
 CANCELLED = "request cancelled by its client"
 # At temperature 0 the default model answers these with a fenced block, and by repeating the tag.

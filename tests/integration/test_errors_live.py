@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.services import Server
-from tests.integration.rawhttp import fetch
+from tests.support.rawhttp import fetch
+from tests.support.servers import Server
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -86,3 +86,28 @@ def test_curl_style_form_content_type_is_read_as_json(server: Server) -> None:
         headers={"Content-Type": "application/x-www-form-urlencoded"},
     )
     assert response.status == 200
+
+
+@pytest.mark.parametrize(
+    ("call", "param"),
+    [
+        ({"id": "call_1"}, "messages[1].tool_calls[0].function"),
+        ({"id": "call_1", "function": {"arguments": "{}"}}, "messages[1].tool_calls[0].function.name"),
+        (
+            {"id": "call_1", "function": {"name": "f", "arguments": 5}},
+            "messages[1].tool_calls[0].function.arguments",
+        ),
+        ({"function": {"name": "f", "arguments": "{}"}}, "messages[1].tool_calls[0].id"),
+    ],
+)
+def test_an_earlier_call_written_back_incomplete_is_a_400_naming_it(
+    server: Server, call: dict[str, Any], param: str
+) -> None:
+    messages = [
+        *USER,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "user", "content": "and?"},
+    ]
+    response = fetch(server.port, "POST", "/v1/chat/completions", {"messages": messages, "max_tokens": 1})
+    assert response.status == 400, response.body  # it was a 500: the conversation's template step broke
+    assert httpx.Response(400, content=response.body).json()["error"]["param"] == param

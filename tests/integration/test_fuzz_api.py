@@ -18,8 +18,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from app.setting_values import default_model_path
-from bench.services import Server
+from app.settings.values import default_model_path
+from tests.support.servers import Server
 
 CHECKS = [
     not_a_server_error,

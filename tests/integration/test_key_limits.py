@@ -14,11 +14,11 @@ import httpx
 import openai
 import pytest
 
-from bench.services import Server
-from tests.integration.busy import model_busy
-from tests.integration.procs import connection_to_each_worker
 from tests.integration.test_observability import scrape, value
-from tests.integration.waits import wait_for_log, wait_until
+from tests.support.busy import model_busy
+from tests.support.procs import connection_to_each_worker
+from tests.support.servers import Server
+from tests.support.waits import wait_for_log, wait_until
 
 KEYS = """# name key [limits]
 conc sk-conc-7d1 concurrency=1

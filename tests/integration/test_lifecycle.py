@@ -12,11 +12,11 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from bench.services import Server
-from tests.integration.busy import model_busy
-from tests.integration.procs import worker_holding, worker_pids
-from tests.integration.rawhttp import fetch, open_request, read_chunk, read_head, request_bytes
-from tests.integration.waits import wait_until
+from tests.support.busy import model_busy
+from tests.support.procs import worker_holding, worker_pids
+from tests.support.rawhttp import fetch, open_request, read_chunk, read_head, request_bytes
+from tests.support.servers import Server
+from tests.support.waits import wait_until
 
 LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "stream": True}
 SHORT = {"prompt": "1, 2, 3,", "max_tokens": 150, "temperature": 0, "stream": True}

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from llama_cpp import Llama
 
-from app.setting_values import default_model_path
-from bench.services import Server
+from app.settings.values import default_model_path
+from tests.support.servers import Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 PAIRS = [

@@ -9,10 +9,11 @@ import anthropic
 import pytest
 from anthropic.types import Message, RawMessageStreamEvent
 
-from bench.services import Server
-from tests.integration.busy import model_busy
-from tests.integration.provider_schemas import check_anthropic
-from tests.integration.rawhttp import fetch
+from tests.support import sse
+from tests.support.busy import model_busy
+from tests.support.provider_schemas import check_anthropic
+from tests.support.rawhttp import fetch
+from tests.support.servers import Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 WEATHER = {
@@ -26,16 +27,6 @@ HELLO = [{"role": "user", "content": "Hi"}]
 @pytest.fixture
 def client(server: Server) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0)
-
-
-def events_of(body: bytes) -> list[tuple[str, dict]]:
-    events = []
-    for block in body.decode().split("\n\n"):
-        lines = block.split("\n")
-        if lines[0].startswith("event: "):
-            assert len(lines) == 2 and lines[1].startswith("data: "), block
-            events.append((lines[0][7:], json.loads(lines[1][6:])))
-    return events
 
 
 def test_create_and_its_schema(client: anthropic.Anthropic) -> None:
@@ -116,7 +107,7 @@ def test_raw_stream_and_its_schema(server: Server) -> None:
         server.port, "POST", "/v1/messages", body, {"Content-Type": "application/json", "x-api-key": "k"}
     )
     assert raw.status == 200 and raw.header("content-type") == "text/event-stream; charset=utf-8"
-    events = events_of(raw.body)
+    events = sse.named(raw.body)
     names = [name for name, _ in events if name != "ping"]
     assert names[0] == "message_start" and names[1] == "content_block_start"
     assert names[-3:] == ["content_block_stop", "message_delta", "message_stop"]
@@ -154,7 +145,7 @@ def test_keys_by_x_api_key_and_errors_after_the_200(start_server: Callable[..., 
     with model_busy(server.port, headers=headers):
         body = {"model": MODEL, "max_tokens": 5, "messages": HELLO, "stream": True}
         raw = fetch(server.port, "POST", "/v1/messages", body, headers)
-        events = events_of(raw.body)
+        events = sse.named(raw.body)
         assert "ping" in [name for name, _ in events]  # keep-alives while it waited
         name, error = events[-1]
         assert name == "error" and error["error"]["type"] == "overloaded_error"

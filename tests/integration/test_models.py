@@ -17,12 +17,13 @@ import numpy as np
 import openai
 import pytest
 
-from app.setting_values import default_model_path
-from bench.services import Server
-from tests import tiny_bert
-from tests.integration.procs import worker_holding, worker_pids
-from tests.integration.rawhttp import read_chunk, read_head, request_bytes
-from tests.integration.waits import wait_for_log, wait_until
+from app.settings.values import default_model_path
+from tests.support import tiny_bert
+from tests.support.clients import openai_client
+from tests.support.procs import worker_holding, worker_pids
+from tests.support.rawhttp import read_chunk, read_head, request_bytes
+from tests.support.servers import Server
+from tests.support.waits import wait_for_log, wait_until
 
 MODELS = [
     {"id": "smol-a", "path": default_model_path(), "workers": 1, "n_ctx": 1024},
@@ -44,8 +45,9 @@ def models_server() -> Iterator[Server]:
 
 
 @pytest.fixture
-def client(models_server: Server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=models_server.url + "/v1", api_key="unused", max_retries=0)
+def client(models_server: Server) -> Iterator[openai.OpenAI]:
+    with openai_client(models_server) as sdk:
+        yield sdk
 
 
 def served_by(server: Server, marker: str) -> str:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bench.services import Server
-from tests.integration.busy import model_busy
+from tests.support.busy import model_busy
+from tests.support.servers import Server
 
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 

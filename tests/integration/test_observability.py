@@ -11,10 +11,10 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.services import Server
-from tests.integration.busy import model_busy
-from tests.integration.rawhttp import open_request, read_chunk, read_head
-from tests.integration.waits import wait_for_log, wait_until
+from tests.support.busy import model_busy
+from tests.support.rawhttp import open_request, read_chunk, read_head
+from tests.support.servers import Server
+from tests.support.waits import wait_for_log, wait_until
 
 
 def scrape(server: Server) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import openai
 import pytest
 
-from bench.services import Server
+from tests.support.servers import Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 MESSAGES = [
@@ -16,12 +15,6 @@ MESSAGES = [
     {"role": "user", "content": "Name three colours."},
 ]
 SEEDED = {"temperature": 0, "seed": 7, "max_tokens": 40}
-
-
-@pytest.fixture
-def client(server: Server) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0) as sdk:
-        yield sdk
 
 
 def test_models_list_and_retrieve(client: openai.OpenAI) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.services import ROOT, Server, prometheus
-from tests.integration.waits import wait_until
+from tests.support.servers import ROOT, Server, prometheus
+from tests.support.waits import wait_until
 
 DASHBOARD = ROOT / "deploy" / "grafana" / "llm-server.json"
 KEYS = "alice sk-alice-p1\nbob sk-bob-p2 rpm=6\n"

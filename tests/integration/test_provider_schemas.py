@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import httpx
 import pytest
 
-from bench.services import Server
-from tests.integration.provider_schemas import check_openai
+from tests.support import sse
+from tests.support.provider_schemas import check_openai
+from tests.support.servers import Server
 
 CHAT = {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 8}
 TOOL = {"type": "function", "function": {"name": "paint", "parameters": {"type": "object",
@@ -25,17 +24,13 @@ COMPLETION_CASES = [
 ]
 
 
-def data_events(body: str) -> list[dict]:
-    return [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
-
-
 @pytest.mark.parametrize("body", CHAT_CASES)
 def test_chat_completion_and_chunks(server: Server, body: dict) -> None:
     whole = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=60).json()
     check_openai(whole, "CreateChatCompletionResponse")
     assert isinstance(whole["system_fingerprint"], str) and whole["system_fingerprint"].startswith("fp_")
     streamed = httpx.post(server.url + "/v1/chat/completions", json={**body, "stream": True}, timeout=60)
-    for chunk in data_events(streamed.text):
+    for chunk in sse.payloads(streamed.text):
         check_openai(chunk, "CreateChatCompletionStreamResponse")
         assert chunk["system_fingerprint"] == whole["system_fingerprint"]
 
@@ -64,7 +59,7 @@ def test_text_completion_and_chunks(server: Server, body: dict) -> None:
     # OpenAI publishes no schema of its own for text-completion chunks: a chunk is the whole
     # object's shape with finish_reason still null, so the chunks that end a choice are checked.
     streamed = httpx.post(server.url + "/v1/completions", json={**body, "stream": True}, timeout=60)
-    finals = [c for c in data_events(streamed.text) if c["choices"][0]["finish_reason"] is not None]
+    finals = [c for c in sse.payloads(streamed.text) if c["choices"][0]["finish_reason"] is not None]
     assert len(finals) == len(whole["choices"])
     for chunk in finals:
         check_completion(chunk)

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import re
 
-from bench.services import Server
-from tests.integration.rawhttp import fetch
-
-# A data event of ASCII JSON or [DONE], or the keep-alive comment (sent after 1 s of silence).
-EVENT = re.compile(rb"data: (\{[\x20-\x7e]*\}|\[DONE\])\n\n|: keep-alive\n\n")
+from tests.support import sse
+from tests.support.rawhttp import fetch
+from tests.support.servers import Server
 
 
 def events_of(body: bytes) -> list[bytes]:
-    """Split a body into data events, asserting every byte belongs to a well-formed frame."""
-    matches = list(EVENT.finditer(body))
-    assert b"".join(m.group(0) for m in matches) == body, body
-    return [m.group(1) for m in matches if m.group(1)]
+    """The data of each event, every byte well framed; chat and completions streams name no events."""
+    events = sse.parse(body)
+    assert all(event.name is None for event in events), events
+    return [event.data.encode() for event in events]
 
 
 def test_chat_stream_bytes_and_headers(server: Server) -> None:
@@ -50,7 +47,7 @@ def test_chat_stream_bytes_and_headers(server: Server) -> None:
     if reasons[-1] == "length":
         assert usage["completion_tokens"] == 30
     # Each event leaves in its own write: one HTTP chunk per frame, none buffered together.
-    assert all(EVENT.fullmatch(c) for c in response.chunks)
+    assert all(len(sse.frames(c)) == 1 for c in response.chunks)
 
 
 def test_completion_stream_without_usage(server: Server) -> None:

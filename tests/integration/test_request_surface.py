@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
@@ -13,7 +12,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from bench.services import ROOT, Server
+from tests.support.servers import ROOT
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 ASK = [{"role": "user", "content": "Tell me about a city."}]
@@ -29,12 +28,6 @@ TIME = {
     "type": "function",
     "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}},
 }
-
-
-@pytest.fixture
-def client(server: Server) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0) as sdk:
-        yield sdk
 
 
 def collect(stream: Any) -> dict[int, dict[str, Any]]:
@@ -159,7 +152,7 @@ def test_logit_bias_and_seed(client: openai.OpenAI) -> None:
 TOKENIZE = """
 import json, sys
 from llama_cpp import Llama
-from app.config import default_model_path
+from app.settings.values import default_model_path
 vocab = Llama(model_path=default_model_path(), vocab_only=True, verbose=False)
 print(json.dumps([vocab.tokenize(t.encode(), add_bos=False) for t in json.loads(sys.argv[1])]))
 """

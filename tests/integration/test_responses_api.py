@@ -11,11 +11,12 @@ import openai
 import pydantic
 import pytest
 
-from bench.services import Server
-from tests.integration.busy import model_busy
-from tests.integration.provider_schemas import check_openai
-from tests.integration.rawhttp import fetch, open_request, read_chunk, read_head
-from tests.integration.waits import wait_for_log
+from tests.support import sse
+from tests.support.busy import model_busy
+from tests.support.provider_schemas import check_openai
+from tests.support.rawhttp import fetch, open_request, read_chunk, read_head
+from tests.support.servers import Server
+from tests.support.waits import wait_for_log
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 WEATHER = {
@@ -24,22 +25,6 @@ WEATHER = {
     "description": "The weather in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
-
-
-@pytest.fixture
-def client(server: Server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
-
-
-def events_of(body: bytes) -> list[tuple[str, dict]]:
-    """(event name, data) of each event of a raw Responses stream; comments skipped."""
-    events = []
-    for block in body.decode().split("\n\n"):
-        lines = [line for line in block.split("\n") if line and not line.startswith(":")]
-        if lines:
-            assert lines[0].startswith("event: ") and lines[1].startswith("data: ") and len(lines) == 2, block
-            events.append((lines[0][7:], json.loads(lines[1][6:])))
-    return events
 
 
 def test_create_whole_and_its_schema(client: openai.OpenAI) -> None:
@@ -70,7 +55,7 @@ def test_raw_stream_order_numbers_and_ids(server: Server) -> None:
     raw = fetch(server.port, "POST", "/v1/responses", body)
     assert raw.status == 200 and raw.header("content-type") == "text/event-stream; charset=utf-8"
     assert b"[DONE]" not in raw.body
-    events = events_of(raw.body)
+    events = sse.named(raw.body)
     names = [name for name, _ in events]
     assert all(data["type"] == name for name, data in events)
     assert [data["sequence_number"] for _, data in events] == list(range(len(events)))
@@ -170,7 +155,7 @@ def test_error_after_the_200_is_response_failed(start_server: Callable[..., Serv
     server = start_server(LLM_PARALLEL="1", LLM_QUEUE_TIMEOUT="1", LLM_SSE_KEEPALIVE="0.3")
     with model_busy(server.port):
         raw = fetch(server.port, "POST", "/v1/responses", {"input": "Hi", "stream": True})
-    events = events_of(raw.body)
+    events = sse.named(raw.body)
     assert [name for name, _ in events] == ["response.created", "response.in_progress", "response.failed"]
     failed = events[-1][1]["response"]
     assert failed["status"] == "failed" and "waited" in failed["error"]["message"]

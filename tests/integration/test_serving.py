@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import httpx
 
-from bench.services import Server
+from tests.support.servers import Server
 
 LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 400, "temperature": 0, "stream": True}
 

@@ -11,12 +11,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.config import SETTINGS, Config, default_model_path
-from app.cpu import usable_cores
-from bench.services import GUNICORN, ROOT, Server, free_port
-from tests import tiny_bert
-from tests.integration.procs import worker_pids
-from tests.integration.waits import wait_for_log
+from app.settings.config import SETTINGS, Config
+from app.settings.cpu import usable_cores
+from app.settings.values import default_model_path
+from tests.support import tiny_bert
+from tests.support.procs import worker_pids
+from tests.support.servers import GUNICORN, ROOT, Server, free_port
+from tests.support.waits import wait_for_log
 
 
 def start(env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:

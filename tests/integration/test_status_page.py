@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 from playwright.sync_api import expect
 
-from app.setting_values import default_model_path
-from bench.services import Server
+from app.settings.values import default_model_path
+from tests.support.servers import Server
 
 MODELS = [
     {"id": "chat-a", "path": default_model_path(), "workers": 1},

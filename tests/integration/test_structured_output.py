@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import jsonschema
 
-from bench.services import Server
+from tests.support.servers import Server
 
 PERSON = {
     "type": "object",

@@ -12,8 +12,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.config import Config
 from app.engine.types import Chunk, GenerationRequest
+from app.settings.config import Config
 
 MODEL_ID = "test-model"
 # Passes the settings' GGUF check, so unit tests need no model wheel; never loaded.

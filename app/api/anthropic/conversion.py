@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.api import tools
+from app.api.common import tools
 
 
 def messages(body: dict[str, Any]) -> list[dict[str, Any]]:

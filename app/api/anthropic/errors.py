@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify
-from werkzeug.exceptions import HTTPException
 
-from app.api.errors import APIError, to_api_error
+from app.api.common.errors import APIError, answered, to_api_error
 
 # Anthropic's error type for each status; it reports overload as 529, not 503.
 _TYPES = {
@@ -35,8 +34,9 @@ def body(error: APIError) -> dict[str, Any]:
 
 def handle_exception(exc: Exception) -> Response:
     """The Messages routes' one error handler: the same errors as elsewhere, in Anthropic's shape."""
-    if isinstance(exc, HTTPException) and exc.response is not None:
-        return exc.response  # flask.abort(response): answered already (a relayed request)
+    relayed = answered(exc)
+    if relayed is not None:
+        return relayed
     error, headers = to_api_error(exc)
     response = jsonify(body(error))
     response.status_code = status_of(error)

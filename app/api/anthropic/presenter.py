@@ -6,10 +6,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from app.api import sse, tools
 from app.api.anthropic import conversion, errors
-from app.api.errors import APIError
-from app.api.presenting import ChoiceResult
+from app.api.common import sse, tools
+from app.api.common.errors import APIError
+from app.api.common.generate import ChoiceResult
 from app.engine.types import Chunk
 
 PING = sse.named_event("ping", {"type": "ping"})  # Anthropic's keep-alive

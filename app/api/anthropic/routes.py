@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, Response, jsonify
 
-from app.api import conversation, structured_output, tools
 from app.api.anthropic import conversion, errors
 from app.api.anthropic.presenter import MessagesPresenter
 from app.api.anthropic.schemas import count_tokens_request_schema, messages_request_schema
-from app.api.engine_requests import plan_choices
-from app.api.request_body import engine, parse_body
-from app.api.respond import respond
+from app.api.common import conversation, structured_output, tools
+from app.api.common.body import generating_engine, parse_body
+from app.api.common.generate import generate
+from app.api.common.planning import plan_choices
+from app.settings.current import current_config
 
 bp = Blueprint("anthropic", __name__)
 errors.init_blueprint(bp)
@@ -20,21 +21,19 @@ errors.init_blueprint(bp)
 def create_message() -> Response:
     """Answer the conversation with a Message, or its event stream."""
     body = parse_body(messages_request_schema)
-    the_engine = engine()
+    engine = generating_engine()
     chat = conversion.chat_body(body)
-    prompt = conversation.prompt_tokens(the_engine.tokenizer, conversion.messages(body), chat)
+    prompt = conversation.prompt_tokens(engine.tokenizer, conversion.messages(body), chat)
     requests = plan_choices(
         chat,
         [prompt],
         prompt_param="messages",
-        grammar=structured_output.checked(the_engine.tokenizer, conversion.grammar(chat), "tools"),
-        vocabulary_size=the_engine.tokenizer.vocabulary_size,
+        grammar=structured_output.checked(engine.tokenizer, conversion.grammar(chat), "tools"),
+        vocabulary_size=engine.tokenizer.vocabulary_size,
     )
     call_tools = chat["tools"] if tools.active(chat) else None
-    presenter = MessagesPresenter(
-        current_app.config["LLM"].model_id, len(prompt), call_tools, tools.forced(chat)
-    )
-    return respond(the_engine, body, requests, presenter, len(prompt))
+    presenter = MessagesPresenter(current_config().model_id, len(prompt), call_tools, tools.forced(chat))
+    return generate(engine, body, requests, presenter, len(prompt))
 
 
 @bp.post("/v1/messages/count_tokens")
@@ -42,5 +41,5 @@ def count_tokens() -> Response:
     """How many tokens the conversation takes after the chat template, tools included."""
     body = parse_body(count_tokens_request_schema)
     chat = conversion.chat_body(body)
-    tokens = conversation.prompt_tokens(engine().tokenizer, conversion.messages(body), chat)
+    tokens = conversation.prompt_tokens(generating_engine().tokenizer, conversion.messages(body), chat)
     return jsonify({"input_tokens": len(tokens)})

@@ -6,8 +6,8 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from app.api.fields import StrictBoolean, count, number
-from app.api.schemas import BaseSchema
+from app.api.common.fields import StrictBoolean, count, number
+from app.api.common.schemas import BaseSchema
 
 
 def _text_blocks(content: Any, where: str) -> str:
@@ -29,7 +29,7 @@ def _text_blocks(content: Any, where: str) -> str:
     return "".join(texts)
 
 
-class SystemField(fields.Field):
+class SystemField(fields.Field[str]):
     """`system`: a string or a list of text blocks."""
 
     OPENAPI = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
@@ -38,7 +38,7 @@ class SystemField(fields.Field):
         return _text_blocks(value, "")
 
 
-class ContentField(fields.Field):
+class ContentField(fields.Field[list[dict[str, Any]]]):
     """A message's `content`: a string or blocks (text, tool_use, tool_result), normalised to blocks."""
 
     OPENAPI = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api import structured_output, tools
+from app.api.common import structured_output, tools
 
 
 def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -58,8 +58,9 @@ def grammar(chat: dict[str, Any], text_format: dict[str, Any] | None) -> tuple[s
     """The grammar the answer must follow, and the field to blame if llama.cpp cannot build it."""
     if tools.forced(chat):
         return tools.call_grammar(chat), "tools"
-    kind = (text_format or {}).get("type", "text")
+    text_format = text_format or {"type": "text"}
+    kind = text_format.get("type", "text")
     if kind == "json_schema":
-        schema = text_format.get("schema") or {"type": "object"}  # type: ignore[union-attr]
+        schema = text_format.get("schema") or {"type": "object"}
         return structured_output.schema_grammar(schema, param="text.format.schema"), "text.format"
     return structured_output.response_grammar({"type": kind}), "text.format"

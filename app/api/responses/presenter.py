@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from app.api import sse, tools
-from app.api.errors import APIError
-from app.api.presenting import ChoiceResult
+from app.api.common import sse, tools
+from app.api.common.errors import APIError
+from app.api.common.generate import ChoiceResult
 from app.api.responses import objects
 from app.api.responses.objects import ResponseShape
 from app.engine.types import Chunk

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, Response, jsonify
 
-from app.api import conversation, structured_output, tools
-from app.api.engine_requests import plan_choices
-from app.api.request_body import engine, parse_body
-from app.api.respond import respond
+from app.api.common import conversation, structured_output, tools
+from app.api.common.body import generating_engine, parse_body
+from app.api.common.generate import generate
+from app.api.common.planning import plan_choices
 from app.api.responses import conversion
 from app.api.responses.objects import ResponseShape
 from app.api.responses.presenter import ResponsesPresenter
 from app.api.responses.schemas import input_tokens_request_schema, response_request_schema
+from app.settings.current import current_config
 
 bp = Blueprint("responses", __name__)
 
@@ -20,22 +21,22 @@ bp = Blueprint("responses", __name__)
 def create_response() -> Response:
     """Answer the input items with a Response object, or its event stream."""
     body = parse_body(response_request_schema)
-    the_engine = engine()
+    engine = generating_engine()
     chat = conversion.chat_body(body)
-    prompt = conversation.prompt_tokens(the_engine.tokenizer, conversion.messages(body), chat)
+    prompt = conversation.prompt_tokens(engine.tokenizer, conversion.messages(body), chat)
     grammar, param = conversion.grammar(chat, (body.get("text") or {}).get("format"))
     requests = plan_choices(
         chat,
         [prompt],
         prompt_param="input",
         max_param="max_output_tokens",
-        grammar=structured_output.checked(the_engine.tokenizer, grammar, param),
-        vocabulary_size=the_engine.tokenizer.vocabulary_size,
+        grammar=structured_output.checked(engine.tokenizer, grammar, param),
+        vocabulary_size=engine.tokenizer.vocabulary_size,
     )
-    shape = ResponseShape(body, current_app.config["LLM"].model_id)
+    shape = ResponseShape(body, current_config().model_id)
     call_tools = chat["tools"] if tools.active(chat) else None
     presenter = ResponsesPresenter(shape, len(prompt), call_tools, tools.forced(chat))
-    return respond(the_engine, body, requests, presenter, len(prompt))
+    return generate(engine, body, requests, presenter, len(prompt))
 
 
 @bp.post("/v1/responses/input_tokens")
@@ -43,5 +44,5 @@ def count_input_tokens() -> Response:
     """How many tokens the input takes after the chat template, tools included."""
     body = parse_body(input_tokens_request_schema)
     chat = conversion.chat_body(body)
-    tokens = conversation.prompt_tokens(engine().tokenizer, conversion.messages(body), chat)
+    tokens = conversation.prompt_tokens(generating_engine().tokenizer, conversion.messages(body), chat)
     return jsonify({"object": "response.input_tokens", "input_tokens": len(tokens)})

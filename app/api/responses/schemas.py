@@ -6,8 +6,8 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from app.api.fields import StrictBoolean, StrictInteger, count, number
-from app.api.schemas import BaseSchema
+from app.api.common.fields import StrictBoolean, StrictInteger, count, number
+from app.api.common.schemas import BaseSchema
 
 _ROLES = ("user", "assistant", "system", "developer")
 _TEXT_PARTS = ("input_text", "output_text")
@@ -32,7 +32,7 @@ def _text_of(content: Any, where: str) -> str:
     return "".join(texts)
 
 
-class InputField(fields.Field):
+class InputField(fields.Field[list[dict[str, Any]]]):
     """`input`: a string, or a list of items (messages, function calls and their outputs), normalised."""
 
     OPENAPI = {
@@ -95,7 +95,7 @@ class FunctionToolSchema(BaseSchema):
     strict = StrictBoolean(allow_none=True)
 
 
-class ToolChoiceField(fields.Field):
+class ToolChoiceField(fields.Field[str | dict[str, str]]):
     """`tool_choice`: none, auto, required, or {"type": "function", "name": ...}."""
 
     OPENAPI = {
@@ -111,7 +111,7 @@ class ToolChoiceField(fields.Field):
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | dict[str, str]:
         if value in ("none", "auto", "required"):
-            return value
+            return str(value)
         if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("name"), str):
             return {"name": value["name"]}
         raise ValidationError("must be 'none', 'auto', 'required' or {'type': 'function', 'name': ...}")

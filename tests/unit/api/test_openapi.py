@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from flask import Flask
 from flask.testing import FlaskClient
 from openapi_spec_validator import validate
 
@@ -27,7 +28,7 @@ def test_completions_declare_json_and_event_stream(client: FlaskClient) -> None:
         event = schemas[ok["content"]["text/event-stream"]["schema"]["$ref"].rsplit("/", 1)[1]]
         chunk_ref = event["properties"]["data"]["anyOf"][0]["contentSchema"]["$ref"]
         assert chunk_ref.endswith("Chunk")
-        assert set(operation["responses"]) == {"200", "400", "404", "406", "413", "429", "500", "503"}
+        assert set(operation["responses"]) == {"200", "400", "401", "404", "406", "413", "429", "500", "503"}
         assert operation["responses"]["429"]["headers"]["Retry-After"]
 
 
@@ -53,3 +54,29 @@ def test_docs_page_is_served_with_local_assets(client: FlaskClient) -> None:
         response = client.get(f"/docs/{asset}")
         assert response.status_code == 200 and len(response.get_data()) > 10_000
         response.close()
+
+
+# Served but not API operations, as in vLLM's document: the document itself and its Swagger UI
+# page, the browser pages, and Prometheus' scrape.
+NOT_API = ("openapi", "swagger_ui", "ui", "metrics")
+METHODS = {"get", "post", "put", "patch", "delete"}
+
+
+def test_every_route_is_documented_and_every_documented_route_is_served(
+    app: Flask, client: FlaskClient
+) -> None:
+    served = set()
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint.split(".")[0] in NOT_API:
+            continue
+        path = re.sub(r"<(?:[^<>:]+:)?([^<>]+)>", r"{\1}", rule.rule)  # Flask's <path:id> is OpenAPI's {id}
+        served |= {
+            (path, method.lower()) for method in rule.methods or () if method not in ("HEAD", "OPTIONS")
+        }
+    document = client.get("/openapi.json").get_json()
+    documented = {
+        (path, method) for path, item in document["paths"].items() for method in item if method in METHODS
+    }
+    assert served - documented == set(), "served, not documented"
+    assert documented - served == set(), "documented, not served"
+    assert ("/v1/chat/completions", "post") in served and ("/v1/models/{model_id}", "get") in served

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from app.api_keys import ApiKey
 from app.serving.key_limits import KeyLimits, duration
+from app.settings.keys import ApiKey
 
 
 def test_generations_at_once_are_counted_over_every_worker_and_cleared_with_a_dead_one() -> None:

@@ -1,0 +1,54 @@
+"""API keys: when configured, the API routes (and optionally /metrics) need `Authorization: Bearer <key>`."""
+
+from __future__ import annotations
+
+import hmac
+
+from flask import Flask, current_app, g, request
+
+from app.api.common.errors import AuthenticationError
+from app.settings.current import config_of, current_config
+from app.settings.keys import ApiKey
+
+# Outside /v1 but reading the model: protected like it (llama.cpp's server does the same).
+_ALSO_PROTECTED = ("/tokenize", "/detokenize", "/tokenizer_info")
+_FIGURES = ("/metrics", "/health/workers")  # need a key only with LLM_METRICS_AUTH=1
+
+
+def _matching_key(presented: str, keys: tuple[tuple[bytes, ApiKey], ...]) -> ApiKey | None:
+    # Compare with every key, in constant time, so neither a key nor its position leaks.
+    candidate = presented.encode()
+    found = None
+    for secret, key in keys:
+        if hmac.compare_digest(candidate, secret):
+            found = key
+    return found
+
+
+def _require_key() -> None:
+    config = current_config()
+    keys: tuple[tuple[bytes, ApiKey], ...] = current_app.extensions["api_keys"]
+    protected = (
+        request.path.startswith("/v1/")
+        or request.path in _ALSO_PROTECTED
+        or (request.path in _FIGURES and config.metrics_auth)
+    )
+    if not keys or not protected or request.method == "OPTIONS":  # CORS preflights carry no key
+        return
+    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        presented = request.headers.get("X-Api-Key", "")  # Anthropic's clients send it this way
+    if not presented.strip():
+        raise AuthenticationError("Missing API key: send it as 'Authorization: Bearer <key>' or 'x-api-key'.")
+    key = _matching_key(presented.strip(), keys)
+    if key is None:
+        # Never echo the key: it would land in client logs and ours.
+        raise AuthenticationError("Incorrect API key provided.")
+    g.api_key = key
+    g.stats.key_name = key.name  # the access log and the metrics name the key, never show it
+
+
+def init_app(app: Flask) -> None:
+    """Check keys before any /v1 view runs."""
+    app.extensions["api_keys"] = tuple((key.key.encode(), key) for key in config_of(app).api_keys)
+    app.before_request(_require_key)

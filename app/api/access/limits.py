@@ -1,0 +1,74 @@
+"""Per-key limits at the door: a request over its key's limit is a 429 with OpenAI's rate-limit headers."""
+
+from __future__ import annotations
+
+from flask import Flask, Response, current_app, g, request
+
+from app.api.common.errors import KeyLimitError
+from app.serving import key_limits, peers, relay
+from app.serving.key_limits import KeyLimits
+from app.settings.keys import ApiKey
+
+
+def _worker_slot() -> int:
+    return peers.this_worker.slot if peers.this_worker is not None else 0
+
+
+def _limited_key() -> ApiKey | None:
+    key: ApiKey | None = g.get("api_key")
+    return key if key is not None and key.limited else None
+
+
+def _admit() -> None:
+    key = _limited_key()
+    # Only work is counted (not listing models), and a request relayed from another
+    # worker was counted there.
+    if (
+        key is None
+        or request.method != "POST"
+        or not request.path.startswith("/v1/")
+        or relay.is_relayed(request)
+    ):
+        return
+    limits: KeyLimits = current_app.extensions["key_limits"]
+    verdict = limits.admit(_worker_slot(), key)
+    g.limit_headers = verdict.headers
+    if not verdict.allowed:
+        raise KeyLimitError(
+            f"Rate limit reached for the key '{key.name}': {verdict.reason}. "
+            f"Please try again in {verdict.retry_after}s.",
+            verdict.headers,
+        )
+    g.limit_held = True
+
+
+def _attach(response: Response) -> Response:
+    key = _limited_key()
+    if key is None:
+        return response
+    response.headers.update(g.pop("limit_headers", {}))
+    limits: KeyLimits = current_app.extensions["key_limits"]
+    held, stats, worker = g.pop("limit_held", False), g.stats, _worker_slot()
+
+    def ended() -> None:  # after the last byte of a stream, or when its client hung up
+        if held:
+            limits.release(worker, key)
+        if key.tpm is not None and not stats.relayed:  # the worker that generated counts the tokens
+            limits.count_tokens(key, stats.prompt_tokens + stats.completion_tokens)
+
+    response.call_on_close(ended)
+    return response
+
+
+def _never_answered(_: BaseException | None) -> None:
+    key = _limited_key()
+    if key is not None and g.pop("limit_held", False):  # no response went out to release it
+        current_app.extensions["key_limits"].release(_worker_slot(), key)
+
+
+def init_app(app: Flask) -> None:
+    """Check limits after the key is known; count until each response has ended."""
+    app.extensions["key_limits"] = key_limits.limits or KeyLimits(workers=1)  # one process: its own
+    app.before_request(_admit)
+    app.after_request(_attach)
+    app.teardown_request(_never_answered)

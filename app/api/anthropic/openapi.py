@@ -1,0 +1,130 @@
+"""The Messages family in the OpenAPI document: its routes, the Message, each event, Anthropic's errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec
+
+from app.api.anthropic.schemas import CountTokensRequestSchema, MessagesRequestSchema
+from app.api.common.openapi import error_responses, json_answer, named_event_stream, post
+from app.settings.models import ModelSpec
+
+_INT, _STR = {"type": "integer"}, {"type": "string"}
+_STOP = {"anyOf": [{"enum": ["end_turn", "max_tokens", "stop_sequence", "tool_use"]}, {"type": "null"}]}
+
+
+def _object(required: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": list(required), "properties": required}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_BLOCK = {"anyOf": [_ref("AnthropicTextBlock"), _ref("AnthropicToolUseBlock")]}
+USAGE = _object(
+    {
+        "input_tokens": _INT,
+        "output_tokens": _INT,
+        "cache_creation_input_tokens": _INT,
+        "cache_read_input_tokens": _INT,
+    }
+)
+MESSAGE = _object(
+    {
+        "id": _STR,
+        "type": {"const": "message"},
+        "role": {"const": "assistant"},
+        "content": {"type": "array", "items": _BLOCK},
+        "model": _STR,
+        "stop_reason": _STOP,
+        "stop_sequence": {"anyOf": [_STR, {"type": "null"}]},
+        "usage": _ref("AnthropicUsage"),
+    }
+)
+ERROR = _object({"type": {"const": "error"}, "error": _object({"type": _STR, "message": _STR})})
+EVENTS: dict[str, dict[str, Any]] = {
+    "message_start": _object({"type": {"const": "message_start"}, "message": _ref("AnthropicMessage")}),
+    "content_block_start": _object(
+        {"type": {"const": "content_block_start"}, "index": _INT, "content_block": _BLOCK}
+    ),
+    "content_block_delta": _object(
+        {
+            "type": {"const": "content_block_delta"},
+            "index": _INT,
+            "delta": {
+                "anyOf": [
+                    _object({"type": {"const": "text_delta"}, "text": _STR}),
+                    _object({"type": {"const": "input_json_delta"}, "partial_json": _STR}),
+                ]
+            },
+        }
+    ),
+    "content_block_stop": _object({"type": {"const": "content_block_stop"}, "index": _INT}),
+    "message_delta": _object(
+        {
+            "type": {"const": "message_delta"},
+            "delta": _object({"stop_reason": _STOP, "stop_sequence": {"anyOf": [_STR, {"type": "null"}]}}),
+            "usage": _ref("AnthropicUsage"),
+        }
+    ),
+    "message_stop": _object({"type": {"const": "message_stop"}}),
+    "ping": _object({"type": {"const": "ping"}}),
+    "error": _ref("AnthropicError"),
+}
+COMPONENTS = {
+    "AnthropicMessage": MESSAGE,
+    "AnthropicUsage": USAGE,
+    "AnthropicTextBlock": _object({"type": {"const": "text"}, "text": _STR}),
+    "AnthropicToolUseBlock": _object(
+        {"type": {"const": "tool_use"}, "id": _STR, "name": _STR, "input": {"type": "object"}}
+    ),
+    "AnthropicError": ERROR,
+    "AnthropicTokenCount": _object({"input_tokens": _INT}),
+}
+
+STREAM_DESCRIPTION = (
+    "With `stream: false` (the default), one JSON object. With `stream: true`, Anthropic's event "
+    "stream: `message_start`, per content block `content_block_start`, `content_block_delta` "
+    "(`text_delta` or `input_json_delta`), `content_block_stop`, then `message_delta` (stop "
+    "reason, usage) and `message_stop`. Keep-alives are `ping` events; an error after the 200 is "
+    "an `error` event."
+)
+# Anthropic's statuses: overload is 529, not 503, and every error body has Anthropic's shape.
+_ERRORS = error_responses(400, 401, 404, 406, 413, 429, 500, 529, schema="AnthropicError")
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/v1/messages and its token count; a request must name one of the served generating models."""
+    for name, schema in COMPONENTS.items():
+        spec.components.schema(name, component=schema)
+    generating = [model.id for model in models if not model.embedding]
+    requests: dict[str, type[CountTokensRequestSchema]] = {
+        "MessagesRequest": MessagesRequestSchema,
+        "MessagesCountTokensRequest": CountTokensRequestSchema,
+    }
+    for name, request in requests.items():
+        spec.components.schema(name, schema=request)
+        if generating:  # Anthropic's clients must name a model: only served ones are answered
+            spec.components.schemas[name]["properties"]["model"]["enum"] = generating
+    stream = named_event_stream(spec, "AnthropicEvent", EVENTS)
+    answers = {"application/json": {"schema": "AnthropicMessage"}, "text/event-stream": {"schema": stream}}
+    spec.path(
+        path="/v1/messages",
+        operations=post(
+            "Answer a conversation with a Message (Anthropic's Messages API)",
+            "MessagesRequest",
+            {"description": STREAM_DESCRIPTION, "content": answers},
+            _ERRORS,
+        ),
+    )
+    spec.path(
+        path="/v1/messages/count_tokens",
+        operations=post(
+            "Count the conversation's tokens after the chat template",
+            "MessagesCountTokensRequest",
+            json_answer("The count.", "AnthropicTokenCount"),
+            _ERRORS,
+        ),
+    )

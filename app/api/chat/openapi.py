@@ -1,0 +1,231 @@
+"""The chat family in the OpenAPI document: its routes, and the objects objects.py builds, as schemas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec
+from marshmallow import Schema, fields, validate
+
+from app.api.chat.schemas import ChatCompletionRequestSchema, CompletionRequestSchema
+from app.api.common.openapi import POST_ERRORS, error_responses, json_answer, json_of, post
+from app.settings.models import ModelSpec
+
+FINISH_REASONS = ("stop", "length", "tool_calls")
+
+
+class PromptTokensDetailsSchema(Schema):
+    cached_tokens = fields.Integer(
+        required=True, metadata={"description": "Prompt tokens served from the KV cache, not evaluated"}
+    )
+
+
+class UsageSchema(Schema):
+    prompt_tokens = fields.Integer(required=True)
+    completion_tokens = fields.Integer(required=True)
+    total_tokens = fields.Integer(required=True)
+    prompt_tokens_details = fields.Nested(PromptTokensDetailsSchema, required=True)
+
+
+class _EnvelopeSchema(Schema):
+    id = fields.String(required=True)
+    created = fields.Integer(required=True)
+    model = fields.String(required=True)
+    system_fingerprint = fields.String(
+        required=True,
+        metadata={"description": "The llama.cpp build, model file and settings that decide the output"},
+    )
+
+
+class TopLogprobSchema(Schema):
+    token = fields.String(required=True)
+    logprob = fields.Float(required=True)
+    bytes = fields.List(fields.Integer(), required=True)
+
+
+class TokenLogprobSchema(TopLogprobSchema):
+    top_logprobs = fields.List(fields.Nested(TopLogprobSchema), required=True)
+
+
+class ChatLogprobsSchema(Schema):
+    content = fields.List(fields.Nested(TokenLogprobSchema), required=True)
+    refusal = fields.String(required=True, allow_none=True)
+
+
+class TextLogprobsSchema(Schema):
+    tokens = fields.List(fields.String(), required=True)
+    token_logprobs = fields.List(fields.Float(), required=True)
+    top_logprobs = fields.List(fields.Dict(keys=fields.String(), values=fields.Float()), required=True)
+    text_offset = fields.List(fields.Integer(), required=True)
+
+
+class FunctionCallSchema(Schema):
+    name = fields.String(required=True)
+    arguments = fields.String(
+        required=True, metadata={"description": "The arguments, as a JSON object's text"}
+    )
+
+
+class ToolCallSchema(Schema):
+    id = fields.String(required=True)
+    type = fields.String(required=True, validate=validate.Equal("function"))
+    function = fields.Nested(FunctionCallSchema, required=True)
+
+
+class FunctionCallDeltaSchema(Schema):
+    name = fields.String()
+    arguments = fields.String()
+
+
+class ToolCallDeltaSchema(Schema):
+    """A piece of a streamed tool call: id, type and name first, then arguments in pieces."""
+
+    index = fields.Integer(required=True)
+    id = fields.String()
+    type = fields.String(validate=validate.Equal("function"))
+    function = fields.Nested(FunctionCallDeltaSchema)
+
+
+class AssistantMessageSchema(Schema):
+    role = fields.String(required=True, validate=validate.Equal("assistant"))
+    content = fields.String(required=True, allow_none=True)
+    refusal = fields.String(required=True, allow_none=True)
+    tool_calls = fields.List(fields.Nested(ToolCallSchema))
+
+
+class ChatChoiceSchema(Schema):
+    index = fields.Integer(required=True)
+    message = fields.Nested(AssistantMessageSchema, required=True)
+    logprobs = fields.Nested(ChatLogprobsSchema, required=True, allow_none=True)
+    finish_reason = fields.String(required=True, validate=validate.OneOf(FINISH_REASONS))
+
+
+class ChatCompletionSchema(_EnvelopeSchema):
+    """A whole chat completion (`stream: false`)."""
+
+    object = fields.String(required=True, validate=validate.Equal("chat.completion"))
+    choices = fields.List(fields.Nested(ChatChoiceSchema), required=True)
+    usage = fields.Nested(UsageSchema, required=True)
+
+
+class DeltaSchema(Schema):
+    role = fields.String(validate=validate.Equal("assistant"))
+    content = fields.String()
+    tool_calls = fields.List(fields.Nested(ToolCallDeltaSchema))
+
+
+class ChatChunkChoiceSchema(Schema):
+    index = fields.Integer(required=True)
+    delta = fields.Nested(DeltaSchema, required=True)
+    logprobs = fields.Nested(ChatLogprobsSchema, required=True, allow_none=True)
+    finish_reason = fields.String(required=True, allow_none=True, validate=validate.OneOf(FINISH_REASONS))
+
+
+class ChatCompletionChunkSchema(_EnvelopeSchema):
+    """One event of a chat stream."""
+
+    object = fields.String(required=True, validate=validate.Equal("chat.completion.chunk"))
+    choices = fields.List(fields.Nested(ChatChunkChoiceSchema), required=True)
+    usage = fields.Nested(UsageSchema, allow_none=True)
+
+
+class TextChoiceSchema(Schema):
+    index = fields.Integer(required=True)
+    text = fields.String(required=True)
+    logprobs = fields.Nested(TextLogprobsSchema, required=True, allow_none=True)
+    finish_reason = fields.String(required=True, allow_none=True, validate=validate.OneOf(FINISH_REASONS))
+
+
+class TextCompletionSchema(_EnvelopeSchema):
+    """A whole text completion (`stream: false`); `finish_reason` is never null here."""
+
+    object = fields.String(required=True, validate=validate.Equal("text_completion"))
+    choices = fields.List(fields.Nested(TextChoiceSchema), required=True)
+    usage = fields.Nested(UsageSchema, required=True)
+
+
+class TextCompletionChunkSchema(TextCompletionSchema):
+    """One event of a text-completion stream: the whole object's shape, usage only in the last."""
+
+    usage = fields.Nested(UsageSchema, allow_none=True)
+
+
+STREAM_DESCRIPTION = (
+    "With `stream: false` (the default), one JSON object. With `stream: true`, a Server-Sent-Event "
+    "stream (`text/event-stream`): each event is one line `data: <chunk JSON>` followed by a blank "
+    "line; chunks follow the chunk schema; with `stream_options.include_usage` the last chunk has "
+    "`choices: []` and the `usage`; the stream ends with `data: [DONE]`. Lines starting with `:` "
+    'are keep-alive comments. An error after the 200 is one `data: {"error": {...}}` event, '
+    "and then the stream ends."
+)
+
+COMPONENTS: dict[str, type[Schema]] = {
+    "Usage": UsageSchema,
+    "ChatCompletion": ChatCompletionSchema,
+    "ChatCompletionChunk": ChatCompletionChunkSchema,
+    "TextCompletion": TextCompletionSchema,
+    "TextCompletionChunk": TextCompletionChunkSchema,
+}
+INPUT_TOKENS = {
+    "type": "object",
+    "required": ["object", "input_tokens"],
+    "properties": {
+        "object": {"const": "chat.completion.input_tokens"},
+        "input_tokens": {"type": "integer", "minimum": 0},
+    },
+}
+
+
+def event_schema(chunk: str) -> dict[str, Any]:
+    """One Server-Sent Event of a completion stream: its `data` is a chunk, an error, or `[DONE]`."""
+    return {
+        "type": "object",
+        "required": ["data"],
+        "properties": {
+            "event": {"const": "message", "description": "Never sent: every event is unnamed."},
+            "data": {"anyOf": [json_of(chunk), json_of("StreamError"), {"const": "[DONE]"}]},
+        },
+    }
+
+
+def _generation(summary: str, request: str, whole: str, chunk: str) -> dict[str, Any]:
+    answer = {
+        "description": STREAM_DESCRIPTION,
+        "content": {
+            "application/json": {"schema": whole},
+            "text/event-stream": {"schema": chunk + "Event"},
+        },
+    }
+    return post(summary, request, answer, error_responses(*POST_ERRORS))
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """Chat and text completions, their streams, and the chat prompt's token count."""
+    for name, schema in COMPONENTS.items():
+        spec.components.schema(name, schema=schema)
+    for chunk in ("ChatCompletionChunk", "TextCompletionChunk"):
+        spec.components.schema(chunk + "Event", component=event_schema(chunk))
+    spec.components.schema("ChatCompletionRequest", schema=ChatCompletionRequestSchema)
+    spec.components.schema("CompletionRequest", schema=CompletionRequestSchema)
+    spec.components.schema("ChatInputTokens", component=INPUT_TOKENS)
+    spec.path(
+        path="/v1/chat/completions",
+        operations=_generation(
+            "Answer a conversation", "ChatCompletionRequest", "ChatCompletion", "ChatCompletionChunk"
+        ),
+    )
+    spec.path(
+        path="/v1/completions",
+        operations=_generation(
+            "Continue a text prompt", "CompletionRequest", "TextCompletion", "TextCompletionChunk"
+        ),
+    )
+    spec.path(
+        path="/v1/chat/completions/input_tokens",
+        operations=post(
+            "Count a chat request's prompt tokens after the chat template (tools included)",
+            "ChatCompletionRequest",
+            json_answer("The count.", "ChatInputTokens"),
+            error_responses(*POST_ERRORS),
+        ),
+    )

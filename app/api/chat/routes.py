@@ -1,0 +1,108 @@
+"""`POST /v1/chat/completions`, `/v1/completions` and `/v1/chat/completions/input_tokens`."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify
+
+from app.api.chat.objects import Shape
+from app.api.chat.presenter import AnswerOptions, CompletionPresenter
+from app.api.chat.schemas import chat_completion_schema, completion_schema
+from app.api.common import conversation, structured_output, tools
+from app.api.common.body import generating_engine, parse_body
+from app.api.common.errors import InvalidRequestError
+from app.api.common.generate import generate
+from app.api.common.planning import plan_choices
+from app.engine.tokenizer import Tokenizer
+from app.settings.current import current_config
+
+bp = Blueprint("chat", __name__)
+
+
+@bp.post("/v1/chat/completions")
+def create_chat_completion() -> Response:
+    """Answer a conversation, formatted by the model's own chat template."""
+    body = parse_body(chat_completion_schema)
+    engine = generating_engine()
+    prompt = conversation.prompt_tokens(engine.tokenizer, body["messages"], body)
+    grammar: str | None
+    if tools.forced(body):
+        grammar, param = tools.call_grammar(body), "tools"
+    else:
+        grammar, param = structured_output.response_grammar(body.get("response_format")), "response_format"
+    requests = plan_choices(
+        body,
+        [prompt],
+        prompt_param="messages",
+        max_param="max_completion_tokens",
+        logprobs=(body.get("top_logprobs") or 0) if body.get("logprobs") else None,
+        grammar=structured_output.checked(engine.tokenizer, grammar, param),
+        vocabulary_size=engine.tokenizer.vocabulary_size,
+    )
+    options = AnswerOptions(
+        chat=True,
+        prompt_tokens=len(prompt),
+        include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+        tools=body["tools"] if tools.active(body) else None,
+        tools_forced=tools.forced(body),
+        choices_per_prompt=body.get("n") or 1,
+    )
+    shape = Shape(current_config().model_id, chat=True, fingerprint=engine.fingerprint)
+    presenter = CompletionPresenter(shape, options, wants_logprobs=bool(body.get("logprobs")))
+    return generate(engine, body, requests, presenter, options.prompt_tokens)
+
+
+@bp.post("/v1/completions")
+def create_completion() -> Response:
+    """Continue each text prompt (or fill in the middle, given a `suffix`)."""
+    body = parse_body(completion_schema)
+    engine = generating_engine()
+    tokenizer = engine.tokenizer
+    if body.get("suffix") and not tokenizer.supports_infill:
+        raise InvalidRequestError(
+            "suffix needs a model with fill-in-the-middle tokens; this one has none.", param="suffix"
+        )
+    prompts, texts = zip(
+        *(_prompt(tokenizer, item, body.get("suffix")) for item in body["prompt"]), strict=True
+    )
+    scoring = bool(body.get("echo")) and body.get("logprobs") is not None
+    requests = plan_choices(
+        body,
+        list(prompts),
+        prompt_param="prompt",
+        logprobs=body.get("logprobs"),
+        vocabulary_size=tokenizer.vocabulary_size,
+        prompt_logprobs=scoring,
+    )
+    n = body.get("n") or 1
+    echoed = {r.index: texts[r.index // n] for r in requests} if body.get("echo") else {}
+    options = AnswerOptions(
+        chat=False,
+        prompt_tokens=sum(len(tokens) for tokens in prompts),
+        prefixes=echoed,
+        include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+        choices_per_prompt=n,
+    )
+    shape = Shape(current_config().model_id, chat=False, fingerprint=engine.fingerprint)
+    presenter = CompletionPresenter(shape, options, wants_logprobs=body.get("logprobs") is not None)
+    return generate(engine, body, requests, presenter, options.prompt_tokens)
+
+
+@bp.post("/v1/chat/completions/input_tokens")
+def count_input_tokens() -> Response:
+    """How many tokens a chat request's prompt takes after the chat template (tools included)."""
+    body = parse_body(chat_completion_schema)
+    tokens = conversation.prompt_tokens(generating_engine().tokenizer, body["messages"], body)
+    return jsonify({"object": "chat.completion.input_tokens", "input_tokens": len(tokens)})
+
+
+def _prompt(tokenizer: Tokenizer, item: str | list[int], suffix: str | None) -> tuple[list[int], str]:
+    """A prompt's tokens and text: from text (filled in the middle, given a suffix) or from token ids."""
+    if isinstance(item, str):
+        return (tokenizer.infill(item, suffix) if suffix else tokenizer.text(item)), item
+    if suffix:
+        raise InvalidRequestError("suffix needs text prompts, not token ids.", param="suffix")
+    if not tokenizer.in_vocabulary(item):
+        raise InvalidRequestError(
+            f"prompt: every token id must be from 0 to {tokenizer.vocabulary_size - 1}.", param="prompt"
+        )
+    return item, tokenizer.detokenize(item)

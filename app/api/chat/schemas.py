@@ -1,0 +1,176 @@
+"""Marshmallow schemas of chat and text completion requests, with OpenAI's types and bounds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import ValidationError, fields, validate, validates_schema
+
+from app.api.common.fields import (
+    ContentField,
+    JsonTextOrObjectField,
+    StopField,
+    StrictBoolean,
+    StrictInteger,
+    TextsOrTokensField,
+    ToolChoiceField,
+    count,
+    number,
+)
+from app.api.common.schemas import BaseSchema
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+class CalledFunctionSchema(BaseSchema):
+    """The function an earlier assistant turn called, and its arguments (JSON text, or an object)."""
+
+    name = fields.String(required=True)
+    arguments = JsonTextOrObjectField(required=True)
+
+
+class MessageToolCallSchema(BaseSchema):
+    """One call of an earlier assistant turn, as OpenAI writes it back into the conversation."""
+
+    id = fields.String(required=True)
+    type = fields.String(load_default="function", validate=validate.Equal("function"))
+    function = fields.Nested(CalledFunctionSchema, required=True)
+
+
+class MessageSchema(BaseSchema):
+    """One chat message."""
+
+    role = fields.String(required=True, validate=validate.OneOf(ROLES))
+    content = ContentField(load_default=None, allow_none=True)
+    name = fields.String(allow_none=True)
+    tool_calls = fields.List(fields.Nested(MessageToolCallSchema), allow_none=True)
+    tool_call_id = fields.String(allow_none=True)
+
+    @validates_schema
+    def require_content(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """Only an assistant message that calls tools may leave out its content."""
+        if data.get("content") is None and not (data["role"] == "assistant" and data.get("tool_calls")):
+            raise ValidationError("is required for this role", "content")
+
+
+class StreamOptionsSchema(BaseSchema):
+    """`stream_options`."""
+
+    include_usage = StrictBoolean(load_default=False, allow_none=True)
+
+
+class GenerationSchema(BaseSchema):
+    """Fields shared by chat and text completions."""
+
+    model = fields.String(allow_none=True)
+    max_tokens = count(1)
+    temperature = number(0, 2)
+    top_p = number(0, 1, low_inclusive=False)
+    top_k = count(0)
+    min_p = number(0, 1)
+    repeat_penalty = number(0)
+    presence_penalty = number(-2, 2)
+    frequency_penalty = number(-2, 2)
+    stop = StopField(allow_none=True)
+    seed = StrictInteger(allow_none=True)
+    stream = StrictBoolean(allow_none=True)
+    stream_options = fields.Nested(StreamOptionsSchema, allow_none=True)
+    user = fields.String(allow_none=True)
+    n = count(1, 128)
+    logit_bias = fields.Dict(
+        keys=fields.String(), values=number(-100, 100), allow_none=True, validate=validate.Length(max=1024)
+    )
+    best_of = count(1, 128)
+    # llama.cpp's and vLLM's: generate past end-of-text (benchmarks), or at least this many tokens.
+    ignore_eos = StrictBoolean(allow_none=True)
+    min_tokens = count(0)
+
+    @validates_schema
+    def best_of_at_least_n(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """best_of > n would need ranking by log-probability, which this server does not do."""
+        best_of = data.get("best_of")
+        if best_of is not None and best_of != (data.get("n") or 1):
+            raise ValidationError("only best_of equal to n (or left out) is supported", "best_of")
+
+
+class FunctionSchema(BaseSchema):
+    """A function the model may call."""
+
+    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    description = fields.String(allow_none=True)
+    parameters = fields.Dict(allow_none=True)
+    strict = StrictBoolean(allow_none=True)
+
+
+class ToolSchema(BaseSchema):
+    """One entry of `tools`."""
+
+    type = fields.String(required=True, validate=validate.Equal("function"))
+    function = fields.Nested(FunctionSchema, required=True)
+
+
+class JsonSchemaFormatSchema(BaseSchema):
+    """`response_format.json_schema`."""
+
+    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    description = fields.String(allow_none=True)
+    schema = fields.Dict(allow_none=True)
+    strict = StrictBoolean(allow_none=True)
+
+
+class ResponseFormatSchema(BaseSchema):
+    """`response_format`: free text, any JSON object, or JSON following a schema."""
+
+    type = fields.String(required=True, validate=validate.OneOf(["text", "json_object", "json_schema"]))
+    json_schema = fields.Nested(JsonSchemaFormatSchema, allow_none=True)
+
+    @validates_schema
+    def schema_given(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """A json_schema format needs its json_schema."""
+        if data["type"] == "json_schema" and not data.get("json_schema"):
+            raise ValidationError("is required when type is json_schema", "json_schema")
+
+
+class ChatCompletionRequestSchema(GenerationSchema):
+    """`POST /v1/chat/completions`."""
+
+    messages = fields.List(fields.Nested(MessageSchema), required=True, validate=validate.Length(min=1))
+    max_completion_tokens = count(1)
+    logprobs = StrictBoolean(allow_none=True)
+    top_logprobs = count(0, 20)
+    response_format = fields.Nested(ResponseFormatSchema, allow_none=True)
+    tools = fields.List(fields.Nested(ToolSchema), allow_none=True, validate=validate.Length(max=128))
+    tool_choice = ToolChoiceField(allow_none=True)
+    parallel_tool_calls = StrictBoolean(allow_none=True)
+
+    @validates_schema
+    def consistent_options(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """top_logprobs needs logprobs; a tool choice needs tools, and must name one of them."""
+        if data.get("top_logprobs") and not data.get("logprobs"):
+            raise ValidationError("needs logprobs: true", "top_logprobs")
+        choice = data.get("tool_choice")
+        names = {tool["function"]["name"] for tool in data.get("tools") or []}
+        if choice in ("required",) and not names:
+            raise ValidationError("'required' needs tools", "tool_choice")
+        if isinstance(choice, dict) and choice["name"] not in names:
+            raise ValidationError(f"names {choice['name']!r}, which is not in tools", "tool_choice")
+
+
+class CompletionRequestSchema(GenerationSchema):
+    """`POST /v1/completions`."""
+
+    prompt = TextsOrTokensField(16, required=True)
+    max_tokens = count(0)  # 0 with echo: score the prompt, generate nothing (lm-eval's loglikelihood)
+    echo = StrictBoolean(allow_none=True)
+    suffix = fields.String(allow_none=True)
+    logprobs = count(0, 5)
+
+    @validates_schema
+    def nothing_only_with_echo(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """max_tokens 0 makes sense only to score the prompt: with echo."""
+        if data.get("max_tokens") == 0 and not data.get("echo"):
+            raise ValidationError("may be 0 only with echo: true (to score the prompt)", "max_tokens")
+
+
+chat_completion_schema = ChatCompletionRequestSchema()
+completion_schema = CompletionRequestSchema()

@@ -1,0 +1,164 @@
+"""One generation loop under every protocol: a presenter turns the chunks into its JSON or its events.
+
+What every protocol shares is handled here once: handing the request to a peer with room,
+keep-alives while waiting, figures for the access log, failures, the client hanging up,
+a queued request moving to an idle peer, and errors after the 200 (handed to the
+presenter, which knows its own shape).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from flask import Response, g, jsonify, request
+
+from app.api.common import sse
+from app.api.common.errors import APIError, ServerError, ServiceUnavailableError, from_engine
+from app.engine.engine import Engine
+from app.engine.errors import EngineError, QueueFullError, QueueTimeoutError
+from app.engine.generation import Generation
+from app.engine.types import Chunk, GenerationRequest, TokenLogprob
+from app.serving import disconnect, relay
+from app.telemetry.request_stats import RequestStats
+
+log = logging.getLogger(__name__)
+
+
+class Presenter(Protocol):
+    """How one protocol answers: a whole JSON object, or events; both from the same chunks."""
+
+    def build(self, choices: list[ChoiceResult]) -> dict[str, Any]:
+        """The JSON answer, once every choice has finished."""
+
+    def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
+        """The stream's events as chunks arrive (`None`: nothing for a while, a keep-alive is due)."""
+
+    def failure(self, error: APIError) -> bytes:
+        """The event that ends a stream with an error, after its 200 has gone out."""
+
+
+@dataclass
+class ChoiceResult:
+    """One choice, gathered from its chunks."""
+
+    index: int
+    text: str = ""
+    finish_reason: str = "length"
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    stop_sequence: str | None = None
+    logprobs: list[TokenLogprob] = field(default_factory=list)
+    prompt_logprobs: list[TokenLogprob] = field(default_factory=list)  # echo + logprobs
+
+    def add(self, chunk: Chunk) -> None:
+        self.text += chunk.text
+        self.prompt_logprobs.extend(chunk.prompt_logprobs)
+        self.logprobs.extend(chunk.logprobs)
+        if chunk.finish_reason is not None:
+            self.finish_reason, self.completion_tokens = chunk.finish_reason, chunk.completion_tokens
+            self.cached_tokens, self.stop_sequence = chunk.cached_tokens, chunk.stop_sequence
+
+
+def generate(
+    engine: Engine,
+    body: dict[str, Any],
+    requests: list[GenerationRequest],
+    presenter: Presenter,
+    prompt_tokens: int,
+) -> Response:
+    """Generate every choice (here, or on a peer with room) and answer as the body's `stream` asks."""
+    stats: RequestStats = g.stats
+    relayed = relay.to_idle_peer(request, engine)
+    if relayed is not None:
+        stats.relayed = True
+        return relayed
+    try:
+        generation = engine.submit(requests)
+    except QueueFullError:
+        stats.rejected = True
+        raise
+    generation.on_close(disconnect.watch(request.environ, generation.cancel))
+    generation.migrate = relay.migrator(request, engine)
+    stats.prompt_tokens = prompt_tokens
+    if body.get("stream"):
+        response = sse.stream_response(_stream(generation, stats, presenter))
+        response.call_on_close(generation.close)  # even if the client leaves before the first event
+        return response
+    return _whole(generation, stats, presenter)
+
+
+class _HungUp(Exception):  # noqa: N818 - a signal, not an error
+    """The client has gone: nothing more is written."""
+
+
+def _chunks(generation: Generation, stats: RequestStats) -> Iterator[Chunk | None]:
+    """The generation's chunks for a presenter: figures noted, failures raised, a hang-up ending it."""
+    for chunk in generation:
+        if stats.queue_wait is None and generation.started_at is not None:
+            stats.queue_wait = generation.started_at - generation.submitted_at
+        if chunk is not None:
+            if chunk.text:
+                stats.on_text()
+            stats.count_tokens(chunk.index, chunk.completion_tokens)
+            if chunk.finish_reason == "cancelled":
+                raise _HungUp
+            _raise_if_failed(chunk)
+        yield chunk
+
+
+def _raise_if_failed(chunk: Chunk) -> None:
+    """Log a generation's failure and turn it into an error that tells the client no internals."""
+    if chunk.error:
+        log.error("generation failed:\n%s", chunk.error)
+        raise ServerError("The server had an error while generating; please retry.")
+    if chunk.finish_reason == "kv_full":
+        raise ServiceUnavailableError(
+            "The server's KV cache filled up while generating this answer (LLM_KV_SIZE); retry shortly.",
+            code="kv_cache_full",
+        )
+
+
+def _whole(generation: Generation, stats: RequestStats, presenter: Presenter) -> Response:
+    """Wait for every choice, then answer with the presenter's JSON object."""
+    results = {r.index: ChoiceResult(r.index) for r in generation.requests}
+    try:
+        for chunk in _chunks(generation, stats):
+            if chunk is not None:
+                results[chunk.index].add(chunk)
+    except QueueTimeoutError:
+        stats.rejected = True
+        raise
+    except relay.Migrated as moved:  # a peer had room while this waited: it answers
+        stats.relayed = True
+        return moved.response(request.environ)
+    except _HungUp:
+        pass
+    if generation.cancelled:  # the client hung up (seen by the disconnect watcher): nobody reads this
+        stats.cancelled = True
+        return Response(status=499)
+    return jsonify(presenter.build([results[i] for i in sorted(results)]))
+
+
+def _stream(generation: Generation, stats: RequestStats, presenter: Presenter) -> Iterator[bytes]:
+    """The presenter's events, after the headers have gone out."""
+    ended = False
+    try:
+        yield from presenter.events(_chunks(generation, stats))
+        ended = True
+    except relay.Migrated as moved:
+        # A peer had room while this waited: only keep-alives have gone out, so its events
+        # carry on this stream.
+        ended = True
+        stats.relayed = True
+        yield from moved.body()
+    except _HungUp:
+        return
+    except (APIError, EngineError) as exc:
+        ended = True
+        stats.rejected = isinstance(exc, QueueTimeoutError)
+        yield presenter.failure(exc if isinstance(exc, APIError) else from_engine(exc))
+    finally:
+        stats.cancelled = not ended

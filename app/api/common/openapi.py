@@ -1,0 +1,120 @@
+"""The pieces of the OpenAPI document every family uses: error answers (described once), bodies, streams."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec
+from marshmallow import Schema, fields
+
+# What each error status means, on any route that can answer it. Anthropic's routes say
+# 529 where the others say 503 (app/api/anthropic/errors.py), with the same meaning.
+ERRORS = {
+    400: "Invalid request: a field is missing, of the wrong type or out of bounds (`param` names it), "
+    "the body is not a JSON object, the input and `max_tokens` do not fit the context "
+    "(`code: context_length_exceeded`), or the model is not of the kind the route needs.",
+    401: "Missing or wrong API key.",
+    404: "No such model (`code: model_not_found`).",
+    405: "Method not allowed.",
+    406: "The Accept header admits none of the media types the route answers with.",
+    413: "The request body is larger than LLM_MAX_BODY_BYTES.",
+    429: "This worker's queue is full (`code: queue_full`), or the API key is over one of its limits "
+    "(`code: rate_limit_exceeded`); retry after `Retry-After` seconds.",
+    500: "An unexpected server error (details are in the server log).",
+    503: "The model is not loaded yet, no worker holding it is ready, the request waited longer than "
+    "LLM_QUEUE_TIMEOUT (`code: queue_timeout`), or the KV cache is full (`code: kv_cache_full`); "
+    "retry after `Retry-After` seconds.",
+}
+ERRORS[529] = ERRORS[503]
+_RETRY = (429, 503, 529)
+
+# The statuses of a POST route with a body: generating, counting or embedding.
+POST_ERRORS = (400, 401, 404, 406, 413, 429, 500, 503)
+
+
+class ErrorBodySchema(Schema):
+    message = fields.String(required=True)
+    type = fields.String(required=True)
+    param = fields.String(required=True, allow_none=True)
+    code = fields.String(required=True, allow_none=True)
+
+
+class ErrorSchema(Schema):
+    """OpenAI's error shape, for every error status."""
+
+    error = fields.Nested(ErrorBodySchema, required=True)
+
+
+class StreamErrorBodySchema(Schema):
+    message = fields.String(required=True)
+    type = fields.String(required=True)
+    code = fields.String(required=True, allow_none=True)
+
+
+class StreamErrorSchema(Schema):
+    """An error after the 200: one `data:` event of this shape ends the stream."""
+
+    error = fields.Nested(StreamErrorBodySchema, required=True)
+
+
+def add_shared_components(spec: APISpec) -> None:
+    """The components every family refers to: OpenAI's error shapes."""
+    spec.components.schema("Error", schema=ErrorSchema)
+    spec.components.schema("StreamError", schema=StreamErrorSchema)
+
+
+def error_responses(*statuses: int, schema: str = "Error") -> dict[int, Any]:
+    """The answers for `statuses`, each in the error shape `schema` (with Retry-After where it applies)."""
+    return {
+        status: {
+            "description": ERRORS[status],
+            "content": {"application/json": {"schema": schema}},
+            **({"headers": {"Retry-After": {"schema": {"type": "integer"}}}} if status in _RETRY else {}),
+        }
+        for status in statuses
+    }
+
+
+def json_answer(description: str, schema: str | dict[str, Any]) -> dict[str, Any]:
+    """A 200 answered with one JSON object."""
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def post(summary: str, request: str, answer: dict[str, Any], errors: dict[int, Any]) -> dict[str, Any]:
+    """A POST operation taking the JSON body `request`, answering `answer` or one of `errors`."""
+    return {
+        "post": {
+            "summary": summary,
+            "requestBody": {"required": True, "content": {"application/json": {"schema": request}}},
+            "responses": {200: answer, **errors},
+        }
+    }
+
+
+def json_of(name: str) -> dict[str, Any]:
+    """An SSE event's `data`: the text of a JSON value that follows component `name`.
+
+    The shape OpenAPI 3.2 gives `itemSchema`, in JSON Schema 2020-12 terms, so that tools
+    (schemathesis among them) validate each event's JSON against its schema.
+    """
+    return {
+        "type": "string",
+        "contentMediaType": "application/json",
+        "contentSchema": {"$ref": f"#/components/schemas/{name}"},
+    }
+
+
+def named_event_stream(spec: APISpec, prefix: str, events: dict[str, dict[str, Any]]) -> str:
+    """Register each named event's schema, and one schema of an SSE event that is any of them; its name."""
+    for name, schema in events.items():
+        spec.components.schema(f"{prefix}.{name}", component=schema)
+    stream = {
+        "type": "object",
+        "required": ["event", "data"],
+        "properties": {
+            "event": {"enum": list(events)},
+            "data": {"anyOf": [json_of(f"{prefix}.{name}") for name in events]},
+        },
+    }
+    spec.components.schema(f"{prefix}Stream", component=stream)
+    return f"{prefix}Stream"

@@ -1,0 +1,117 @@
+"""A request body turned into the engine's requests: max_tokens, sampling, logit bias, one per choice."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from app.api.common.errors import ContextLengthError, InvalidRequestError
+from app.engine.types import GenerationRequest, Sampling
+from app.settings.current import current_config
+
+_SAMPLING_FIELDS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "repeat_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "seed",
+)
+
+
+def plan(
+    body: dict[str, Any], prompt_tokens: list[int], *, prompt_param: str, max_param: str = "max_tokens"
+) -> GenerationRequest:
+    """Decide max_tokens and sampling, refusing what cannot fit the context before any byte is sent."""
+    config = current_config()
+    # `max_completion_tokens` is OpenAI's newer name; errors name the field the client sent.
+    if body.get(max_param) is None:
+        max_param = "max_tokens"
+    asked = body.get(max_param)
+    if asked is not None and asked > config.max_tokens_limit:
+        raise InvalidRequestError(
+            f"{max_param} is {asked}, above this server's limit of {config.max_tokens_limit}.",
+            param=max_param,
+        )
+    room = config.n_ctx - len(prompt_tokens)
+    if asked is None:
+        max_tokens = min(config.default_max_tokens or room, config.max_tokens_limit, room)
+    else:
+        max_tokens = asked  # 0 only with echo (scoring a prompt): the schema and the view see to it
+    if room < (0 if asked == 0 else 1) or max_tokens > room:
+        raise ContextLengthError(
+            f"This model's maximum context length is {config.n_ctx} tokens. However, you "
+            f"requested {len(prompt_tokens) + max(max_tokens, 1)} tokens "
+            f"({len(prompt_tokens)} in the {prompt_param}, {max(max_tokens, 1)} in the "
+            f"completion). Please reduce the length of the {prompt_param} or completion.",
+            param=prompt_param if asked is None else max_param,
+        )
+    min_tokens = body.get("min_tokens") or 0
+    if min_tokens > max_tokens:
+        raise InvalidRequestError(
+            f"min_tokens is {min_tokens}, above the {max_tokens} tokens this request may generate.",
+            param="min_tokens",
+        )
+    sampling = Sampling(**{k: body[k] for k in _SAMPLING_FIELDS if body.get(k) is not None})
+    return GenerationRequest(
+        prompt_tokens,
+        max_tokens,
+        sampling,
+        body.get("stop") or [],
+        ignore_eos=bool(body.get("ignore_eos")),
+        min_tokens=min_tokens,
+    )
+
+
+def plan_choices(
+    body: dict[str, Any],
+    prompts: list[list[int]],
+    *,
+    prompt_param: str,
+    max_param: str = "max_tokens",
+    logprobs: int | None = None,
+    grammar: str | None = None,
+    vocabulary_size: int,
+    prompt_logprobs: bool = False,
+) -> list[GenerationRequest]:
+    """One request per choice: `n` for each prompt, indexed prompt by prompt, as OpenAI orders them.
+
+    With a seed, choice j of a prompt uses seed + j, so identical requests give identical choices.
+    """
+    n = body.get("n") or 1
+    limit = current_config().max_n
+    if n * len(prompts) > limit:
+        raise InvalidRequestError(
+            f"n is {n} for {len(prompts)} prompt(s): at most {limit} choices per request (LLM_MAX_N).",
+            param="n",
+        )
+    bias = logit_bias(body.get("logit_bias"), vocabulary_size)
+    requests = []
+    for position, tokens in enumerate(prompts):
+        base = replace(
+            plan(body, tokens, prompt_param=prompt_param, max_param=max_param),
+            logit_bias=bias,
+            logprobs=logprobs,
+            grammar=grammar,
+            prompt_logprobs=prompt_logprobs,
+        )
+        for j in range(n):
+            seed = base.sampling.seed
+            sampling = replace(base.sampling, seed=None if seed is None else seed + j)
+            requests.append(replace(base, index=position * n + j, sampling=sampling))
+    return requests
+
+
+def logit_bias(raw: dict[str, float] | None, vocabulary_size: int) -> dict[int, float]:
+    """Token ids (JSON keys are strings) to a bias in [-100, 100], checked against the vocabulary."""
+    bias = {}
+    for key, value in (raw or {}).items():
+        if not key.lstrip("-").isdigit() or not 0 <= int(key) < vocabulary_size:
+            raise InvalidRequestError(
+                f"logit_bias: {key!r} is not a token id of this model (0 to {vocabulary_size - 1}).",
+                param="logit_bias",
+            )
+        bias[int(key)] = float(value)
+    return bias

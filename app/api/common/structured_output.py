@@ -1,0 +1,38 @@
+"""Output that must parse: `response_format` and forced tool calls turned into the engine's grammars."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.api.common.errors import InvalidRequestError
+from app.engine import grammar
+from app.engine.errors import GrammarError
+from app.engine.tokenizer import Tokenizer
+
+SCHEMA_PARAM = "response_format.json_schema.schema"
+
+
+def schema_grammar(schema: Any, param: str = SCHEMA_PARAM, prop_order: list[str] | None = None) -> str:
+    """GBNF for JSON that validates against `schema`; what the engine cannot enforce is a 400 naming it."""
+    try:
+        return grammar.schema_grammar(schema, prop_order=prop_order)
+    except GrammarError as exc:
+        raise InvalidRequestError(f"{param}: {exc.message}", param=param) from None
+
+
+def response_grammar(response_format: dict[str, Any] | None) -> str | None:
+    """The grammar `response_format` asks for, or None for free text."""
+    response_format = response_format or {}
+    kind = response_format.get("type", "text")
+    if kind == "json_object":
+        return grammar.json_object_grammar()
+    if kind == "json_schema":
+        return schema_grammar(response_format["json_schema"].get("schema") or {"type": "object"})
+    return None
+
+
+def checked(tokenizer: Tokenizer, gbnf: str | None, param: str) -> str | None:
+    """Refuse, before generating, a grammar llama.cpp itself would not load."""
+    if gbnf is not None and not tokenizer.accepts_grammar(gbnf):
+        raise InvalidRequestError(f"{param}: llama.cpp cannot build a grammar for this.", param=param)
+    return gbnf

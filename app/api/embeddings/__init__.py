@@ -1,0 +1,1 @@
+"""OpenAI's embeddings, from a model served with `embedding: true`."""

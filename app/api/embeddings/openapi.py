@@ -1,0 +1,60 @@
+"""The embeddings family in the OpenAPI document: its route, request and answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec
+
+from app.api.common.openapi import POST_ERRORS, error_responses, json_answer, post
+from app.api.embeddings.schemas import EmbeddingRequestSchema
+from app.settings.models import ModelSpec
+
+EMBEDDING_LIST: dict[str, Any] = {
+    "type": "object",
+    "required": ["object", "data", "model", "usage"],
+    "properties": {
+        "object": {"const": "list"},
+        "data": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["object", "index", "embedding"],
+                "properties": {
+                    "object": {"const": "embedding"},
+                    "index": {"type": "integer", "minimum": 0},
+                    "embedding": {
+                        "anyOf": [
+                            {"type": "array", "items": {"type": "number"}},
+                            {"type": "string", "description": "Little-endian float32, base64"},
+                        ]
+                    },
+                },
+            },
+        },
+        "model": {"type": "string"},
+        "usage": {
+            "type": "object",
+            "required": ["prompt_tokens", "total_tokens"],
+            "properties": {
+                "prompt_tokens": {"type": "integer", "minimum": 0},
+                "total_tokens": {"type": "integer", "minimum": 0},
+            },
+        },
+    },
+}
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/v1/embeddings."""
+    spec.components.schema("EmbeddingList", component=EMBEDDING_LIST)
+    spec.components.schema("EmbeddingRequest", schema=EmbeddingRequestSchema)
+    spec.path(
+        path="/v1/embeddings",
+        operations=post(
+            "Embed texts or token lists as unit vectors (models served with `embedding: true`)",
+            "EmbeddingRequest",
+            json_answer("One vector per input, in input order.", "EmbeddingList"),
+            error_responses(*POST_ERRORS),
+        ),
+    )

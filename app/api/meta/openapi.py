@@ -1,0 +1,112 @@
+"""The server's own routes in the OpenAPI document: its models, its health and per-worker figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec
+from marshmallow import Schema, fields, validate
+
+from app.api.common.openapi import error_responses, json_answer
+from app.settings.models import ModelSpec
+
+
+class ModelSchema(Schema):
+    id = fields.String(required=True)
+    object = fields.String(required=True, validate=validate.Equal("model"))
+    created = fields.Integer(required=True)
+    owned_by = fields.String(required=True)
+    ready = fields.Boolean(required=True, metadata={"description": "A worker holding it has loaded it"})
+    kind = fields.String(required=True, validate=validate.OneOf(["generation", "embedding"]))
+
+
+class ModelListSchema(Schema):
+    object = fields.String(required=True, validate=validate.Equal("list"))
+    data = fields.List(fields.Nested(ModelSchema), required=True)
+
+
+class HealthSchema(Schema):
+    status = fields.String(required=True, validate=validate.Equal("ok"))
+    model = fields.String()
+
+
+_COUNT = {"type": "integer", "minimum": 0}
+WORKER_LIST: dict[str, Any] = {
+    "type": "object",
+    "required": ["object", "window_seconds", "data"],
+    "properties": {
+        "object": {"const": "list"},
+        "window_seconds": {"type": "integer", "description": "The span `tokens_last_minute` covers."},
+        "data": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "slot": _COUNT,
+                    "pid": {"type": "integer"},
+                    "model": {"type": ["string", "null"], "description": "The id of the model it holds"},
+                    "ready": {"type": "boolean", "description": "Its model has loaded"},
+                    "sequences": {**_COUNT, "description": "Choices it can generate at once"},
+                    "running": {**_COUNT, "description": "Choices holding a sequence now"},
+                    "waiting": {**_COUNT, "description": "Choices queued for a sequence"},
+                    "generating": {"type": "boolean"},
+                    "greenlets": {**_COUNT, "description": "Live greenlets, counted every 5 seconds"},
+                    "tokens_last_minute": _COUNT,
+                    "tokens_per_second": {"type": "number", "minimum": 0},
+                },
+            },
+        },
+    },
+}
+
+
+def _get(summary: str, answers: dict[int, Any], parameters: list[dict[str, Any]] | None = None) -> Any:
+    operation: dict[str, Any] = {"summary": summary, "responses": answers}
+    if parameters:
+        operation["parameters"] = parameters
+    return {"get": operation}
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/v1/models and the health routes."""
+    spec.components.schema("Model", schema=ModelSchema)
+    spec.components.schema("ModelList", schema=ModelListSchema)
+    spec.components.schema("Health", schema=HealthSchema)
+    spec.components.schema("WorkerList", component=WORKER_LIST)
+    model_id = {"name": "model_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    spec.path(
+        path="/v1/models",
+        operations=_get(
+            "The models this server serves",
+            {200: json_answer("The list of models.", "ModelList"), **error_responses(401)},
+        ),
+    )
+    spec.path(
+        path="/v1/models/{model_id}",
+        operations=_get(
+            "A served model, by id",
+            {200: json_answer("The model.", "Model"), **error_responses(401, 404)},
+            [model_id],
+        ),
+    )
+    spec.path(
+        path="/health",
+        operations=_get(
+            "Liveness: answers at once, even while the model generates",
+            {200: json_answer("Alive.", "Health")},
+        ),
+    )
+    spec.path(
+        path="/health/ready",
+        operations=_get(
+            "Readiness: 200 once a worker holding each model has loaded it",
+            {200: json_answer("Ready.", "Health"), **error_responses(503)},
+        ),
+    )
+    spec.path(
+        path="/health/workers",
+        operations=_get(
+            "Each gunicorn worker: its model, busy sequences, queue and tokens per second",
+            {200: json_answer("Every live worker.", "WorkerList"), **error_responses(401)},
+        ),
+    )

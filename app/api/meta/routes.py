@@ -1,0 +1,99 @@
+"""What the server serves and how it fares: /v1/models, /health, /health/ready and /health/workers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify
+
+from app.api.common.errors import ModelNotFoundError, ServiceUnavailableError
+from app.serving import peers
+from app.settings.current import current_config
+from app.telemetry import worker_board
+
+bp = Blueprint("meta", __name__)
+
+
+def ready_models() -> set[int]:
+    """The entries of LLM_MODELS that at least one ready worker holds."""
+    if peers.this_worker is None:  # one process (tests with Flask's client): this engine alone
+        engine = current_app.extensions["engine"]
+        return {current_config().model_index} if engine.ready else set()
+    return {peer.model for peer in peers.this_worker.table.peers() if peer.live and peer.ready}
+
+
+def _model_object(index: int, ready: set[int]) -> dict[str, Any]:
+    spec = current_config().models[index]
+    return {
+        "id": spec.id,
+        "object": "model",
+        "created": current_app.extensions["engine"].created,
+        "owned_by": "llama.cpp",
+        "ready": index in ready,
+        "kind": "embedding" if spec.embedding else "generation",
+    }
+
+
+@bp.get("/v1/models")
+def list_models() -> Response:
+    """Every model this server serves."""
+    ready = ready_models()
+    count = len(current_config().models)
+    return jsonify({"object": "list", "data": [_model_object(index, ready) for index in range(count)]})
+
+
+@bp.get("/v1/models/<path:model_id>")
+def retrieve_model(model_id: str) -> Response:
+    """One served model, by id."""
+    for index, spec in enumerate(current_config().models):
+        if spec.id == model_id:
+            return jsonify(_model_object(index, ready_models()))
+    raise ModelNotFoundError(f"The model '{model_id}' does not exist.", param="model")
+
+
+@bp.get("/health")
+def health() -> Response:
+    """Liveness: this worker's event loop answers, even while the model generates."""
+    return jsonify({"status": "ok"})
+
+
+@bp.get("/health/ready")
+def ready() -> Response:
+    """Readiness: 200 once this worker's model is loaded and every served model has a ready worker."""
+    engine = current_app.extensions["engine"]
+    if not engine.ready:
+        detail = "failed to load (see the server log)" if engine.load_error else "loading"
+        raise ServiceUnavailableError(f"The model is {detail}.")
+    config = current_config()
+    missing = [spec.id for index, spec in enumerate(config.models) if index not in ready_models()]
+    if missing:
+        raise ServiceUnavailableError(f"No worker has {', '.join(missing)} ready yet.")
+    return jsonify({"status": "ok", "model": config.model_id})
+
+
+@bp.get("/health/workers")
+def workers() -> Response:
+    """Each gunicorn worker: its model, whether it generates, its queue and its tokens per second."""
+    models = current_config().models
+    listed: list[dict[str, Any]] = []
+    if peers.table is not None and worker_board.board is not None:  # none outside gunicorn
+        for peer in peers.table.peers():
+            if not peer.live:
+                continue  # being forked: nothing to show yet
+            figures = worker_board.board.read(peer.slot)
+            listed.append(
+                {
+                    "slot": peer.slot,
+                    "pid": peer.pid,
+                    "model": models[peer.model].id if peer.model < len(models) else None,
+                    "ready": peer.ready,
+                    "sequences": peer.capacity,
+                    "running": figures.running,
+                    "waiting": figures.waiting,
+                    "generating": figures.running > 0,
+                    "greenlets": figures.greenlets,
+                    "tokens_last_minute": figures.tokens_last_minute,
+                    "tokens_per_second": figures.tokens_per_second,
+                }
+            )
+    return jsonify({"object": "list", "window_seconds": worker_board.WINDOW, "data": listed})

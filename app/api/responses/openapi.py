@@ -1,0 +1,190 @@
+"""The Responses family in the OpenAPI document: its routes, the Response object and each typed event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec
+
+from app.api.common.openapi import POST_ERRORS, error_responses, json_answer, named_event_stream, post
+from app.api.responses.schemas import InputTokensRequestSchema, ResponseRequestSchema
+from app.settings.models import ModelSpec
+
+_INT, _STR, _NUM, _BOOL = {"type": "integer"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _object(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    return {"type": "object", "required": list(required), "properties": {**required, **optional}}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+OUTPUT_TEXT = _object(
+    {
+        "type": {"const": "output_text"},
+        "text": _STR,
+        "annotations": {"type": "array"},
+        "logprobs": {"type": "array"},
+    }
+)
+STATUS = {"enum": ["in_progress", "completed", "incomplete"]}
+MESSAGE_ITEM = _object(
+    {"type": {"const": "message"}, "id": _STR, "status": STATUS, "role": {"const": "assistant"},
+     "content": {"type": "array", "items": _ref("ResponseOutputText")}}
+)  # fmt: skip
+FUNCTION_CALL_ITEM = _object(
+    {"type": {"const": "function_call"}, "id": _STR, "call_id": _STR, "name": _STR, "arguments": _STR,
+     "status": STATUS}
+)  # fmt: skip
+USAGE = _object(
+    {
+        "input_tokens": _INT,
+        "input_tokens_details": _object({"cached_tokens": _INT, "cache_write_tokens": _INT}),
+        "output_tokens": _INT,
+        "output_tokens_details": _object({"reasoning_tokens": _INT}),
+        "total_tokens": _INT,
+    }
+)
+RESPONSE = _object(
+    {
+        "id": _STR,
+        "object": {"const": "response"},
+        "created_at": _INT,
+        "status": {"enum": ["in_progress", "completed", "incomplete", "failed"]},
+        "completed_at": _nullable(_INT),
+        "error": _nullable(_object({"code": _STR, "message": _STR})),
+        "incomplete_details": _nullable(_object({"reason": {"const": "max_output_tokens"}})),
+        "model": _STR,
+        "output": {
+            "type": "array",
+            "items": {"anyOf": [_ref("ResponseMessageItem"), _ref("ResponseFunctionCallItem")]},
+        },
+        "instructions": _nullable(_STR),
+        "max_output_tokens": _nullable(_INT),
+        "metadata": {"type": "object", "additionalProperties": _STR},
+        "parallel_tool_calls": _BOOL,
+        "previous_response_id": {"type": "null"},
+        "reasoning": {"type": "object"},
+        "store": _BOOL,
+        "temperature": _NUM,
+        "text": {"type": "object"},
+        "tool_choice": {"anyOf": [_STR, {"type": "object"}]},
+        "tools": {"type": "array"},
+        "top_p": _NUM,
+        "truncation": _STR,
+    },
+    user=_STR,
+    usage=_ref("ResponseUsage"),
+)
+_SEQ = {"sequence_number": _INT}
+_WHERE = {"item_id": _STR, "output_index": _INT}
+_PART = {**_WHERE, "content_index": _INT}
+EVENTS: dict[str, dict[str, Any]] = {
+    **{
+        name: _object({"type": {"const": name}, **_SEQ, "response": _ref("Response")})
+        for name in (
+            "response.created",
+            "response.in_progress",
+            "response.completed",
+            "response.incomplete",
+            "response.failed",
+        )
+    },  # fmt: skip
+    **{
+        name: _object(
+            {
+                "type": {"const": name},
+                **_SEQ,
+                "output_index": _INT,
+                "item": {"anyOf": [_ref("ResponseMessageItem"), _ref("ResponseFunctionCallItem")]},
+            }
+        )
+        for name in ("response.output_item.added", "response.output_item.done")
+    },  # fmt: skip
+    **{
+        name: _object({"type": {"const": name}, **_SEQ, **_PART, "part": _ref("ResponseOutputText")})
+        for name in ("response.content_part.added", "response.content_part.done")
+    },
+    "response.output_text.delta": _object(
+        {
+            "type": {"const": "response.output_text.delta"},
+            **_SEQ,
+            **_PART,
+            "delta": _STR,
+            "logprobs": {"type": "array"},
+        }
+    ),
+    "response.output_text.done": _object(
+        {
+            "type": {"const": "response.output_text.done"},
+            **_SEQ,
+            **_PART,
+            "text": _STR,
+            "logprobs": {"type": "array"},
+        }
+    ),
+    "response.function_call_arguments.delta": _object(
+        {"type": {"const": "response.function_call_arguments.delta"}, **_SEQ, **_WHERE, "delta": _STR}
+    ),
+    "response.function_call_arguments.done": _object(
+        {
+            "type": {"const": "response.function_call_arguments.done"},
+            **_SEQ,
+            **_WHERE,
+            "name": _STR,
+            "arguments": _STR,
+        }
+    ),
+}
+COMPONENTS = {
+    "Response": RESPONSE,
+    "ResponseUsage": USAGE,
+    "ResponseOutputText": OUTPUT_TEXT,
+    "ResponseMessageItem": MESSAGE_ITEM,
+    "ResponseFunctionCallItem": FUNCTION_CALL_ITEM,
+    "ResponseInputTokens": _object({"object": {"const": "response.input_tokens"}, "input_tokens": _INT}),
+}
+
+STREAM_DESCRIPTION = (
+    "With `stream: false` (the default), one JSON object. With `stream: true`, a Server-Sent-Event "
+    "stream of typed events: each is `event: <type>` then `data: <JSON>` whose `type` equals the "
+    "event's name and whose `sequence_number` counts from 0: `response.created`, "
+    "`response.in_progress`, then per output item `response.output_item.added`, content or "
+    "arguments events, `response.output_item.done`, and last `response.completed` (or "
+    "`response.incomplete`, or `response.failed` for an error after the 200). No `[DONE]`. Lines "
+    "starting with `:` are keep-alive comments."
+)
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/v1/responses and its token count: requests, the Response, its event stream, errors."""
+    for name, schema in COMPONENTS.items():
+        spec.components.schema(name, component=schema)
+    spec.components.schema("ResponseRequest", schema=ResponseRequestSchema)
+    spec.components.schema("ResponseInputTokensRequest", schema=InputTokensRequestSchema)
+    stream = named_event_stream(spec, "ResponseEvent", EVENTS)
+    answers = {"application/json": {"schema": "Response"}, "text/event-stream": {"schema": stream}}
+    spec.path(
+        path="/v1/responses",
+        operations=post(
+            "Answer input items with a Response (stateless)",
+            "ResponseRequest",
+            {"description": STREAM_DESCRIPTION, "content": answers},
+            error_responses(*POST_ERRORS),
+        ),
+    )
+    spec.path(
+        path="/v1/responses/input_tokens",
+        operations=post(
+            "Count the input's tokens after the chat template",
+            "ResponseInputTokensRequest",
+            json_answer("The count.", "ResponseInputTokens"),
+            error_responses(*POST_ERRORS),  # no queue here, but the key's limits count this request too
+        ),
+    )

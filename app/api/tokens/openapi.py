@@ -1,0 +1,85 @@
+"""The token routes in the OpenAPI document: tokenize, detokenize, and a model's tokenizer facts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec
+
+from app.api.common.openapi import error_responses, json_answer, post
+from app.api.tokens.schemas import DetokenizeSchema, TokenizeSchema
+from app.settings.models import ModelSpec
+
+_PIECE = {
+    "type": "object",
+    "description": "With `with_pieces`: the id and its text (or its bytes, when the piece is part of a "
+    "character)",
+    "required": ["id", "piece"],
+    "properties": {
+        "id": {"type": "integer"},
+        "piece": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer"}}]},
+    },
+}
+ANSWERS: dict[str, dict[str, Any]] = {
+    "Tokens": {
+        "type": "object",
+        "required": ["tokens"],
+        "properties": {"tokens": {"type": "array", "items": {"anyOf": [{"type": "integer"}, _PIECE]}}},
+    },
+    "DetokenizedText": {
+        "type": "object",
+        "required": ["content", "prompt"],
+        "properties": {"content": {"type": "string"}, "prompt": {"type": "string"}},
+    },
+    "TokenizerInfo": {
+        "type": "object",
+        "required": ["model", "bos_token", "eos_token", "chat_template", "vocabulary_size"],
+        "properties": {
+            "model": {"type": "string"},
+            "bos_token": {"type": ["string", "null"]},
+            "eos_token": {"type": ["string", "null"]},
+            "pad_token": {"type": ["string", "null"]},
+            "chat_template": {"type": ["string", "null"]},
+            "vocabulary_size": {"type": "integer", "minimum": 1},
+        },
+    },
+}
+# Outside /v1, so no key's limits count them (no 429); keys protect them all the same.
+_ERRORS = error_responses(400, 401, 404, 406, 413, 500, 503)
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/tokenize, /detokenize and /tokenizer_info."""
+    for name, schema in ANSWERS.items():
+        spec.components.schema(name, component=schema)
+    spec.components.schema("TokenizeRequest", schema=TokenizeSchema)
+    spec.components.schema("DetokenizeRequest", schema=DetokenizeSchema)
+    spec.path(
+        path="/tokenize",
+        operations=post(
+            "Text to token ids (llama.cpp server's `content`, or vLLM's `prompt`)",
+            "TokenizeRequest",
+            json_answer("The token ids.", "Tokens"),
+            _ERRORS,
+        ),
+    )
+    spec.path(
+        path="/detokenize",
+        operations=post(
+            "Token ids to text", "DetokenizeRequest", json_answer("The text.", "DetokenizedText"), _ERRORS
+        ),
+    )
+    model = {"name": "model", "in": "query", "required": False, "schema": {"type": "string"}}
+    spec.path(
+        path="/tokenizer_info",
+        operations={
+            "get": {
+                "summary": "A model's special tokens and chat template (vLLM's endpoint)",
+                "parameters": [model],
+                "responses": {
+                    200: json_answer("The tokenizer's facts.", "TokenizerInfo"),
+                    **error_responses(401, 404, 500, 503),
+                },
+            }
+        },
+    )

@@ -1,0 +1,67 @@
+"""Tokens without generating: /tokenize, /detokenize and /tokenizer_info.
+
+The shapes are llama.cpp server's (`content`, `add_special`, `with_pieces`), and vLLM's
+where lm-evaluation-harness uses them (`prompt`, `add_special_tokens`, /tokenizer_info).
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify, request
+
+from app.api.common.body import loaded_engine, model_index, parse_body, serve_here_or_relay
+from app.api.common.errors import InvalidRequestError
+from app.api.tokens.schemas import detokenize_schema, tokenize_schema
+from app.settings.current import current_config
+
+bp = Blueprint("tokens", __name__)
+
+
+@bp.post("/tokenize")
+def tokenize() -> Response:
+    """Text to token ids (and their pieces, with `with_pieces`)."""
+    body = parse_body(tokenize_schema, use=None)
+    tokenizer = loaded_engine().tokenizer
+    add_special = body.get("add_special", body.get("add_special_tokens")) or False
+    parse_special = body.get("parse_special") is not False
+    tokens = tokenizer.tokenize(body.get("content", body.get("prompt", "")), add_special, parse_special)
+    if not body.get("with_pieces"):
+        return jsonify({"tokens": tokens})
+    return jsonify({"tokens": [{"id": token, "piece": _piece(tokenizer.piece(token))} for token in tokens]})
+
+
+def _piece(raw: bytes) -> str | list[int]:
+    """A piece as text, or as its bytes when it is part of a character (as llama.cpp's server shows it)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return list(raw)
+
+
+@bp.post("/detokenize")
+def detokenize() -> Response:
+    """Token ids to text."""
+    body = parse_body(detokenize_schema, use=None)
+    tokenizer = loaded_engine().tokenizer
+    if not tokenizer.in_vocabulary(body["tokens"]):
+        raise InvalidRequestError(
+            f"tokens: every id must be from 0 to {tokenizer.vocabulary_size - 1}.", param="tokens"
+        )
+    text = tokenizer.detokenize(body["tokens"])
+    return jsonify({"content": text, "prompt": text})
+
+
+@bp.get("/tokenizer_info")
+def tokenizer_info() -> Response:
+    """The special tokens and chat template (vLLM's endpoint, which lm-evaluation-harness reads)."""
+    serve_here_or_relay(model_index(request.args.get("model")))
+    tokenizer = loaded_engine().tokenizer
+    return jsonify(
+        {
+            "model": current_config().model_id,
+            "bos_token": tokenizer.bos_text or None,
+            "eos_token": tokenizer.eos_text,
+            "pad_token": None,
+            "chat_template": tokenizer.chat_template,
+            "vocabulary_size": tokenizer.vocabulary_size,
+        }
+    )

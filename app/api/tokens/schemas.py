@@ -1,0 +1,38 @@
+"""Marshmallow schemas of the token routes' bodies: llama.cpp server's names, and vLLM's beside them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import ValidationError, fields, validates_schema
+
+from app.api.common.fields import StrictBoolean
+from app.api.common.schemas import BaseSchema
+
+
+class TokenizeSchema(BaseSchema):
+    """`POST /tokenize`: text to token ids."""
+
+    model = fields.String(allow_none=True)
+    content = fields.String()
+    prompt = fields.String()  # vLLM's name for it
+    add_special = StrictBoolean(allow_none=True)
+    add_special_tokens = StrictBoolean(allow_none=True)  # vLLM's name for it
+    parse_special = StrictBoolean(allow_none=True)
+    with_pieces = StrictBoolean(allow_none=True)
+
+    @validates_schema
+    def text_given(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """One of the two names of the text is needed."""
+        if "content" not in data and "prompt" not in data:
+            raise ValidationError("is required", "content")
+
+
+class DetokenizeSchema(BaseSchema):
+    """`POST /detokenize`: token ids to text."""
+
+    model = fields.String(allow_none=True)
+    tokens = fields.List(fields.Integer(strict=True), required=True)
+
+
+tokenize_schema, detokenize_schema = TokenizeSchema(), DetokenizeSchema()

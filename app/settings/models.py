@@ -1,0 +1,91 @@
+"""LLM_MODELS: the models one server serves, each on workers of its own, and which worker holds which."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.settings import values
+
+POOLINGS = ("mean", "cls", "last")
+_KEYS = {"id", "path", "workers", "n_ctx", "parallel", "chat_template", "pooling", "embedding"}
+_NUMBERS = (("workers", 1, 64, 1), ("n_ctx", 1, 1 << 20, None), ("parallel", 1, 256, None))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One served model: its id, its GGUF file, how many workers hold it, and its own settings."""
+
+    id: str
+    path: str
+    workers: int = 1
+    n_ctx: int | None = None  # else LLM_N_CTX
+    parallel: int | None = None  # else LLM_PARALLEL
+    chat_template: str | None = None  # a Jinja template instead of the GGUF's own
+    pooling: str | None = None  # embeddings: instead of the GGUF's own pooling type
+    embedding: bool = False  # an embedding model: /v1/embeddings only
+
+    def describe(self, index: int) -> str:
+        return f"entry {index} ({self.id!r})" if self.id else f"entry {index}"
+
+
+def parse(raw: str) -> tuple[ModelSpec, ...]:
+    """A JSON list of models; the first problem raises ValueError naming the entry."""
+    try:
+        entries = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"is not valid JSON ({exc.msg})") from None
+    if not isinstance(entries, list) or not entries:
+        raise ValueError('must be a JSON list of models, e.g. [{"id": "chat", "path": "/m.gguf"}]')
+    specs = tuple(_entry(entry, index) for index, entry in enumerate(entries))
+    seen: set[str] = set()
+    for index, spec in enumerate(specs):
+        if spec.id in seen:
+            raise ValueError(f"{spec.describe(index)}: the id is used twice")
+        seen.add(spec.id)
+    return specs
+
+
+def _entry(entry: Any, index: int) -> ModelSpec:
+    where = f"entry {index}"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: must be an object")
+    if isinstance(entry.get("id"), str):
+        where = f"entry {index} ({entry['id']!r})"
+    unknown = sorted(set(entry) - _KEYS)
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
+    if not isinstance(entry.get("id"), str) or not entry["id"].strip():
+        raise ValueError(f"{where}: needs an id, a non-empty string")
+    try:
+        path = values.model_file(entry.get("path") or "")
+    except ValueError as exc:
+        raise ValueError(f"{where}: path {exc}") from None
+    numbers: dict[str, int | None] = {}
+    for key, low, high, default in _NUMBERS:
+        value = entry.get(key, default)
+        if value is not None and (type(value) is not int or not low <= value <= high):
+            raise ValueError(f"{where}: {key} must be an integer from {low} to {high}")
+        numbers[key] = value
+    if entry.get("pooling") is not None and entry["pooling"] not in POOLINGS:
+        raise ValueError(f"{where}: pooling must be one of {', '.join(POOLINGS)}")
+    if entry.get("chat_template") is not None and not isinstance(entry["chat_template"], str):
+        raise ValueError(f"{where}: chat_template must be a string (a Jinja template)")
+    if not isinstance(entry.get("embedding", False), bool):
+        raise ValueError(f"{where}: embedding must be true or false")
+    return ModelSpec(
+        entry["id"].strip(), path, numbers["workers"] or 1, numbers["n_ctx"], numbers["parallel"],
+        entry.get("chat_template"), entry.get("pooling"), entry.get("embedding", False),
+    )  # fmt: skip
+
+
+def model_for_new_worker(specs: Sequence[ModelSpec], holding: Sequence[int]) -> int:
+    """Which model a worker about to start should hold, given the models live workers hold.
+
+    The one furthest below its share: so a dead worker's replacement holds its model,
+    and during a reload (old and new workers side by side) the new ones spread evenly.
+    """
+    counts = [sum(1 for held in holding if held == index) for index in range(len(specs))]
+    return min(range(len(specs)), key=lambda index: (counts[index] / specs[index].workers, index))

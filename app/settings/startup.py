@@ -1,0 +1,34 @@
+"""Settings at start-up: checked once in gunicorn's master, and described for the README."""
+
+from __future__ import annotations
+
+import sys
+
+from app.settings.config import SETTINGS, Config
+from app.settings.setting import ConfigError
+
+
+def exit_on_bad_config() -> Config:
+    """Validate the settings at start-up; on a bad one print one line and exit non-zero."""
+    try:
+        config = Config.from_env()
+        for index, spec in enumerate(config.models):
+            try:
+                config.for_model(index)
+            except ConfigError as exc:
+                raise ConfigError(f"LLM_MODELS {spec.describe(index)}: {exc}") from None
+        if config.tensor_split:
+            import llama_cpp  # only then: the master need not load llama.cpp otherwise
+
+            # A CPU-only build has one device whatever LLAMA_MAX_DEVICES says.
+            gpu = llama_cpp.llama_supports_gpu_offload()
+            config.check_devices(llama_cpp.llama_max_devices() if gpu else 1)
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return config
+
+
+def describe_settings() -> list[tuple[str, str, str]]:
+    """(variable, default, meaning) rows for the README's configuration table."""
+    return [(s.env, s.default_text() if s.env != "LLM_MODEL_PATH" else "", s.help) for s in SETTINGS.values()]

@@ -1,0 +1,12 @@
+"""The SDK clients the tests drive a server with, set up one way: no retries, so every error is seen."""
+
+from __future__ import annotations
+
+import openai
+
+from tests.support.servers import Service
+
+
+def openai_client(server: Service) -> openai.OpenAI:
+    """The openai SDK on `server`'s /v1 (keys off: any key will do)."""
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)

@@ -1,0 +1,156 @@
+"""Real processes on loopback for the tests (and the benchmarks): ours under gunicorn, nginx, Prometheus.
+
+The deploy files are used as they are: each test host's own part (ports, targets) goes
+in the files they include, written beside a byte-for-byte copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+GUNICORN = Path(sys.executable).with_name("gunicorn")
+DEPLOY = ROOT / "deploy"
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Service:
+    """A process group on a loopback port, its output kept in a log; stopped with SIGTERM, then SIGKILL."""
+
+    def __init__(
+        self, command: list[str], port: int, env: dict[str, str] | None = None, cwd: Path = ROOT
+    ) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.env = {**os.environ, **(env or {})}
+        self.log = tempfile.NamedTemporaryFile("w+b", prefix="service-", suffix=".log")
+        self.process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, path: str, timeout: float = 120, answers: int = 1) -> Service:
+        """Until `path` has answered 200 `answers` times in a row (or the process dies)."""
+        deadline = time.monotonic() + timeout
+        ready = 0
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"{self.process.args} exited with {self.process.returncode}:\n{self.output()}"
+                )
+            try:
+                # Fresh connections, so the kernel spreads the probes over gunicorn's workers.
+                ready = ready + 1 if httpx.get(self.url + path, timeout=2).status_code == 200 else 0
+            except httpx.HTTPError:
+                ready = 0
+            if ready >= answers:
+                return self
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.url + path} did not answer within {timeout}s:\n{self.output()}")
+
+    def output(self) -> str:
+        """Everything the process has written so far."""
+        self.log.flush()
+        return Path(self.log.name).read_text(errors="replace")
+
+    def pids(self) -> list[int]:
+        """The main process and its children (gunicorn's workers)."""
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text().split()
+        return [self.process.pid, *map(int, children)]
+
+    def stop(self) -> None:
+        """Stop the whole process group and wait for it."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=5)
+        self.log.close()
+
+
+class Server(Service):
+    """This server under the real gunicorn, started as users start it, with `LLM_*` settings in `env`."""
+
+    def __init__(self, args: tuple[str, ...] = (), **env: str) -> None:
+        port = free_port()
+        super().__init__(
+            [str(GUNICORN), "-c", "gunicorn.conf.py", *args, "wsgi:app"],
+            port,
+            {"LLM_BIND": f"127.0.0.1:{port}", **env},
+        )
+
+    def wait_ready(self, path: str = "/health/ready", timeout: float = 60, answers: int = 0) -> Server:
+        """Until every worker has loaded its model (several ready answers in a row, on fresh connections)."""
+        workers = int(self.env.get("LLM_WORKERS", "1"))
+        super().wait_ready(path, timeout, answers or 3 * workers)
+        return self
+
+
+def nginx(backend_ports: list[int]) -> Service:
+    """nginx with deploy/nginx/nginx.conf as it is, in front of `backend_ports`, on a free port.
+
+    The file includes this host's backends.conf and frontend.conf from its own folder;
+    those are written here, beside a copy of nginx.conf.
+    """
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    port = free_port()
+    prefix = Path(tempfile.mkdtemp(prefix="test-nginx-"))
+    shutil.copy(DEPLOY / "nginx" / "nginx.conf", prefix / "nginx.conf")
+    (prefix / "backends.conf").write_text("".join(f"server 127.0.0.1:{p};\n" for p in backend_ports))
+    (prefix / "frontend.conf").write_text(f"listen 127.0.0.1:{port};\naccess_log off;\n")
+    command = [
+        binary,
+        "-p",
+        str(prefix),
+        "-c",
+        str(prefix / "nginx.conf"),
+        "-g",
+        f"daemon off; pid {prefix}/nginx.pid; error_log {prefix}/error.log;",
+    ]
+    return Service(command, port).wait_ready("/health")
+
+
+def prometheus(targets: list[str], interval: str = "1s") -> Service:
+    """Debian's Prometheus with deploy/prometheus/prometheus.yml as it is, scraping `targets` (host:port)
+    every `interval`.
+
+    The file reads its targets from targets.yml in its own folder; that one is written
+    here, beside a copy of prometheus.yml, with this test's interval as the targets' own
+    (Prometheus' `__scrape_interval__` label), so a test need not wait the shipped 5 s.
+    """
+    binary = shutil.which("prometheus") or "/usr/bin/prometheus"
+    port = free_port()
+    prefix = Path(tempfile.mkdtemp(prefix="test-prometheus-"))
+    shutil.copy(DEPLOY / "prometheus" / "prometheus.yml", prefix / "prometheus.yml")
+    labels = {"__scrape_interval__": interval, "__scrape_timeout__": interval}
+    (prefix / "targets.yml").write_text(json.dumps([{"targets": targets, "labels": labels}]))
+    command = [
+        binary,
+        f"--config.file={prefix / 'prometheus.yml'}",
+        f"--storage.tsdb.path={prefix / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+    return Service(command, port, cwd=prefix).wait_ready("/-/ready")

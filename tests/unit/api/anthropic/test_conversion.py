@@ -1,0 +1,66 @@
+"""A Messages request in chat terms: blocks as messages, tool choices, tool inputs."""
+
+from __future__ import annotations
+
+import json
+
+from app.api.anthropic import conversion
+from app.api.anthropic.schemas import messages_request_schema
+
+TOOL = {"name": "weather", "description": "The weather", "input_schema": {"type": "object"}}
+
+
+def load(**fields: object) -> dict[str, object]:
+    return messages_request_schema.load({"model": "m", "max_tokens": 8, **fields})
+
+
+def test_blocks_become_chat_messages_tool_results_their_own_turns() -> None:
+    body = load(
+        system=[{"type": "text", "text": "Be brief."}],
+        messages=[
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Looking."},
+                {"type": "tool_use", "id": "toolu_1", "name": "weather",
+                 "input": {"city": "Oslo"}},
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "rain"},
+            ]},
+        ],
+    )  # fmt: skip
+    messages = conversion.messages(body)
+    assert messages[0] == {"role": "system", "content": "Be brief."}
+    assert messages[1] == {"role": "user", "content": "Weather in Oslo?"}
+    assert messages[2]["content"] == "Looking." and messages[2]["tool_calls"][0]["id"] == "toolu_1"
+    assert json.loads(messages[2]["tool_calls"][0]["function"]["arguments"]) == {"city": "Oslo"}
+    assert messages[3] == {"role": "tool", "tool_call_id": "toolu_1", "content": "rain"}
+    assert len(messages) == 4  # the tool result's user turn has no text of its own
+
+
+def test_tool_choices_map_onto_openai_ones() -> None:
+    assert conversion.chat_body(load(messages=[{"role": "user", "content": "x"}]))["tool_choice"] == "auto"
+    for anthropic_choice, openai_choice in [
+        ({"type": "any"}, "required"),
+        ({"type": "none"}, "none"),
+        ({"type": "tool", "name": "weather"}, {"name": "weather"}),
+    ]:
+        body = load(messages=[{"role": "user", "content": "x"}], tools=[TOOL], tool_choice=anthropic_choice)
+        chat = conversion.chat_body(body)
+        assert chat["tool_choice"] == openai_choice
+        assert chat["tools"][0]["function"]["parameters"] == {"type": "object"}
+
+
+def test_only_a_forced_tool_has_a_grammar() -> None:
+    forced = conversion.chat_body(
+        load(messages=[{"role": "user", "content": "x"}], tools=[TOOL], tool_choice={"type": "any"})
+    )
+    assert "weather" in (conversion.grammar(forced) or "")
+    free = conversion.chat_body(load(messages=[{"role": "user", "content": "x"}], tools=[TOOL]))
+    assert conversion.grammar(free) is None
+
+
+def test_tool_input_is_what_parses_as_an_object() -> None:
+    assert conversion.tool_input('{"city": "Oslo"}') == {"city": "Oslo"}
+    assert conversion.tool_input('{"city": "Os') == {}  # cut short by max_tokens
+    assert conversion.tool_input("[1, 2]") == {}

@@ -1,0 +1,67 @@
+"""The Messages presenter: the Message, and message_start ... message_stop with content blocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.api.anthropic.presenter import MessagesPresenter
+from app.api.common.errors import ServiceUnavailableError
+from app.api.common.generate import ChoiceResult
+from app.engine.types import Chunk
+from tests.support import sse
+
+TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}]
+CALL = '{"name": "weather", "arguments": {"city": "Oslo"}}'
+
+
+def presenter(tools: list[dict[str, Any]] | None = None) -> MessagesPresenter:
+    return MessagesPresenter("test-model", 10, tools, forced=False)
+
+
+def test_the_whole_message_with_cache_reads_counted_apart() -> None:
+    message = presenter().build([ChoiceResult(0, "Hi!", "stop", 2, 4)])
+    assert message["content"] == [{"type": "text", "text": "Hi!"}] and message["stop_reason"] == "end_turn"
+    assert message["usage"] == {
+        "input_tokens": 6,
+        "output_tokens": 2,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 4,
+    }
+
+
+def test_stop_reasons() -> None:
+    stopped = presenter().build([ChoiceResult(0, "a", "stop", 1, stop_sequence="\n")])
+    assert (stopped["stop_reason"], stopped["stop_sequence"]) == ("stop_sequence", "\n")
+    assert presenter().build([ChoiceResult(0, "a", "length", 1)])["stop_reason"] == "max_tokens"
+    called = presenter(TOOLS).build([ChoiceResult(0, CALL, "stop", 9)])
+    assert called["stop_reason"] == "tool_use" and called["content"][0]["type"] == "tool_use"
+    assert called["content"][0]["input"] == {"city": "Oslo"} and called["content"][0]["id"].startswith(
+        "toolu_"
+    )
+
+
+def test_a_text_stream_and_its_pings() -> None:
+    frames = b"".join(presenter().events(iter([Chunk("Hel"), None, Chunk("lo", "stop", 2)])))
+    seen = sse.named(frames)
+    assert [name for name, _ in seen] == [
+        "message_start", "content_block_start", "content_block_delta", "ping", "content_block_delta",
+        "content_block_stop", "message_delta", "message_stop",
+    ]  # fmt: skip
+    assert all(data["type"] == name for name, data in seen)
+    assert "".join(d["delta"]["text"] for n, d in seen if n == "content_block_delta") == "Hello"
+    assert seen[-2][1]["delta"] == {"stop_reason": "end_turn", "stop_sequence": None}
+    assert seen[-2][1]["usage"]["output_tokens"] == 2
+
+
+def test_a_streamed_call_is_one_tool_use_block_with_its_input_in_pieces() -> None:
+    seen = sse.named(b"".join(presenter(TOOLS).events(iter([Chunk(CALL[:7]), Chunk(CALL[7:], "stop", 9)]))))
+    start = next(data for name, data in seen if name == "content_block_start")
+    assert start["content_block"]["type"] == "tool_use" and start["content_block"]["input"] == {}
+    pieces = [d["delta"]["partial_json"] for n, d in seen if n == "content_block_delta"]
+    assert "".join(pieces) == '{"city": "Oslo"}'
+    assert seen[-2][1]["delta"]["stop_reason"] == "tool_use"
+
+
+def test_an_error_after_the_200_is_an_error_event_with_anthropic_types() -> None:
+    (event,) = sse.named(presenter().failure(ServiceUnavailableError("busy")))
+    assert event == ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})

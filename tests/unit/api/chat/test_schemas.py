@@ -1,0 +1,153 @@
+"""Request validation: OpenAI's types and bounds, nulls as defaults, unknown fields ignored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from marshmallow import ValidationError
+
+from app.api.chat.schemas import chat_completion_schema, completion_schema
+from app.api.common.errors import from_validation
+
+USER = [{"role": "user", "content": "hi"}]
+
+
+def param_of(schema: Any, body: dict[str, Any]) -> str | None:
+    with pytest.raises(ValidationError) as caught:
+        schema.load(body)
+    return from_validation(caught.value).param
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("temperature", -0.1),
+        ("temperature", 2.01),
+        ("temperature", "hot"),
+        ("top_p", 0),
+        ("top_p", 1.5),
+        ("top_k", -1),
+        ("top_k", 1.5),
+        ("min_p", 1.1),
+        ("presence_penalty", 2.5),
+        ("frequency_penalty", -3),
+        ("repeat_penalty", -1),
+        ("max_tokens", 0),
+        ("max_tokens", "10"),
+        ("max_completion_tokens", -5),
+        ("seed", 1.5),
+        ("stream", "maybe"),
+        ("stream", "true"),
+        ("stream", 1),
+        ("temperature", "0.5"),
+        ("temperature", True),
+        ("max_tokens", True),
+        ("seed", "7"),
+        ("stream_options", "yes"),
+        ("n", 200),
+        ("n", 0),
+        ("stop", ["a", "b", "c", "d", "e"]),
+        ("stop", 5),
+        ("stop", [1]),
+        ("model", 5),
+        ("user", 5),
+        ("logprobs", 1),
+        ("top_logprobs", 3),
+        ("logit_bias", {"1": 500}),
+        ("logit_bias", [1]),
+        ("tools", [{"type": "function"}]),
+        ("response_format", {"type": "xml"}),
+        ("response_format", {"type": "json_schema"}),
+        ("tool_choice", "sometimes"),
+        ("tool_choice", {"type": "function", "function": {"name": "absent"}}),
+        ("tool_choice", "required"),
+        ("parallel_tool_calls", "yes"),
+    ],
+)
+def test_bad_field_is_named(field: str, value: Any) -> None:
+    param = param_of(chat_completion_schema, {"messages": USER, field: value}) or ""
+    assert param == field or param.startswith((field + ".", field + "[")), param
+
+
+@pytest.mark.parametrize(
+    ("messages", "param"),
+    [
+        ([], "messages"),
+        ("hi", "messages"),
+        ([{"content": "hi"}], "messages[0].role"),
+        ([{"role": "robot", "content": "hi"}], "messages[0].role"),
+        ([{"role": "user"}], "messages[0].content"),
+        ([{"role": "user", "content": None}], "messages[0].content"),
+        ([{"role": "user", "content": 5}], "messages[0].content"),
+        ([USER[0], {"role": "user", "content": [{"type": "image_url"}]}], "messages[1].content[0].type"),
+        ([{"role": "user", "content": [{"type": "text", "text": 3}]}], "messages[0].content[0].text"),
+        (["hi"], "messages[0]"),
+    ],
+)
+def test_bad_messages_are_named(messages: Any, param: str) -> None:
+    assert param_of(chat_completion_schema, {"messages": messages}) == param
+
+
+def test_missing_messages_and_prompt() -> None:
+    assert param_of(chat_completion_schema, {}) == "messages"
+    assert param_of(completion_schema, {}) == "prompt"
+    assert param_of(completion_schema, {"prompt": []}) == "prompt"
+    assert param_of(completion_schema, {"prompt": ["a", 1]}) == "prompt"
+    assert param_of(completion_schema, {"prompt": "a", "echo": "loud"}) == "echo"
+    assert param_of(completion_schema, {"prompt": "a", "logprobs": 6}) == "logprobs"
+    assert param_of(completion_schema, {"prompt": "a", "best_of": 3}) == "best_of"
+
+
+def test_nulls_mean_default_and_unknown_fields_are_ignored() -> None:
+    nulls = {
+        k: None
+        for k in (
+            "temperature",
+            "top_p",
+            "max_tokens",
+            "stop",
+            "seed",
+            "n",
+            "stream",
+            "stream_options",
+            "logprobs",
+            "tools",
+            "response_format",
+            "user",
+        )
+    }
+    data = chat_completion_schema.load(
+        {"messages": USER, "store": True, "metadata": {"a": 1}, "parallel_tool_calls": False, **nulls}
+    )
+    assert "store" not in data and data["temperature"] is None
+
+
+def test_content_parts_and_stop_are_normalised() -> None:
+    data = chat_completion_schema.load(
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "x", "function": {"name": "f", "arguments": "{}"}}],
+                },
+                {"role": "tool", "content": "4", "tool_call_id": "x", "extra": 1},
+            ],
+            "stop": "END",
+            "n": 1,
+            "response_format": {"type": "text"},
+            "stream_options": {"include_usage": True, "unknown": 1},
+        }
+    )
+    assert data["messages"][0]["content"] == "ab"
+    assert data["stop"] == ["END"]
+    assert data["stream_options"] == {"include_usage": True}
+    assert completion_schema.load({"prompt": "one"})["prompt"] == ["one"]
+    assert completion_schema.load({"prompt": ["a", "b"]})["prompt"] == ["a", "b"]
+
+
+def test_nested_option_is_named_with_its_path() -> None:
+    body = {"messages": USER, "stream_options": {"include_usage": 1}}
+    assert param_of(chat_completion_schema, body) == "stream_options.include_usage"

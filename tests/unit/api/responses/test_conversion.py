@@ -1,0 +1,72 @@
+"""A Responses request in chat terms: its items as messages, its settings, its grammar."""
+
+from __future__ import annotations
+
+from app.api.responses import conversion
+from app.api.responses.schemas import response_request_schema
+
+WEATHER = {"type": "function", "name": "weather", "parameters": {"type": "object"}}
+
+
+def test_items_become_chat_messages_with_calls_gathered_in_one_turn() -> None:
+    body = response_request_schema.load(
+        {
+            "instructions": "Be brief.",
+            "input": [
+                {"role": "user", "content": [{"type": "input_text", "text": "Weather in "},
+                                             {"type": "input_text", "text": "Oslo?"}]},
+                {"type": "function_call", "call_id": "c1", "name": "weather",
+                 "arguments": '{"city":"Oslo"}'},
+                {"type": "function_call", "call_id": "c2", "name": "weather",
+                 "arguments": '{"city":"Bergen"}'},
+                {"type": "function_call_output", "call_id": "c1", "output": "rain"},
+                {"type": "reasoning", "summary": []},
+            ],
+        }
+    )  # fmt: skip
+    messages = conversion.messages(body)
+    assert messages[0] == {"role": "system", "content": "Be brief."}
+    assert messages[1] == {"role": "user", "content": "Weather in Oslo?"}
+    assert messages[2]["role"] == "assistant" and messages[2]["content"] is None
+    assert [call["id"] for call in messages[2]["tool_calls"]] == ["c1", "c2"]
+    assert messages[2]["tool_calls"][1]["function"] == {"name": "weather", "arguments": '{"city":"Bergen"}'}
+    assert messages[3] == {"role": "tool", "tool_call_id": "c1", "content": "rain"}
+    assert len(messages) == 4  # the reasoning item renders nothing
+
+
+def test_settings_and_tools_in_chat_terms_leaving_out_what_is_unset() -> None:
+    body = response_request_schema.load(
+        {
+            "input": "hi",
+            "max_output_tokens": 9,
+            "temperature": 0,
+            "tools": [WEATHER],
+            "tool_choice": "required",
+        }
+    )
+    chat = conversion.chat_body(body)
+    assert chat["max_output_tokens"] == 9 and chat["temperature"] == 0 and "top_p" not in chat
+    assert chat["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "weather", "description": None, "parameters": {"type": "object"}},
+        }
+    ]
+    assert chat["tool_choice"] == "required"
+
+
+def test_grammars_follow_tools_first_then_the_text_format() -> None:
+    forced = conversion.chat_body(
+        response_request_schema.load({"input": "x", "tools": [WEATHER], "tool_choice": "required"})
+    )
+    grammar, param = conversion.grammar(forced, None)
+    assert grammar and "weather" in grammar and param == "tools"
+    schema = {
+        "type": "json_schema",
+        "name": "out",
+        "schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+    }
+    grammar, param = conversion.grammar({}, schema)
+    assert grammar and "integer" in grammar and param == "text.format"
+    assert conversion.grammar({}, {"type": "json_object"})[0]
+    assert conversion.grammar({}, None) == (None, "text.format")

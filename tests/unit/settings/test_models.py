@@ -1,0 +1,76 @@
+"""LLM_MODELS: each entry checked with a message naming it, and which model a new worker takes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.settings.config import ConfigError
+from app.settings.models import ModelSpec, model_for_new_worker, parse
+from tests.unit.conftest import FAKE_MODEL
+from tests.unit.settings.test_config import settings
+
+
+def entries(*models: dict) -> str:
+    return json.dumps(list(models))
+
+
+def test_a_good_list() -> None:
+    chat = {"id": "chat", "path": FAKE_MODEL, "workers": 2, "parallel": 8}
+    specs = parse(entries(chat, {"id": "embed", "path": FAKE_MODEL, "embedding": True, "pooling": "cls"}))
+    assert specs == (
+        ModelSpec("chat", FAKE_MODEL, 2, None, 8),
+        ModelSpec("embed", FAKE_MODEL, 1, None, None, None, "cls", True),
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("{oops", "is not valid JSON"),
+        ("[]", "must be a JSON list of models"),
+        (entries({"path": FAKE_MODEL}), "entry 0: needs an id"),
+        (entries({"id": "a", "path": "/nonexistent.gguf"}), "entry 0 ('a'): path no such file"),
+        (
+            entries({"id": "a", "path": FAKE_MODEL}, {"id": "a", "path": FAKE_MODEL}),
+            "entry 1 ('a'): the id is used twice",
+        ),
+        (entries({"id": "a", "path": FAKE_MODEL, "workers": 0}), "entry 0 ('a'): workers must be an integer"),
+        (entries({"id": "a", "path": FAKE_MODEL, "parallel": True}), "parallel must be an integer"),
+        (
+            entries({"id": "a", "path": FAKE_MODEL, "pooling": "max"}),
+            "pooling must be one of mean, cls, last",
+        ),
+        (entries({"id": "a", "path": FAKE_MODEL, "colour": "red"}), "entry 0 ('a'): unknown key 'colour'"),
+    ],
+)
+def test_a_bad_entry_is_named(raw: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse(raw)
+
+
+def test_worker_counts_must_agree() -> None:
+    two = entries({"id": "a", "path": FAKE_MODEL}, {"id": "b", "path": FAKE_MODEL})
+    assert settings(LLM_MODELS=two).workers == 2  # the sum, when LLM_WORKERS is not set
+    with pytest.raises(ConfigError, match="LLM_MODELS asks for 2 workers in all but LLM_WORKERS=3"):
+        settings(LLM_MODELS=two, LLM_WORKERS="3")
+
+
+def test_each_worker_gets_its_models_settings() -> None:
+    raw = entries(
+        {"id": "a", "path": FAKE_MODEL, "n_ctx": 512, "parallel": 2}, {"id": "b", "path": FAKE_MODEL}
+    )
+    config = settings(LLM_MODELS=raw, LLM_N_CTX="1024")
+    first, second = config.for_model(0), config.for_model(1)
+    assert (first.model_id, first.n_ctx, first.parallel, first.kv_size) == ("a", 512, 2, 1024)
+    assert (second.model_id, second.n_ctx, second.parallel, second.kv_size) == ("b", 1024, 4, 4096)
+
+
+def test_new_workers_fill_the_model_furthest_below_its_share() -> None:
+    specs = [ModelSpec("a", FAKE_MODEL, 2), ModelSpec("b", FAKE_MODEL, 1)]
+    assert model_for_new_worker(specs, []) == 0
+    assert model_for_new_worker(specs, [0]) == 1
+    assert model_for_new_worker(specs, [0, 1]) == 0
+    assert model_for_new_worker(specs, [0, 0]) == 1  # b's worker died: its replacement holds b
+    assert model_for_new_worker(specs, [0, 0, 1, 0]) == 1  # a reload: new workers spread evenly

@@ -4,7 +4,10 @@ Streamed and whole chat and completions, clients hanging up early, invalid reque
 a key over its limit, for a fixed number of requests (and never longer than --max-seconds).
 It samples each worker's RSS, open file descriptors, greenlets and busy sequences, then
 checks that nothing leaked once the traffic stops: no 5xx, no worker restarted, every
-sequence and every key's place free, descriptors back to where they started. Usage:
+sequence and every key's place free, descriptors and greenlets back to where they were at
+rest before it. Rest is waited for, never sampled once: a worker counts its greenlets
+every few seconds, so a count serves as the baseline (or the end) only once it was taken
+after the server became ready (or after the traffic stopped). Usage:
 
     python -m bench.soak --requests 10000 --chart docs/soak-rss.png
 """
@@ -39,6 +42,7 @@ class Sample:
     rss_mb: float
     fds: int
     greenlets: int
+    greenlets_counted_at: float  # when the worker counted them (Unix time)
     running: int
 
 
@@ -85,7 +89,8 @@ def sample(server: Server, started: float, soak: Soak) -> dict[int, Sample]:
     for pid, worker in figures.items():
         rss, fds = _proc(pid)
         seconds = round(time.monotonic() - started, 2)
-        taken[pid] = Sample(seconds, rss, fds, worker["greenlets"], worker["running"])
+        counted_at = worker["greenlets_counted_at"]
+        taken[pid] = Sample(seconds, rss, fds, worker["greenlets"], counted_at, worker["running"])
         soak.samples.setdefault(pid, []).append(taken[pid])
     return taken
 
@@ -129,7 +134,7 @@ def _run(keys: Path, requests: int, clients: int, max_seconds: float, interval: 
     soak = Soak(requests=requests)
     try:
         started = time.monotonic()
-        baseline = sample(server, started, soak)
+        baseline = at_rest(server, started, soak, since=time.time())
         stop = threading.Event()
 
         def sampler() -> None:
@@ -166,23 +171,32 @@ def _run(keys: Path, requests: int, clients: int, max_seconds: float, interval: 
     return soak
 
 
+def at_rest(
+    server: Server, started: float, soak: Soak, since: float, baseline: dict[int, Sample] | None = None
+) -> dict[int, Sample]:
+    """Each worker's figures once it has counted its greenlets after `since` (Unix time), with
+    nothing running; given a `baseline`, once they are back to it too (or after a minute)."""
+    deadline = time.monotonic() + 60
+    while True:
+        now = sample(server, started, soak)
+        settled = all(s.greenlets_counted_at > since and s.running == 0 for s in now.values())
+        if baseline is not None:
+            settled = settled and set(now) == set(baseline)
+            settled = settled and all(
+                now[pid].fds <= baseline[pid].fds and now[pid].greenlets <= baseline[pid].greenlets
+                for pid in now
+            )
+        if settled or time.monotonic() > deadline:
+            return now
+        time.sleep(0.5)
+
+
 def check_at_rest(server: Server, started: float, soak: Soak, baseline: dict[int, Sample]) -> None:
     """Once the traffic stops: no worker restarted, nothing busy, descriptors back, the pair key free."""
     bad = {s: n for s, n in soak.statuses.items() if s.startswith("5") or s.startswith("error")}
     if bad:
         soak.problems.append(f"server errors or broken connections: {bad}")
-    deadline = time.monotonic() + 30
-    while True:
-        now = sample(server, started, soak)
-        settled = set(now) == set(baseline) and all(
-            now[pid].running == 0
-            and now[pid].fds <= baseline[pid].fds
-            and now[pid].greenlets <= baseline[pid].greenlets
-            for pid in now
-        )
-        if settled or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+    now = at_rest(server, started, soak, since=time.time(), baseline=baseline)
     if set(now) != set(baseline):
         soak.problems.append(f"workers changed (a crash?): {sorted(baseline)} -> {sorted(now)}")
     for pid in set(now) & set(baseline):

@@ -20,7 +20,7 @@ import gevent
 import greenlet
 
 WINDOW = 60  # seconds of token counts kept per worker
-_HEAD = struct.Struct("qqq")  # running choices, waiting choices, live greenlets
+_HEAD = struct.Struct("qqqd")  # running choices, waiting choices, live greenlets, when they were counted
 _BUCKET = struct.Struct("qq")  # a second (Unix time), tokens generated during it
 _ROW = _HEAD.size + WINDOW * _BUCKET.size
 
@@ -32,6 +32,7 @@ class WorkerFigures:
     running: int  # choices holding a sequence
     waiting: int  # choices queued for one
     greenlets: int  # live greenlets in the worker (one or two per open connection), as last counted
+    greenlets_counted_at: float  # when (Unix time; 0: not yet), so a reader can wait for a fresh count
     tokens_last_minute: int
 
     @property
@@ -47,13 +48,14 @@ class WorkerBoard:
 
     def record_load(self, slot: int, running: int, waiting: int) -> None:
         """The worker's choices now: holding a sequence, and waiting for one."""
-        greenlets = _HEAD.unpack_from(self._memory, slot * _ROW)[2]
-        _HEAD.pack_into(self._memory, slot * _ROW, running, waiting, greenlets)
+        _, _, greenlets, counted_at = _HEAD.unpack_from(self._memory, slot * _ROW)
+        _HEAD.pack_into(self._memory, slot * _ROW, running, waiting, greenlets, counted_at)
 
-    def record_greenlets(self, slot: int, greenlets: int) -> None:
-        """How many greenlets the worker has alive (a leak shows as growth at rest)."""
-        running, waiting, _ = _HEAD.unpack_from(self._memory, slot * _ROW)
-        _HEAD.pack_into(self._memory, slot * _ROW, running, waiting, greenlets)
+    def record_greenlets(self, slot: int, greenlets: int, now: float | None = None) -> None:
+        """How many greenlets the worker has alive (a leak shows as growth at rest), counted `now`."""
+        running, waiting, _, _ = _HEAD.unpack_from(self._memory, slot * _ROW)
+        counted_at = time.time() if now is None else now
+        _HEAD.pack_into(self._memory, slot * _ROW, running, waiting, greenlets, counted_at)
 
     def add_tokens(self, slot: int, tokens: int, now: float | None = None) -> None:
         """Count `tokens` generated in the current second."""
@@ -66,11 +68,11 @@ class WorkerBoard:
     def read(self, slot: int, now: float | None = None) -> WorkerFigures:
         """The figures of the worker in `slot`, tokens counted over the minute up to `now`."""
         second = int(time.time() if now is None else now)
-        running, waiting, greenlets = _HEAD.unpack_from(self._memory, slot * _ROW)
+        running, waiting, greenlets, counted_at = _HEAD.unpack_from(self._memory, slot * _ROW)
         start = slot * _ROW + _HEAD.size
         buckets = (_BUCKET.unpack_from(self._memory, start + i * _BUCKET.size) for i in range(WINDOW))
         tokens = sum(count for stamped, count in buckets if second - WINDOW < stamped <= second)
-        return WorkerFigures(running, waiting, greenlets, tokens)
+        return WorkerFigures(running, waiting, greenlets, counted_at, tokens)
 
     def clear(self, slot: int) -> None:
         """Master, when a worker has exited: its replacement in `slot` starts from nothing."""

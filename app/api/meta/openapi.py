@@ -51,6 +51,10 @@ WORKER_LIST: dict[str, Any] = {
                     "waiting": {**_COUNT, "description": "Choices queued for a sequence"},
                     "generating": {"type": "boolean"},
                     "greenlets": {**_COUNT, "description": "Live greenlets, counted every 5 seconds"},
+                    "greenlets_counted_at": {
+                        "type": "number",
+                        "description": "When `greenlets` was counted (Unix time; 0 before the first count)",
+                    },
                     "tokens_last_minute": _COUNT,
                     "tokens_per_second": {"type": "number", "minimum": 0},
                 },

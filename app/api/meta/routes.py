@@ -92,6 +92,7 @@ def workers() -> Response:
                     "waiting": figures.waiting,
                     "generating": figures.running > 0,
                     "greenlets": figures.greenlets,
+                    "greenlets_counted_at": figures.greenlets_counted_at,
                     "tokens_last_minute": figures.tokens_last_minute,
                     "tokens_per_second": figures.tokens_per_second,
                 }

@@ -60,3 +60,12 @@ def test_greenlets_are_counted_and_kept_apart_from_the_load() -> None:
     board.record_load(0, running=0, waiting=0)
     assert board.read(0).greenlets == 42 and board.read(0).running == 0
     gevent.killall(sleeping)
+
+
+def test_a_greenlet_count_tells_when_it_was_taken() -> None:
+    board = WorkerBoard(slots=2)
+    assert board.read(1).greenlets_counted_at == 0  # not counted yet: nobody may take it for a count
+    board.record_greenlets(1, 7, now=1234.5)
+    board.record_load(1, running=2, waiting=0)
+    figures = board.read(1)
+    assert (figures.greenlets, figures.greenlets_counted_at, figures.running) == (7, 1234.5, 2)

@@ -1,0 +1,127 @@
+"""schemathesis against a live server from its own OpenAPI document, shared by the suite's short
+fuzz test and `make fuzz`'s long one: the server, the operations, the checks, one case runner."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from app.settings.values import default_model_path
+from tests.support.servers import Server
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+OPERATIONS = [
+    "POST /v1/chat/completions",
+    "POST /v1/completions",
+    "POST /v1/responses",
+    "POST /v1/responses/input_tokens",
+    "POST /v1/messages",
+    "POST /v1/messages/count_tokens",
+    "GET /v1/models",
+    "GET /v1/models/{model_id}",
+    "GET /health",
+    "GET /health/ready",
+    "GET /health/workers",
+    "POST /v1/embeddings",
+    "POST /tokenize",
+    "POST /detokenize",
+    "GET /tokenizer_info",
+    "POST /v1/chat/completions/input_tokens",
+]
+STREAMING = {"POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/messages"}
+
+
+def runs() -> list[tuple[str, bool, GenerationMode]]:
+    """Every operation; the generating ones in both stream modes; bodies valid and invalid."""
+    return [
+        (label, stream, mode)
+        for label in OPERATIONS
+        for stream in ((False, True) if label in STREAMING else (False,))
+        for mode in (
+            (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
+            if label.startswith("POST")
+            else (GenerationMode.POSITIVE,)
+        )
+    ]
+
+
+def run_id(label: str, stream: bool, mode: GenerationMode) -> str:
+    return f"{label}-{'event-stream' if stream else 'json'}-{mode.value}"
+
+
+def fuzz_server() -> Server:
+    """A chat model and an embedding model: requests for either may land on the other's worker.
+
+    Small limits keep every generation short; the 2 s wall time bounds the rest.
+    """
+    models = [
+        {"id": "chat", "path": default_model_path()},
+        {"id": "embed", "path": default_model_path(), "embedding": True, "pooling": "mean"},
+    ]
+    return Server(
+        LLM_MODELS=json.dumps(models),
+        LLM_N_CTX="512",
+        LLM_N_THREADS="1",
+        LLM_MAX_TOKENS_LIMIT="8",
+        LLM_MAX_GENERATION_SECONDS="2",
+        LLM_MAX_QUEUE="64",
+    ).wait_ready(answers=4)
+
+
+@dataclass
+class Tally:
+    """What one run sent: cases, and statuses answered."""
+
+    cases: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+
+
+def fuzz(
+    schema: schemathesis.BaseSchema,
+    label: str,
+    stream: bool,
+    mode: GenerationMode,
+    examples: int,
+    derandomize: bool = True,
+    tally: Tally | None = None,
+) -> Tally:
+    """Up to `examples` generated cases of one operation, each sent, checked and counted in `tally`;
+    raises on the first failing check (a 5xx, or an answer the document does not describe)."""
+    operation = schema.find_operation_by_label(label)
+    tally = Tally() if tally is None else tally
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        database=None,
+        derandomize=derandomize,  # in the suite: the same examples every run, a gate, not a lottery
+    )
+    def check(case: schemathesis.Case) -> None:
+        if isinstance(case.body, dict) and label in STREAMING:
+            case.body["stream"] = stream  # both stream modes, whatever else was generated
+        tally.cases += 1
+        tally.statuses[case.call_and_validate(checks=CHECKS).status_code] += 1
+
+    check()
+    return tally

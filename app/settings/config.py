@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.settings import derive, models, values
+from app.settings import derive, values
 from app.settings.keys import ApiKey
 from app.settings.keys import from_file as keys_from_file
 from app.settings.keys import from_variable as keys_from_variable
 from app.settings.models import ModelSpec
+from app.settings.models import parse as parse_models
 from app.settings.setting import ConfigError, Setting, setting
 from app.settings.values import default_model_path
 
@@ -36,7 +37,7 @@ class Config:
     )
     models: tuple[ModelSpec, ...] = setting(
         "LLM_MODELS",
-        models.parse,
+        parse_models,
         "",
         'Several models: a JSON list of {"id", "path", "workers"} (and optional n_ctx, parallel, '
         "chat_template, pooling, embedding); default: LLM_MODEL_PATH on every worker",

@@ -60,3 +60,14 @@ def test_embedding_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
     assert len(targets) == 4  # each column against llama-server, the largest request against raw
     assert all(row.endswith("| met |") or "| missed" in row for row in targets), targets
+
+
+def test_batcher_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    other = tmp_path / "other-checkout"
+    other.symlink_to(ROOT)  # a second checkout, here the same code
+    ran = bench("batcher", "--sequences", "2", "--tokens", "4", "--rounds", "1", "--alternate", "1",
+                "--other", str(other))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    rows = [line for line in ran.stdout.splitlines() if line.startswith(("| /", f"| {other}"))]
+    assert [row.split(" | ")[0] for row in rows] == [f"| {ROOT}", f"| {other}"], ran.stdout
+    assert all(row.endswith("| 1 |") for row in rows), ran.stdout

@@ -61,10 +61,3 @@ def named(body: bytes | str) -> list[tuple[str, Any]]:
     events = parse(body)
     assert all(event.name is not None for event in events), events
     return [(event.name or "", event.json()) for event in events]
-
-
-def data_line(line: str) -> Any | None:
-    """The JSON of one `data:` line read from a stream line by line (None for anything else)."""
-    if line.startswith("data: {"):
-        return json.loads(line[len("data: ") :])
-    return None

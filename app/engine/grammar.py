@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import llama_cpp
-from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
+from llama_cpp.llama_grammar import JSON_GBNF, SchemaConverter, json_schema_to_gbnf
 
 from app.engine.errors import GrammarError
 
@@ -32,6 +32,22 @@ def schema_grammar(schema: Any, prop_order: list[str] | None = None) -> str:
     except Exception as exc:  # noqa: BLE001 - any failure of the converter means "unsupported here"
         raise GrammarError(f"this JSON schema is not supported: {exc}") from None
     return gbnf.replace(_ANY_CHAR, _JSON_CHAR)
+
+
+def schema_rules(schemas: dict[str, Any]) -> str:
+    """GBNF rules, one named after each key, for JSON following that key's schema (no root rule).
+
+    One converter for them all, so the primitives they share are written once.
+    """
+    converter = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    for name, schema in schemas.items():
+        check_bounds(schema)
+        try:
+            converter.visit(converter.resolve_refs(schema, name), name)
+        except Exception as exc:  # noqa: BLE001 - any failure of the converter means "unsupported here"
+            raise GrammarError(f"this JSON schema is not supported: {exc}") from None
+    rules: str = converter.format_grammar()
+    return rules.replace(_ANY_CHAR, _JSON_CHAR)
 
 
 def check_bounds(schema: Any) -> None:

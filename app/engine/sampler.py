@@ -39,7 +39,7 @@ class SequenceSampler:
         self.chain = _chain(request, n_vocab, end_tokens if self.ends_banned else [])
         self.grammar = None
         if request.grammar:
-            self.grammar = llama_cpp.llama_sampler_init_grammar(vocab, request.grammar.encode(), b"root")
+            self.grammar = _grammar_sampler(vocab, request.grammar, request.grammar_triggers)
             if not self.grammar:
                 llama_cpp.llama_sampler_free(self.chain)
                 raise ValueError("llama.cpp could not build the request's grammar")
@@ -152,3 +152,14 @@ def logprob_at(
         best = best[np.argsort(-logits[best])]
         alternatives = tuple((int(t), piece(int(t)), float(logits[t]) - log_total) for t in best)
     return TokenLogprob(token, piece(token), float(logits[token]) - log_total, alternatives)
+
+
+def _grammar_sampler(vocab: Any, gbnf: str, triggers: tuple[str, ...]) -> Any:
+    """llama.cpp's grammar sampler; lazy (waking when a trigger pattern matches) when given triggers."""
+    if not triggers:
+        return llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
+    patterns = (ctypes.c_char_p * len(triggers))(*(t.encode() for t in triggers))
+    no_tokens = (llama_cpp.llama_token * 0)()
+    return llama_cpp.llama_sampler_init_grammar_lazy_patterns(
+        vocab, gbnf.encode(), b"root", patterns, len(triggers), no_tokens, 0
+    )

@@ -102,12 +102,27 @@ class Tokenizer:
 
     def chat(self, messages: list[dict[str, Any]]) -> list[int]:
         """Apply the model's chat template and tokenize, template markers included."""
+        return self.chat_tokens(self.render(messages))
+
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        variables: dict[str, Any] | None = None,
+    ) -> str:
+        """The prompt text the chat template makes of `messages`, `tools` and any extra `variables`
+        (chat_template_kwargs such as enable_thinking)."""
         # Plain dicts in the shapes llama-cpp-python's TypedDicts name, as the templates read them.
         conversation: list[Any] = [_template_message(m) for m in messages]
         try:
-            prompt = self._formatter(messages=conversation).prompt
-        except (jinja2.TemplateError, ValueError) as exc:
+            described: Any = tools
+            prompt: str = self._formatter(messages=conversation, tools=described, **(variables or {})).prompt
+        except (jinja2.TemplateError, ValueError, TypeError) as exc:
             raise PromptRejectedError(f"The model's chat template rejected these messages: {exc}") from None
+        return prompt
+
+    def chat_tokens(self, prompt: str) -> list[int]:
+        """A rendered chat prompt's tokens, its template markers read as the special tokens they are."""
         # The template writes the BOS marker itself when the model wants one.
         return self._encode(prompt, add_special=False, parse_special=True)
 

@@ -31,6 +31,9 @@ class GenerationRequest:
     logit_bias: dict[int, float] = field(default_factory=dict)
     logprobs: int | None = None  # None: off; k: the chosen token's and the top k alternatives
     grammar: str | None = None  # GBNF the output must follow
+    # Lazy grammar: free text until one of these regular expressions matches the output so far
+    # (its first group marks where the grammar starts), then the grammar holds.
+    grammar_triggers: tuple[str, ...] = ()
     ignore_eos: bool = False  # keep generating past end-of-generation tokens (benchmarks)
     min_tokens: int = 0  # no end-of-generation token or stop string before this many tokens
     prompt_logprobs: bool = False  # also the log-probability of every prompt token (its first: None)

@@ -40,7 +40,7 @@ class Config:
         parse_models,
         "",
         'Several models: a JSON list of {"id", "path", "workers"} (and optional n_ctx, parallel, '
-        "chat_template, pooling, embedding); default: LLM_MODEL_PATH on every worker",
+        "chat_template, chat_format, pooling, embedding); default: LLM_MODEL_PATH on every worker",
         optional=True,
     )
     n_ctx: int = setting(
@@ -191,6 +191,7 @@ class Config:
     models_given: bool = False  # LLM_MODELS was set
     model_index: int = 0  # the entry of `models` this worker holds; its settings below
     chat_template: str | None = None
+    chat_format: str | None = None
     pooling: str | None = None
     embedding: bool = False
     raw: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)

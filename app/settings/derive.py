@@ -54,7 +54,7 @@ def _worker_model(parsed: Parsed) -> None:
     spec: ModelSpec = parsed["models"][parsed["model_index"]]
     parsed.update(model_path=spec.path, model_id=spec.id, n_ctx=spec.n_ctx or parsed["n_ctx"])
     parsed.update(parallel=spec.parallel or parsed["parallel"], chat_template=spec.chat_template)
-    parsed.update(pooling=spec.pooling, embedding=spec.embedding)
+    parsed.update(pooling=spec.pooling, embedding=spec.embedding, chat_format=spec.chat_format)
 
 
 def _threads(parsed: Parsed) -> None:

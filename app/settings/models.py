@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.chat_formats.detect import FORMATS, by_name
 from app.settings import values
 
 POOLINGS = ("mean", "cls", "last")
-_KEYS = {"id", "path", "workers", "n_ctx", "parallel", "chat_template", "pooling", "embedding"}
+_KEYS = {"id", "path", "workers", "n_ctx", "parallel", "chat_template", "chat_format", "pooling", "embedding"}
 _NUMBERS = (("workers", 1, 64, 1), ("n_ctx", 1, 1 << 20, None), ("parallel", 1, 256, None))
 
 
@@ -26,6 +27,7 @@ class ModelSpec:
     chat_template: str | None = None  # a Jinja template instead of the GGUF's own
     pooling: str | None = None  # embeddings: instead of the GGUF's own pooling type
     embedding: bool = False  # an embedding model: /v1/embeddings only
+    chat_format: str | None = None  # the tool-call format, instead of the one read from the template
 
     def describe(self, index: int) -> str:
         return f"entry {index} ({self.id!r})" if self.id else f"entry {index}"
@@ -73,12 +75,23 @@ def _entry(entry: Any, index: int) -> ModelSpec:
         raise ValueError(f"{where}: pooling must be one of {', '.join(POOLINGS)}")
     if entry.get("chat_template") is not None and not isinstance(entry["chat_template"], str):
         raise ValueError(f"{where}: chat_template must be a string (a Jinja template)")
+    chat_format = entry.get("chat_format")
+    if chat_format is not None and (not isinstance(chat_format, str) or not _known_format(chat_format)):
+        raise ValueError(f"{where}: chat_format must be one of {', '.join(FORMATS)}")
     if not isinstance(entry.get("embedding", False), bool):
         raise ValueError(f"{where}: embedding must be true or false")
     return ModelSpec(
         entry["id"].strip(), path, numbers["workers"] or 1, numbers["n_ctx"], numbers["parallel"],
-        entry.get("chat_template"), entry.get("pooling"), entry.get("embedding", False),
+        entry.get("chat_template"), entry.get("pooling"), entry.get("embedding", False), chat_format,
     )  # fmt: skip
+
+
+def _known_format(name: str) -> bool:
+    try:
+        by_name(name)
+    except KeyError:
+        return False
+    return True
 
 
 def model_for_new_worker(specs: Sequence[ModelSpec], holding: Sequence[int]) -> int:

@@ -45,6 +45,8 @@ OPERATIONS = [
     "POST /detokenize",
     "GET /tokenizer_info",
     "POST /v1/chat/completions/input_tokens",
+    "POST /apply-template",
+    "GET /props",
 ]
 STREAMING = {"POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/messages"}
 

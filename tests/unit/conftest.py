@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from app import create_app
+from app.engine.tokenizer import FALLBACK_TEMPLATE
 from app.engine.types import Chunk, GenerationRequest
 from app.settings.config import Config
 
@@ -25,12 +27,23 @@ class FakeTokenizer:
 
     supports_infill = False
     vocabulary_size = 1000
+    chat_template = FALLBACK_TEMPLATE  # a test may give it a real model's template
 
     def accepts_grammar(self, gbnf: str) -> bool:
         return True
 
-    def chat(self, messages: list[dict[str, Any]]) -> list[int]:
-        return [1] * sum(len(m["content"].split()) + 2 for m in messages)
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        variables: dict[str, Any] | None = None,
+    ) -> str:
+        formatter = Jinja2ChatFormatter(template=self.chat_template, eos_token="</s>", bos_token="<s>")
+        conversation: Any = [{**m, "content": m.get("content") or ""} for m in messages]
+        return formatter(messages=conversation, tools=tools, **(variables or {})).prompt
+
+    def chat_tokens(self, prompt: str) -> list[int]:
+        return [1] * len(prompt.split())
 
     def text(self, prompt: str) -> list[int]:
         return [1] * len(prompt.split())

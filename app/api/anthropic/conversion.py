@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.api.common import tools
-
 
 def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     """`system` and the messages' blocks as chat messages: tool results become tool turns."""
@@ -43,7 +41,10 @@ _CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 def chat_body(body: dict[str, Any]) -> dict[str, Any]:
     """The chat-completions fields this request amounts to, for planning, tools and grammars."""
     choice = body.get("tool_choice") or {"type": "auto"}
+    thinking = body.get("thinking") or {}
     chat = {
+        "chat_template_kwargs": {"enable_thinking": thinking["type"] != "disabled"} if thinking else None,
+        "parallel_tool_calls": False if choice.get("disable_parallel_tool_use") else None,
         "max_tokens": body.get("max_tokens"),
         "temperature": body.get("temperature"),
         "top_p": body.get("top_p"),
@@ -63,11 +64,6 @@ def chat_body(body: dict[str, Any]) -> dict[str, Any]:
         ],
     }
     return {key: value for key, value in chat.items() if value not in (None, [])}
-
-
-def grammar(chat: dict[str, Any]) -> str | None:
-    """The grammar of a forced tool call (`any` or a named tool), else free text."""
-    return tools.call_grammar(chat) if tools.forced(chat) else None
 
 
 def tool_input(arguments: str) -> dict[str, Any]:

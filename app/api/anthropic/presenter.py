@@ -8,8 +8,10 @@ from typing import Any
 
 from app.api.anthropic import conversion, errors
 from app.api.common import sse, tools
+from app.api.common.blocks import Block, BlockEvent, BlockStream
 from app.api.common.errors import APIError
 from app.api.common.generate import ChoiceResult
+from app.chat_formats.answer import AnswerReader
 from app.engine.types import Chunk
 
 PING = sse.named_event("ping", {"type": "ping"})  # Anthropic's keep-alive
@@ -26,10 +28,10 @@ def stop_reason(result: ChoiceResult, called: bool) -> str:
 class MessagesPresenter:
     """One Message: the same id and blocks in the stream and in the whole answer."""
 
-    def __init__(self, model: str, prompt_tokens: int, call_tools: list[dict[str, Any]] | None, forced: bool):
+    def __init__(self, model: str, prompt_tokens: int, reader: AnswerReader, forced: bool):
         self.id = f"msg_{uuid.uuid4().hex}"
         self.model, self.prompt_tokens = model, prompt_tokens
-        self.tools, self.forced = call_tools, forced
+        self.reader, self.forced = reader, forced
 
     def _usage(self, output_tokens: int, cached: int) -> dict[str, int]:
         # Anthropic counts cache reads apart from input_tokens.
@@ -39,9 +41,6 @@ class MessagesPresenter:
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": cached,
         }
-
-    def _calls(self, result: ChoiceResult) -> list[dict[str, Any]] | None:
-        return tools.calls_for(result, self.tools, self.forced)[0] if self.tools else None
 
     def _message(
         self, content: list[dict[str, Any]], reason: str | None, sequence: str | None
@@ -58,15 +57,17 @@ class MessagesPresenter:
         }
 
     def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
-        """The whole Message."""
+        """The whole Message: thinking, then text, then tool_use blocks, as the model wrote them."""
         (result,) = results
-        calls = self._calls(result)
-        if calls:
-            content = [_tool_use(call) for call in calls]
-        else:
-            content = [{"type": "text", "text": result.text}] if result.text else []
-        sequence = None if calls else result.stop_sequence
-        message = self._message(content, stop_reason(result, bool(calls)), sequence)
+        parsed = tools.forced_fallback(self.reader.read(result.text, partial=False), self.reader, self.forced)
+        content: list[dict[str, Any]] = []
+        if parsed.reasoning:
+            content.append({"type": "thinking", "thinking": parsed.reasoning, "signature": ""})
+        if parsed.content:
+            content.append({"type": "text", "text": parsed.content})
+        content += [_tool_use(self.reader.new_id(), call.name, call.arguments) for call in parsed.calls]
+        sequence = None if parsed.calls else result.stop_sequence
+        message = self._message(content, stop_reason(result, bool(parsed.calls)), sequence)
         message["usage"] = self._usage(result.completion_tokens, result.cached_tokens)
         return message
 
@@ -75,36 +76,19 @@ class MessagesPresenter:
         yield sse.named_event(
             "message_start", {"type": "message_start", "message": self._message([], None, None)}
         )
-        result, opened = ChoiceResult(0), False
+        result = ChoiceResult(0)
+        blocks = BlockStream(self.reader, self.forced)
         for chunk in chunks:
             if chunk is None:
                 yield PING
                 continue
             result.add(chunk)
-            if self.tools and (self.forced or result.text.lstrip().startswith("{")) and not opened:
-                continue  # may be a call: held until the answer ends
-            if chunk.text:
-                if not opened:
-                    opened = True
-                    yield _block_start(0, {"type": "text", "text": ""})
-                yield _delta(0, {"type": "text_delta", "text": chunk.text})
-        calls = None if opened else self._calls(result)
-        if calls:
-            for index, call in enumerate(calls):
-                yield _block_start(index, {**_tool_use(call), "input": {}})
-                for piece in tools.argument_pieces(call["function"]["arguments"]):
-                    yield _delta(index, {"type": "input_json_delta", "partial_json": piece})
-                yield _block_stop(index)
-        else:
-            if not opened and result.text:
-                opened = True
-                yield _block_start(0, {"type": "text", "text": ""})
-                yield _delta(0, {"type": "text_delta", "text": result.text})
-            if opened:
-                yield _block_stop(0)
+            for event in blocks.feed(chunk.text, chunk.finish_reason is not None):
+                yield _block_event(event)
+        called = bool(blocks.deltas.last.calls)
         delta = {
-            "stop_reason": stop_reason(result, bool(calls)),
-            "stop_sequence": None if calls else result.stop_sequence,
+            "stop_reason": stop_reason(result, called),
+            "stop_sequence": None if called else result.stop_sequence,
         }
         usage = self._usage(result.completion_tokens, result.cached_tokens)
         yield sse.named_event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
@@ -115,27 +99,36 @@ class MessagesPresenter:
         return sse.named_event("error", errors.body(error))
 
 
-def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
-    function = call["function"]
+def _tool_use(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     return {
         "type": "tool_use",
-        "id": "toolu_" + call["id"].removeprefix("call_"),
-        "name": function["name"],
-        "input": conversion.tool_input(function["arguments"]),
+        "id": "toolu_" + call_id.removeprefix("call_"),
+        "name": name,
+        "input": conversion.tool_input(arguments),
     }
 
 
-def _block_start(index: int, block: dict[str, Any]) -> bytes:
+def _block_event(event: BlockEvent) -> bytes:
+    """A block event as Anthropic's content_block_start / _delta / _stop."""
+    block, index = event.block, event.block.position
+    if event.kind == "start":
+        return sse.named_event(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": _empty(block)},
+        )
+    if event.kind == "stop":
+        return sse.named_event("content_block_stop", {"type": "content_block_stop", "index": index})
+    kinds = {"content": ("text_delta", "text"), "reasoning": ("thinking_delta", "thinking")}
+    kind, key = kinds.get(block.kind, ("input_json_delta", "partial_json"))
     return sse.named_event(
-        "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
+        "content_block_delta",
+        {"type": "content_block_delta", "index": index, "delta": {"type": kind, key: event.piece}},
     )
 
 
-def _delta(index: int, delta: dict[str, Any]) -> bytes:
-    return sse.named_event(
-        "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
-    )
-
-
-def _block_stop(index: int) -> bytes:
-    return sse.named_event("content_block_stop", {"type": "content_block_stop", "index": index})
+def _empty(block: Block) -> dict[str, Any]:
+    if block.kind == "content":
+        return {"type": "text", "text": ""}
+    if block.kind == "reasoning":
+        return {"type": "thinking", "thinking": "", "signature": ""}
+    return {**_tool_use(block.call_id, block.name, "{}"), "input": {}}

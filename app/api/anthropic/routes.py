@@ -23,17 +23,19 @@ def create_message() -> Response:
     body = parse_body(messages_request_schema)
     engine = generating_engine()
     chat = conversion.chat_body(body)
-    prompt = conversation.prompt_tokens(engine.tokenizer, conversion.messages(body), chat)
+    prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
+    grammar, triggers, param = structured_output.answer_grammar(chat, prompt.profile)
     requests = plan_choices(
         chat,
-        [prompt],
+        [prompt.tokens],
         prompt_param="messages",
-        grammar=structured_output.checked(engine.tokenizer, conversion.grammar(chat), "tools"),
+        grammar=structured_output.checked(engine.tokenizer, grammar, param),
+        grammar_triggers=triggers,
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
-    call_tools = chat["tools"] if tools.active(chat) else None
-    presenter = MessagesPresenter(current_config().model_id, len(prompt), call_tools, tools.forced(chat))
-    return generate(engine, body, requests, presenter, len(prompt))
+    model = current_config().model_id
+    presenter = MessagesPresenter(model, len(prompt.tokens), prompt.reader, tools.forced(chat))
+    return generate(engine, body, requests, presenter, len(prompt.tokens))
 
 
 @bp.post("/v1/messages/count_tokens")
@@ -41,5 +43,5 @@ def count_tokens() -> Response:
     """How many tokens the conversation takes after the chat template, tools included."""
     body = parse_body(count_tokens_request_schema)
     chat = conversion.chat_body(body)
-    tokens = conversation.prompt_tokens(generating_engine().tokenizer, conversion.messages(body), chat)
-    return jsonify({"input_tokens": len(tokens)})
+    prompt = conversation.prompt(generating_engine().tokenizer, conversion.messages(body), chat)
+    return jsonify({"input_tokens": len(prompt.tokens)})

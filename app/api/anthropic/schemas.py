@@ -90,6 +90,13 @@ class ClientToolChoiceSchema(BaseSchema):
     disable_parallel_tool_use = StrictBoolean(allow_none=True)
 
 
+class ThinkingSchema(BaseSchema):
+    """`thinking`: whether a reasoning model thinks first (its template's enable_thinking)."""
+
+    type = fields.String(required=True, validate=validate.OneOf(("enabled", "disabled", "adaptive")))
+    budget_tokens = fields.Integer(validate=validate.Range(min=1))
+
+
 class CountTokensRequestSchema(BaseSchema):
     """`POST /v1/messages/count_tokens`: what the prompt of a Messages request would be."""
 
@@ -98,6 +105,7 @@ class CountTokensRequestSchema(BaseSchema):
     system = SystemField(allow_none=True)
     tools = fields.List(fields.Nested(ClientToolSchema), allow_none=True, validate=validate.Length(max=128))
     tool_choice = fields.Nested(ClientToolChoiceSchema, allow_none=True)
+    thinking = fields.Nested(ThinkingSchema, allow_none=True)
 
     @validates_schema
     def tool_choice_names_a_tool(self, data: dict[str, Any], **kwargs: Any) -> None:

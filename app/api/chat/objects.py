@@ -27,6 +27,7 @@ class Choice:
     finish_reason: str = "length"
     logprobs: dict[str, Any] | None = None
     tool_calls: list[dict[str, Any]] | None = None
+    reasoning: str = ""  # the model's thinking, split from `text` (llama-server's reasoning_content)
 
 
 @dataclass
@@ -65,8 +66,10 @@ class Shape:
     def _choice(self, choice: Choice) -> dict[str, Any]:
         if self.chat:
             message: dict[str, Any] = {"role": "assistant", "content": choice.text, "refusal": None}
+            if choice.reasoning:
+                message["reasoning_content"] = choice.reasoning
             if choice.tool_calls:
-                message["content"] = None
+                message["content"] = choice.text or None
                 message["tool_calls"] = choice.tool_calls
             return {
                 "index": choice.index,
@@ -90,10 +93,13 @@ class Shape:
         first: bool = False,
         logprobs: dict[str, Any] | None = None,
         tool_calls: list[dict[str, Any]] | None = None,
+        reasoning: str | None = None,
     ) -> dict[str, Any]:
         """One streamed chunk of choice `index`; `text=None` with a finish reason closes it."""
         if self.chat:
             delta: dict[str, Any] = {"role": "assistant"} if first else {}
+            if reasoning is not None:
+                delta["reasoning_content"] = reasoning
             if text is not None:
                 delta["content"] = text
             if tool_calls:

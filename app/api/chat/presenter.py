@@ -11,7 +11,8 @@ from app.api.chat.objects import Choice, Shape, usage
 from app.api.common import sse, tools
 from app.api.common.errors import APIError
 from app.api.common.generate import ChoiceResult
-from app.engine.types import Chunk
+from app.chat_formats.answer import AnswerReader, Delta, DeltaStream
+from app.engine.types import Chunk, TokenLogprob
 
 
 @dataclass
@@ -22,13 +23,18 @@ class AnswerOptions:
     prompt_tokens: int
     prefixes: dict[int, str] = field(default_factory=dict)  # `echo`: prompt text per choice
     include_usage: bool = False
-    tools: list[dict[str, Any]] | None = None  # set when the answer may be tool calls
+    reader: AnswerReader | None = None  # chat: how the model writes calls and reasoning
     tools_forced: bool = False
     choices_per_prompt: int = 1  # `n`
 
     def cached(self, index: int, cached_tokens: int) -> int:
         """A choice's share of the prompt tokens served from cache: its prompt's, counted once."""
         return cached_tokens if index % self.choices_per_prompt == 0 else 0
+
+    @property
+    def parsing(self) -> bool:
+        """Whether answers are read for calls or reasoning rather than passed on as they come."""
+        return self.reader is not None and not self.reader.plain
 
 
 class CompletionPresenter:
@@ -38,16 +44,19 @@ class CompletionPresenter:
         self.shape, self.answer, self.wants_logprobs = shape, answer, wants_logprobs
 
     def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
-        """The non-streamed answer: every choice, tool calls parsed, logprobs shaped."""
+        """The non-streamed answer: every choice, tool calls and reasoning parsed, logprobs shaped."""
         answer, shape = self.answer, self.shape
         choices = []
         for result in results:
             prefix = answer.prefixes.get(result.index, "")
             choice = Choice(result.index, prefix + result.text, result.finish_reason)
-            if answer.tools:
-                choice.tool_calls, choice.finish_reason = tools.calls_for(
-                    result, answer.tools, answer.tools_forced
-                )
+            if answer.parsing and answer.reader is not None:
+                parsed = answer.reader.read(result.text, partial=False)
+                parsed = tools.forced_fallback(parsed, answer.reader, answer.tools_forced)
+                choice.text, choice.reasoning = parsed.content, parsed.reasoning
+                if parsed.calls:
+                    choice.tool_calls = tools.openai_calls(parsed, answer.reader)
+                    choice.finish_reason = tools.finish_reason(parsed, result.finish_reason)
             if self.wants_logprobs:
                 if shape.chat:
                     choice.logprobs = logprobs.chat(result.logprobs)
@@ -63,11 +72,11 @@ class CompletionPresenter:
         return shape.completion(choices, usage(answer.prompt_tokens, completion, cached))
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
-        """Chunk events as the engine's chunks come; a choice that may be a tool call is held to its end."""
+        """Chunk events as the engine's chunks come; a chat answer read for calls streams as it is read."""
         answer, shape = self.answer, self.shape
         extra = {"usage": None} if answer.include_usage else {}
         offsets: dict[int, logprobs.TextLogprobs] = {}
-        held: dict[int, ChoiceResult] = {}  # choices that may be tool calls, held until they end
+        readings: dict[int, _Reading] = {}
         completion_tokens = cached_tokens = 0
         for chunk in chunks:
             if chunk is None:
@@ -86,9 +95,11 @@ class CompletionPresenter:
             if chunk.finish_reason is not None:
                 completion_tokens += chunk.completion_tokens
                 cached_tokens += answer.cached(chunk.index, chunk.cached_tokens)
-            if answer.tools and self._may_be_call(chunk, held):
-                if chunk.finish_reason is not None:
-                    yield from self._held_events(held.pop(chunk.index), extra)
+            if answer.parsing and answer.reader is not None:
+                reading = readings.setdefault(
+                    chunk.index, _Reading(DeltaStream(answer.reader, answer.tools_forced))
+                )
+                yield from (sse.event(e | extra) for e in self._read_events(chunk, reading))
                 continue
             if chunk.text or chunk.logprobs:
                 shaped = None
@@ -108,22 +119,47 @@ class CompletionPresenter:
         body["error"].pop("param")
         return sse.event(body)
 
-    def _may_be_call(self, chunk: Chunk, held: dict[int, ChoiceResult]) -> bool:
-        """Hold a choice's text while it may still be a tool call (forced, or starting with `{`)."""
-        if chunk.index not in held:
-            if not self.answer.tools_forced and not chunk.text.lstrip().startswith("{"):
-                return False
-            held[chunk.index] = ChoiceResult(chunk.index)
-        held[chunk.index].add(chunk)
-        return True
+    def _read_events(self, chunk: Chunk, reading: _Reading) -> Iterator[dict[str, Any]]:
+        """The chunks one engine chunk adds once the answer so far is read: text held back only
+        while it may be markup, calls as OpenAI's tool-call deltas (id and name, then arguments)."""
+        shape, index = self.shape, chunk.index
+        reading.text += chunk.text
+        reading.logprobs.extend(chunk.logprobs)
+        final = chunk.finish_reason is not None
+        deltas = reading.stream.update(reading.text, final)
+        for delta in deltas:
+            if delta.kind == "content":
+                yield (shape.chunk(delta.text, index=index, logprobs=self._pending(reading)))
+            elif delta.kind == "reasoning":
+                yield (shape.chunk(None, index=index, reasoning=delta.text))
+            else:
+                yield (shape.chunk(None, index=index, tool_calls=[_call_delta(delta)]))
+        if final:
+            reason = tools.finish_reason(reading.stream.last, chunk.finish_reason or "stop")
+            yield (shape.chunk(None, reason, index=index, logprobs=self._pending(reading)))
 
-    def _held_events(self, result: ChoiceResult, extra: dict[str, Any]) -> Iterator[bytes]:
-        """A held choice once it has ended: tool-call deltas if it is calls, else its text."""
-        shape, index = self.shape, result.index
-        calls, finish_reason = tools.calls_for(result, self.answer.tools or [], self.answer.tools_forced)
-        if calls:
-            for delta in tools.stream_deltas(calls):
-                yield sse.event(shape.chunk(None, index=index, tool_calls=[delta]) | extra)
-        elif result.text:
-            yield sse.event(shape.chunk(result.text, index=index) | extra)
-        yield sse.event(shape.chunk(None, finish_reason, index=index) | extra)
+    def _pending(self, reading: _Reading) -> dict[str, Any] | None:
+        if not self.wants_logprobs or not reading.logprobs:
+            return None
+        shaped, reading.logprobs = logprobs.chat(reading.logprobs), []
+        return shaped
+
+
+@dataclass
+class _Reading:
+    """One streamed choice being read: its text so far and the logprobs not yet sent."""
+
+    stream: DeltaStream
+    text: str = ""
+    logprobs: list[TokenLogprob] = field(default_factory=list)
+
+
+def _call_delta(delta: Delta) -> dict[str, Any]:
+    if delta.kind == "call":
+        return {
+            "index": delta.index,
+            "id": delta.id,
+            "type": "function",
+            "function": {"name": delta.name, "arguments": ""},
+        }
+    return {"index": delta.index, "function": {"arguments": delta.text}}

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response, jsonify, request
 
 from app.api.chat.objects import Shape
 from app.api.chat.presenter import AnswerOptions, CompletionPresenter
 from app.api.chat.schemas import chat_completion_schema, completion_schema
 from app.api.common import conversation, structured_output, tools
-from app.api.common.body import generating_engine, parse_body
+from app.api.common.body import generating_engine, loaded_engine, model_index, parse_body, serve_here_or_relay
 from app.api.common.errors import InvalidRequestError
 from app.api.common.generate import generate
 from app.api.common.planning import plan_choices
@@ -23,26 +23,23 @@ def create_chat_completion() -> Response:
     """Answer a conversation, formatted by the model's own chat template."""
     body = parse_body(chat_completion_schema)
     engine = generating_engine()
-    prompt = conversation.prompt_tokens(engine.tokenizer, body["messages"], body)
-    grammar: str | None
-    if tools.forced(body):
-        grammar, param = tools.call_grammar(body), "tools"
-    else:
-        grammar, param = structured_output.response_grammar(body.get("response_format")), "response_format"
+    prompt = conversation.prompt(engine.tokenizer, body["messages"], body)
+    grammar, triggers, param = structured_output.answer_grammar(body, prompt.profile)
     requests = plan_choices(
         body,
-        [prompt],
+        [prompt.tokens],
         prompt_param="messages",
         max_param="max_completion_tokens",
         logprobs=(body.get("top_logprobs") or 0) if body.get("logprobs") else None,
         grammar=structured_output.checked(engine.tokenizer, grammar, param),
+        grammar_triggers=triggers,
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
     options = AnswerOptions(
         chat=True,
-        prompt_tokens=len(prompt),
+        prompt_tokens=len(prompt.tokens),
         include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
-        tools=body["tools"] if tools.active(body) else None,
+        reader=prompt.reader,
         tools_forced=tools.forced(body),
         choices_per_prompt=body.get("n") or 1,
     )
@@ -91,8 +88,39 @@ def create_completion() -> Response:
 def count_input_tokens() -> Response:
     """How many tokens a chat request's prompt takes after the chat template (tools included)."""
     body = parse_body(chat_completion_schema)
-    tokens = conversation.prompt_tokens(generating_engine().tokenizer, body["messages"], body)
-    return jsonify({"object": "chat.completion.input_tokens", "input_tokens": len(tokens)})
+    prompt = conversation.prompt(generating_engine().tokenizer, body["messages"], body)
+    return jsonify({"object": "chat.completion.input_tokens", "input_tokens": len(prompt.tokens)})
+
+
+@bp.post("/apply-template")
+def apply_template() -> Response:
+    """The prompt a chat request makes after the chat template, tools included (llama-server's route)."""
+    body = parse_body(chat_completion_schema)
+    prompt = conversation.prompt(generating_engine().tokenizer, body["messages"], body)
+    return jsonify({"prompt": prompt.text})
+
+
+@bp.get("/props")
+def properties() -> Response:
+    """The model's settings and chat template, and what the template can do (llama-server's shape)."""
+    serve_here_or_relay(model_index(request.args.get("model")))
+    config, tokenizer = current_config(), loaded_engine().tokenizer
+    profile = conversation.template_profile(tokenizer, config.chat_format)
+    return jsonify(
+        {
+            "model_alias": config.model_id,
+            "model_path": config.model_path,
+            "total_slots": config.parallel,
+            "default_generation_settings": {"n_ctx": config.n_ctx},
+            "chat_template": tokenizer.chat_template,
+            "chat_template_caps": profile.caps(),
+            "chat_format": profile.format.name if profile.native_tools else "Generic",
+            "bos_token": tokenizer.bos_text,
+            "eos_token": tokenizer.eos_text,
+            "modalities": {"vision": False, "audio": False},
+            "is_sleeping": False,
+        }
+    )
 
 
 def _prompt(tokenizer: Tokenizer, item: str | list[int], suffix: str | None) -> tuple[list[int], str]:

@@ -142,6 +142,15 @@ class ChatCompletionRequestSchema(GenerationSchema):
     tools = fields.List(fields.Nested(ToolSchema), allow_none=True, validate=validate.Length(max=128))
     tool_choice = ToolChoiceField(allow_none=True)
     parallel_tool_calls = StrictBoolean(allow_none=True)
+    # llama-server's and vLLM's: variables for the chat template (enable_thinking...), and
+    # whether reasoning is split into reasoning_content (`none`: left in the content).
+    chat_template_kwargs = fields.Dict(keys=fields.String(), allow_none=True)
+    reasoning_format = fields.String(
+        allow_none=True, validate=validate.OneOf(("auto", "deepseek", "deepseek-legacy", "none"))
+    )
+    reasoning_effort = fields.String(
+        allow_none=True, validate=validate.OneOf(("none", "minimal", "low", "medium", "high"))
+    )
 
     @validates_schema
     def consistent_options(self, data: dict[str, Any], **kwargs: Any) -> None:

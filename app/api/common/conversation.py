@@ -1,16 +1,138 @@
-"""A conversation as the model reads it: earlier tool calls written out, the tools described, templated."""
+"""A conversation as the model reads it: its template given the tools, or our instruction if it has none."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from app.api.common import tools
+from app.api.common.errors import InvalidRequestError
+from app.chat_formats.answer import AnswerReader
+from app.chat_formats.detect import by_name
+from app.chat_formats.profile import TemplateProfile, profile
 from app.engine.tokenizer import Tokenizer
+from app.settings.current import current_config
+
+_INSTRUCTION = (
+    "You can call these functions. To call one, answer with only a JSON object "
+    '{{"name": <function name>, "arguments": <arguments object>}}.\n{functions}'
+)
+_REASONING_FORMATS = ("auto", "deepseek", "deepseek-legacy", "none")
+_profiles: dict[tuple[str, str | None], TemplateProfile] = {}
 
 
-def prompt_tokens(tokenizer: Tokenizer, messages: list[dict[str, Any]], chat: dict[str, Any]) -> list[int]:
-    """The tokens of `messages` after the model's chat template, for a request with `chat`'s tools."""
-    messages = tools.with_calls_as_text(messages)
-    if tools.active(chat):
-        messages = tools.with_tool_instructions(messages, chat["tools"])
-    return tokenizer.chat(messages)
+@dataclass
+class ChatPrompt:
+    """A templated conversation: its text and tokens, and how to read the answer to it."""
+
+    text: str
+    tokens: list[int]
+    reader: AnswerReader
+    profile: TemplateProfile
+
+
+def template_profile(tokenizer: Tokenizer, named_format: str | None = None) -> TemplateProfile:
+    """The model's template format and capabilities, probed once per template."""
+    key = (tokenizer.chat_template, named_format)
+    if key not in _profiles:
+        _profiles[key] = profile(tokenizer.chat_template, tokenizer.render, named_format)
+    return _profiles[key]
+
+
+def prompt(tokenizer: Tokenizer, messages: list[dict[str, Any]], chat: dict[str, Any]) -> ChatPrompt:
+    """Template `messages` for a request with `chat`'s tools and template variables."""
+    check_reasoning_format(chat.get("reasoning_format"))
+    shape = template_profile(tokenizer, current_config().chat_format)
+    variables = dict(chat.get("chat_template_kwargs") or {})
+    if chat.get("reasoning_effort") is not None:
+        variables.setdefault("reasoning_effort", chat["reasoning_effort"])
+    if shape.native_tools:
+        if not shape.supports_tool_calls:  # it describes tools but drops earlier calls
+            messages = with_calls_as_text(messages)
+        text = tokenizer.render(
+            _native(messages, shape), chat["tools"] if tools.active(chat) else None, variables
+        )
+    else:
+        messages = with_calls_as_text(messages)
+        if tools.active(chat):
+            messages = with_tool_instructions(messages, chat["tools"])
+        text = tokenizer.render(messages, None, variables)
+    fmt = shape.format if shape.native_tools else by_name("Generic")
+    thinking = shape.thinks and chat.get("reasoning_format", "auto") != "none"
+    opened = (
+        bool(fmt.thinking_tags) and text.rstrip().endswith(fmt.thinking_tags[0])
+        if fmt.thinking_tags
+        else False
+    )
+    reader = AnswerReader(fmt, tools.functions(chat), thinking, opened, tools.parallel(chat))
+    return ChatPrompt(text, tokenizer.chat_tokens(text), reader, shape)
+
+
+def check_reasoning_format(value: str | None) -> None:
+    """Refuse a reasoning_format this server does not know."""
+    if value is not None and value not in _REASONING_FORMATS:
+        raise InvalidRequestError(
+            f"reasoning_format must be one of {', '.join(_REASONING_FORMATS)}.", param="reasoning_format"
+        )
+
+
+def _native(messages: list[dict[str, Any]], shape: TemplateProfile) -> list[dict[str, Any]]:
+    """Messages as tool-aware templates read them: arguments as objects where the template writes
+    them with tojson, and each tool result named after the call it answers."""
+    names: dict[str, str] = {}
+    converted = []
+    for message in messages:
+        if message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                names[call["id"]] = call["function"]["name"]
+                arguments = call["function"].get("arguments")
+                if shape.supports_object_arguments:
+                    arguments = _loaded(arguments)
+                elif not isinstance(arguments, str):
+                    arguments = json.dumps(arguments)
+                calls.append({**call, "function": {**call["function"], "arguments": arguments}})
+            message = {**message, "tool_calls": calls}
+        if message["role"] == "tool" and not message.get("name") and message.get("tool_call_id") in names:
+            message = {**message, "name": names[message["tool_call_id"]]}
+        converted.append(message)
+    return converted
+
+
+def with_tool_instructions(
+    messages: list[dict[str, Any]], tool_list: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The conversation with the functions described in its system message (templates without tools)."""
+    functions = "\n".join(json.dumps(tool["function"]) for tool in tool_list)
+    instruction = _INSTRUCTION.format(functions=functions)
+    if messages and messages[0]["role"] in ("system", "developer"):
+        first = {**messages[0], "content": f"{messages[0]['content']}\n\n{instruction}"}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]
+
+
+def with_calls_as_text(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Earlier assistant calls written into their turns' content, as our instruction asked for them:
+    templates without tools drop `tool_calls`, and the model would see an empty turn."""
+    return [
+        {**m, "content": "\n".join(_call_text(call) for call in m["tool_calls"])}
+        if m.get("tool_calls") and not m.get("content")
+        else m
+        for m in messages
+    ]
+
+
+def _call_text(call: dict[str, Any]) -> str:
+    return json.dumps(
+        {"name": call["function"]["name"], "arguments": _loaded(call["function"].get("arguments"))}
+    )
+
+
+def _loaded(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return arguments
+    return arguments

@@ -73,6 +73,7 @@ def plan_choices(
     max_param: str = "max_tokens",
     logprobs: int | None = None,
     grammar: str | None = None,
+    grammar_triggers: tuple[str, ...] = (),
     vocabulary_size: int,
     prompt_logprobs: bool = False,
 ) -> list[GenerationRequest]:
@@ -95,6 +96,7 @@ def plan_choices(
             logit_bias=bias,
             logprobs=logprobs,
             grammar=grammar,
+            grammar_triggers=grammar_triggers if grammar else (),
             prompt_logprobs=prompt_logprobs,
         )
         for j in range(n):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.api.common import tools
 from app.api.common.errors import InvalidRequestError
+from app.chat_formats.profile import TemplateProfile
 from app.engine import grammar
 from app.engine.errors import GrammarError
 from app.engine.tokenizer import Tokenizer
@@ -29,6 +31,15 @@ def response_grammar(response_format: dict[str, Any] | None) -> str | None:
     if kind == "json_schema":
         return schema_grammar(response_format["json_schema"].get("schema") or {"type": "object"})
     return None
+
+
+def answer_grammar(chat: dict[str, Any], profile: TemplateProfile) -> tuple[str | None, tuple[str, ...], str]:
+    """The grammar an answer follows (calls in the model's own syntax, or `response_format`), its lazy
+    triggers, and the field that asked for it."""
+    calls = tools.grammar(chat, profile)
+    if calls is not None:
+        return calls.gbnf, calls.triggers, "tools"
+    return response_grammar(chat.get("response_format")), (), "response_format"
 
 
 def checked(tokenizer: Tokenizer, gbnf: str | None, param: str) -> str | None:

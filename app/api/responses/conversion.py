@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.api.common import structured_output, tools
+from app.chat_formats.profile import TemplateProfile
 
 
 def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -39,6 +40,7 @@ def chat_body(body: dict[str, Any]) -> dict[str, Any]:
         "top_p": body.get("top_p"),
         "seed": body.get("seed"),
         "tool_choice": body.get("tool_choice"),
+        "reasoning_effort": (body.get("reasoning") or {}).get("effort"),
         "tools": [
             {
                 "type": "function",
@@ -54,13 +56,17 @@ def chat_body(body: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in chat.items() if value not in (None, [])}
 
 
-def grammar(chat: dict[str, Any], text_format: dict[str, Any] | None) -> tuple[str | None, str]:
-    """The grammar the answer must follow, and the field to blame if llama.cpp cannot build it."""
-    if tools.forced(chat):
-        return tools.call_grammar(chat), "tools"
+def grammar(
+    chat: dict[str, Any], text_format: dict[str, Any] | None, profile: TemplateProfile
+) -> tuple[str | None, tuple[str, ...], str]:
+    """The grammar the answer must follow, its lazy triggers, and the field to blame if llama.cpp
+    cannot build it."""
+    calls = tools.grammar(chat, profile)
+    if calls is not None:
+        return calls.gbnf, calls.triggers, "tools"
     text_format = text_format or {"type": "text"}
     kind = text_format.get("type", "text")
     if kind == "json_schema":
         schema = text_format.get("schema") or {"type": "object"}
-        return structured_output.schema_grammar(schema, param="text.format.schema"), "text.format"
-    return structured_output.response_grammar({"type": kind}), "text.format"
+        return structured_output.schema_grammar(schema, param="text.format.schema"), (), "text.format"
+    return structured_output.response_grammar({"type": kind}), (), "text.format"

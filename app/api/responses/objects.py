@@ -25,6 +25,12 @@ def message_item(item_id: str, text: str | None, status: str) -> dict[str, Any]:
     return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
 
 
+def reasoning_item(item_id: str, text: str | None, status: str) -> dict[str, Any]:
+    """The model's thinking, as reasoning text; `text` None while it has none yet."""
+    content = [] if text is None else [{"type": "reasoning_text", "text": text}]
+    return {"type": "reasoning", "id": item_id, "status": status, "summary": [], "content": content}
+
+
 def call_item(
     item_id: str, call: dict[str, Any], status: str, arguments: str | None = None
 ) -> dict[str, Any]:

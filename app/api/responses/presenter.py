@@ -6,101 +6,110 @@ from collections.abc import Iterator
 from typing import Any
 
 from app.api.common import sse, tools
+from app.api.common.blocks import Block, BlockEvent, BlockStream
 from app.api.common.errors import APIError
 from app.api.common.generate import ChoiceResult
 from app.api.responses import objects
 from app.api.responses.objects import ResponseShape
+from app.chat_formats.answer import AnswerReader
 from app.engine.types import Chunk
 
 # The error codes the Response object allows, for what can go wrong after the 200.
 _FAILURE_CODES = {429: "rate_limit_exceeded"}
 
 
+def _status(result: ChoiceResult) -> str:
+    return "incomplete" if result.finish_reason == "length" else "completed"
+
+
 class ResponsesPresenter:
     """One Response: the same ids in the stream and in the final object."""
 
-    def __init__(
-        self, shape: ResponseShape, prompt_tokens: int, call_tools: list[dict[str, Any]] | None, forced: bool
-    ):
+    def __init__(self, shape: ResponseShape, prompt_tokens: int, reader: AnswerReader, forced: bool):
         self.shape, self.prompt_tokens = shape, prompt_tokens
-        self.tools, self.forced = call_tools, forced
+        self.reader, self.forced = reader, forced
         self.sequence = 0
         self.output: list[dict[str, Any]] = []
 
     def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
-        """The whole Response, once the answer has finished."""
+        """The whole Response: a reasoning item, a message, function calls, as the model wrote them."""
         (result,) = results
-        return self._final(self._items(result), result)
-
-    def _items(self, result: ChoiceResult) -> list[dict[str, Any]]:
-        status = "incomplete" if result.finish_reason == "length" else "completed"
-        calls = tools.calls_for(result, self.tools, self.forced)[0] if self.tools else None
-        if calls:
-            return [objects.call_item(objects.new_id("fc"), call, status) for call in calls]
-        return [objects.message_item(objects.new_id("msg"), result.text, status)]
+        parsed = tools.forced_fallback(self.reader.read(result.text, partial=False), self.reader, self.forced)
+        status = _status(result)
+        items = []
+        if parsed.reasoning:
+            items.append(objects.reasoning_item(objects.new_id("rs"), parsed.reasoning, status))
+        if parsed.content or not parsed.calls:
+            items.append(objects.message_item(objects.new_id("msg"), parsed.content, status))
+        for call in tools.openai_calls(parsed, self.reader):
+            items.append(objects.call_item(objects.new_id("fc"), call, status))
+        return self._final(items, result)
 
     def _final(self, output: list[dict[str, Any]], result: ChoiceResult) -> dict[str, Any]:
-        status = "incomplete" if result.finish_reason == "length" else "completed"
         tokens = objects.usage(self.prompt_tokens, result.completion_tokens, result.cached_tokens)
-        return self.shape.render(status, output, tokens)
+        return self.shape.render(_status(result), output, tokens)
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
         """created, in_progress, then the output items as they form, then completed or incomplete."""
         yield self._event("response.created", response=self.shape.render("in_progress"))
         yield self._event("response.in_progress", response=self.shape.render("in_progress"))
         result = ChoiceResult(0)
-        message: _StreamedMessage | None = None
+        blocks = BlockStream(self.reader, self.forced)
+        ids: dict[int, str] = {}
         for chunk in chunks:
             if chunk is None:
                 yield sse.KEEPALIVE
                 continue
             result.add(chunk)
-            if self.tools and (self.forced or result.text.lstrip().startswith("{")) and message is None:
-                continue  # may be a call: held until the answer ends
-            if chunk.text:
-                if message is None:
-                    message = _StreamedMessage(self, len(self.output))
-                    yield from message.open()
-                yield message.delta(chunk.text)
-        if message is None:
-            yield from self._held_output(result)
-        else:
-            yield from message.close(result)
+            for event in blocks.feed(chunk.text, chunk.finish_reason is not None):
+                item_id = ids.setdefault(event.block.position, objects.new_id(_PREFIXES[event.block.kind]))
+                yield from self._item_events(event, item_id, result)
+        if not blocks.blocks:  # nothing at all was written: still one (empty) message
+            item_id = objects.new_id("msg")
+            empty = Block("content", 0)
+            for kind in ("start", "stop"):
+                yield from self._item_events(BlockEvent(kind, empty), item_id, result)
         name = "response.incomplete" if result.finish_reason == "length" else "response.completed"
         yield self._event(name, response=self._final(self.output, result))
 
-    def _held_output(self, result: ChoiceResult) -> Iterator[bytes]:
-        """A held answer once it has ended: function_call items if it is calls, else one message."""
-        calls = tools.calls_for(result, self.tools, self.forced)[0] if self.tools else None
-        if not calls:
-            message = _StreamedMessage(self, len(self.output))
-            yield from message.open()
-            if result.text:
-                yield message.delta(result.text)
-            yield from message.close(result)
-            return
-        status = "incomplete" if result.finish_reason == "length" else "completed"
-        for call in calls:
-            index, item_id = len(self.output), objects.new_id("fc")
-            arguments = call["function"]["arguments"]
-            self.output.append(objects.call_item(item_id, call, status))
+    def _item_events(self, event: BlockEvent, item_id: str, result: ChoiceResult) -> Iterator[bytes]:
+        block, index = event.block, event.block.position
+        where = {"item_id": item_id, "output_index": index}
+        if event.kind == "start":
             yield self._event(
-                "response.output_item.added",
-                output_index=index,
-                item=objects.call_item(item_id, call, "in_progress", arguments=""),
+                "response.output_item.added", output_index=index, item=_item(block, item_id, None)
             )
-            for piece in tools.argument_pieces(arguments):
+            if block.kind == "content":
                 yield self._event(
-                    "response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=piece
+                    "response.content_part.added", **where, content_index=0, part=objects.text_part("")
                 )
-            yield self._event(
-                "response.function_call_arguments.done",
-                item_id=item_id,
-                output_index=index,
-                name=call["function"]["name"],
-                arguments=arguments,
-            )
-            yield self._event("response.output_item.done", output_index=index, item=self.output[index])
+        elif event.kind == "delta":
+            kinds = {
+                "content": "response.output_text.delta",
+                "reasoning": "response.reasoning_text.delta",
+                "call": "response.function_call_arguments.delta",
+            }
+            extra: dict[str, Any] = {"content_index": 0} if block.kind != "call" else {}
+            if block.kind == "content":
+                extra["logprobs"] = []
+            yield self._event(kinds[block.kind], **where, **extra, delta=event.piece)
+        else:
+            item = _item(block, item_id, _status(result))
+            self.output.append(item)
+            if block.kind == "content":
+                yield self._event(
+                    "response.output_text.done", **where, content_index=0, text=block.text, logprobs=[]
+                )
+                yield self._event(
+                    "response.content_part.done", **where, content_index=0, part=objects.text_part(block.text)
+                )
+            elif block.kind == "reasoning":
+                yield self._event("response.reasoning_text.done", **where, content_index=0, text=block.text)
+            else:
+                yield self._event(
+                    "response.function_call_arguments.done", **where, name=block.name, arguments=block.text
+                )
+            yield self._event("response.output_item.done", output_index=index, item=item)
 
     def failure(self, error: APIError) -> bytes:
         """After the 200: response.failed, carrying the error."""
@@ -113,46 +122,15 @@ class ResponsesPresenter:
         return sse.named_event(kind, payload)
 
 
-class _StreamedMessage:
-    """A message item streamed as its text comes: added, part added, deltas, then the done events."""
+_PREFIXES = {"content": "msg", "reasoning": "rs", "call": "fc"}
 
-    def __init__(self, presenter: ResponsesPresenter, index: int) -> None:
-        self.presenter, self.index = presenter, index
-        self.item_id = objects.new_id("msg")
-        self.text = ""
 
-    def open(self) -> Iterator[bytes]:
-        event = self.presenter._event
-        yield event(
-            "response.output_item.added",
-            output_index=self.index,
-            item=objects.message_item(self.item_id, None, "in_progress"),
-        )
-        yield event(
-            "response.content_part.added",
-            item_id=self.item_id,
-            output_index=self.index,
-            content_index=0,
-            part=objects.text_part(""),
-        )
-
-    def delta(self, text: str) -> bytes:
-        self.text += text
-        return self.presenter._event(
-            "response.output_text.delta",
-            item_id=self.item_id,
-            output_index=self.index,
-            content_index=0,
-            delta=text,
-            logprobs=[],
-        )
-
-    def close(self, result: ChoiceResult) -> Iterator[bytes]:
-        event = self.presenter._event
-        status = "incomplete" if result.finish_reason == "length" else "completed"
-        item = objects.message_item(self.item_id, self.text, status)
-        self.presenter.output.append(item)
-        where = {"item_id": self.item_id, "output_index": self.index, "content_index": 0}
-        yield event("response.output_text.done", **where, text=self.text, logprobs=[])
-        yield event("response.content_part.done", **where, part=objects.text_part(self.text))
-        yield event("response.output_item.done", output_index=self.index, item=item)
+def _item(block: Block, item_id: str, status: str | None) -> dict[str, Any]:
+    """The output item a block makes: in progress (`status` None, empty) or finished."""
+    text = None if status is None else block.text
+    if block.kind == "content":
+        return objects.message_item(item_id, text, status or "in_progress")
+    if block.kind == "reasoning":
+        return objects.reasoning_item(item_id, text, status or "in_progress")
+    call = {"id": block.call_id, "function": {"name": block.name, "arguments": text or ""}}
+    return objects.call_item(item_id, call, status or "in_progress")

@@ -23,20 +23,22 @@ def create_response() -> Response:
     body = parse_body(response_request_schema)
     engine = generating_engine()
     chat = conversion.chat_body(body)
-    prompt = conversation.prompt_tokens(engine.tokenizer, conversion.messages(body), chat)
-    grammar, param = conversion.grammar(chat, (body.get("text") or {}).get("format"))
+    prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
+    grammar, triggers, param = conversion.grammar(
+        chat, (body.get("text") or {}).get("format"), prompt.profile
+    )
     requests = plan_choices(
         chat,
-        [prompt],
+        [prompt.tokens],
         prompt_param="input",
         max_param="max_output_tokens",
         grammar=structured_output.checked(engine.tokenizer, grammar, param),
+        grammar_triggers=triggers,
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
     shape = ResponseShape(body, current_config().model_id)
-    call_tools = chat["tools"] if tools.active(chat) else None
-    presenter = ResponsesPresenter(shape, len(prompt), call_tools, tools.forced(chat))
-    return generate(engine, body, requests, presenter, len(prompt))
+    presenter = ResponsesPresenter(shape, len(prompt.tokens), prompt.reader, tools.forced(chat))
+    return generate(engine, body, requests, presenter, len(prompt.tokens))
 
 
 @bp.post("/v1/responses/input_tokens")
@@ -44,5 +46,5 @@ def count_input_tokens() -> Response:
     """How many tokens the input takes after the chat template, tools included."""
     body = parse_body(input_tokens_request_schema)
     chat = conversion.chat_body(body)
-    tokens = conversation.prompt_tokens(generating_engine().tokenizer, conversion.messages(body), chat)
-    return jsonify({"object": "response.input_tokens", "input_tokens": len(tokens)})
+    prompt = conversation.prompt(generating_engine().tokenizer, conversion.messages(body), chat)
+    return jsonify({"object": "response.input_tokens", "input_tokens": len(prompt.tokens)})

@@ -157,7 +157,7 @@ class ResponseRequestSchema(BaseSchema):
     previous_response_id = fields.String(allow_none=True)
     include = fields.List(fields.String(), allow_none=True)
     truncation = fields.String(allow_none=True, validate=validate.OneOf(["auto", "disabled"]))
-    reasoning = fields.Dict(allow_none=True)  # accepted and ignored: these models do not reason apart
+    reasoning = fields.Dict(allow_none=True)  # its `effort` goes to the chat template
 
     @validates_schema
     def stateless(self, data: dict[str, Any], **kwargs: Any) -> None:

@@ -6,6 +6,9 @@ import json
 
 from app.api.anthropic import conversion
 from app.api.anthropic.schemas import messages_request_schema
+from app.api.common import tools
+from app.chat_formats.detect import by_name
+from app.chat_formats.profile import TemplateProfile
 
 TOOL = {"name": "weather", "description": "The weather", "input_schema": {"type": "object"}}
 
@@ -51,13 +54,21 @@ def test_tool_choices_map_onto_openai_ones() -> None:
         assert chat["tools"][0]["function"]["parameters"] == {"type": "object"}
 
 
-def test_only_a_forced_tool_has_a_grammar() -> None:
+def _profile(fmt: str, native: bool) -> TemplateProfile:
+    return TemplateProfile(by_name(fmt), native, native, True, native, native, False)
+
+
+def test_a_forced_tool_has_a_whole_grammar_and_auto_a_lazy_one_only_in_a_native_format() -> None:
     forced = conversion.chat_body(
         load(messages=[{"role": "user", "content": "x"}], tools=[TOOL], tool_choice={"type": "any"})
     )
-    assert "weather" in (conversion.grammar(forced) or "")
+    whole = tools.grammar(forced, _profile("Generic", native=False))
+    assert whole is not None and "weather" in whole.gbnf and not whole.triggers
     free = conversion.chat_body(load(messages=[{"role": "user", "content": "x"}], tools=[TOOL]))
-    assert conversion.grammar(free) is None
+    assert tools.grammar(free, _profile("Generic", native=False)) is None
+    lazy = tools.grammar(free, _profile("Hermes 2 Pro", native=True))
+    assert lazy is not None and "<tool_call>" in lazy.gbnf
+    assert any("<tool_call>" in trigger for trigger in lazy.triggers)
 
 
 def test_tool_input_is_what_parses_as_an_object() -> None:

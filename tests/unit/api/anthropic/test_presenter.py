@@ -9,13 +9,14 @@ from app.api.common.errors import ServiceUnavailableError
 from app.api.common.generate import ChoiceResult
 from app.engine.types import Chunk
 from tests.support import sse
+from tests.support.formats import reader
 
 TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}]
 CALL = '{"name": "weather", "arguments": {"city": "Oslo"}}'
 
 
 def presenter(tools: list[dict[str, Any]] | None = None) -> MessagesPresenter:
-    return MessagesPresenter("test-model", 10, tools, forced=False)
+    return MessagesPresenter("test-model", 10, reader(tools), forced=False)
 
 
 def test_the_whole_message_with_cache_reads_counted_apart() -> None:

@@ -6,7 +6,10 @@ import json
 
 import pytest
 
-from app.api.common import tools
+from app.api.common import conversation, tools
+from app.chat_formats.answer import AnswerReader, DeltaStream
+from app.chat_formats.base import Function
+from app.chat_formats.detect import by_name
 
 WEATHER = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}
 TIME = {"type": "function", "function": {"name": "time"}}
@@ -29,33 +32,38 @@ def test_active_and_forced(body: dict, active: bool, forced: bool) -> None:
 
 
 def test_instructions_join_an_existing_system_message() -> None:
-    messages = [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "hi"}]
-    described = tools.with_tool_instructions(messages, [WEATHER])
-    assert len(described) == 2 and described[0]["role"] == "developer"
-    assert (
-        described[0]["content"].startswith("Be brief.\n\n") and '"name": "weather"' in described[0]["content"]
-    )
-    assert messages[0]["content"] == "Be brief."  # the caller's list is left alone
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    described = conversation.with_tool_instructions(messages, [WEATHER])
+    assert described[0]["content"].startswith("Be brief.\n\nYou can call these functions.")
+    assert '"name": "weather"' in described[0]["content"] and described[1:] == messages[1:]
 
 
 def test_instructions_become_the_system_message_when_there_is_none() -> None:
-    described = tools.with_tool_instructions([{"role": "user", "content": "hi"}], [WEATHER, TIME])
-    assert [m["role"] for m in described] == ["system", "user"]
-    assert '"name": "weather"' in described[0]["content"] and '"name": "time"' in described[0]["content"]
+    described = conversation.with_tool_instructions([{"role": "user", "content": "hi"}], [WEATHER, TIME])
+    assert described[0]["role"] == "system" and '"name": "time"' in described[0]["content"]
+
+
+def test_earlier_calls_are_written_as_the_instruction_asks_on_templates_without_tools() -> None:
+    call = {"id": "c", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
+    (turn,) = conversation.with_calls_as_text([{"role": "assistant", "content": None, "tool_calls": [call]}])
+    assert json.loads(turn["content"]) == {"name": "weather", "arguments": {"city": "Oslo"}}
+
+
+GENERIC = AnswerReader(by_name("Generic"), (Function("weather", {}), Function("time", {})))
 
 
 def test_one_call_parses_into_openai_tool_calls() -> None:
-    calls = tools.parse_calls(' {"name": "weather", "arguments": {"city": "Oslo"}} \n', [WEATHER])
-    assert calls is not None and len(calls) == 1
-    call = calls[0]
+    parsed = GENERIC.read(' {"name": "weather", "arguments": {"city": "Oslo"}} \n', partial=False)
+    (call,) = tools.openai_calls(parsed, GENERIC)
     assert call["type"] == "function" and call["id"].startswith("call_") and len(call["id"]) == 29
     assert call["function"] == {"name": "weather", "arguments": '{"city": "Oslo"}'}
+    assert parsed.content == "" and tools.finish_reason(parsed, "stop") == "tool_calls"
 
 
 def test_several_calls_one_per_line_get_distinct_ids() -> None:
     text = '{"name": "weather", "arguments": {}}\n\n{"name": "time", "arguments": {"zone": "UTC"}}'
-    calls = tools.parse_calls(text, [WEATHER, TIME])
-    assert calls is not None and [c["function"]["name"] for c in calls] == ["weather", "time"]
+    calls = tools.openai_calls(GENERIC.read(text, partial=False), GENERIC)
+    assert [c["function"]["name"] for c in calls] == ["weather", "time"]
     assert calls[0]["id"] != calls[1]["id"]
 
 
@@ -71,25 +79,26 @@ def test_several_calls_one_per_line_get_distinct_ids() -> None:
         '{"name": "weather", "arguments": {}}\nand some prose',
     ],
 )
-def test_text_that_is_not_calls_of_known_functions_is_none(text: str) -> None:
-    assert tools.parse_calls(text, [WEATHER, TIME]) is None
+def test_text_that_is_not_calls_of_known_functions_stays_text(text: str) -> None:
+    parsed = GENERIC.read(text, partial=False)
+    assert parsed.calls == [] and parsed.content == text
 
 
-def test_stream_deltas_open_each_call_then_carry_its_arguments() -> None:
-    calls = tools.parse_calls(
-        '{"name": "weather", "arguments": {"city": "Oslo"}}\n{"name": "time", "arguments": {}}',
-        [WEATHER, TIME],
-    )
-    assert calls is not None
-    deltas = tools.stream_deltas(calls)
-    for position, call in enumerate(calls):
-        own = [d for d in deltas if d["index"] == position]
-        assert own[0] == {
-            "index": position,
-            "id": call["id"],
-            "type": "function",
-            "function": {"name": call["function"]["name"], "arguments": ""},
-        }
-        assert all(set(d) == {"index", "function"} for d in own[1:])
-        streamed = "".join(d["function"]["arguments"] for d in own)
-        assert streamed == call["function"]["arguments"] and json.loads(streamed) is not None
+def test_streamed_calls_open_with_id_and_name_then_carry_their_arguments() -> None:
+    text = '{"name": "weather", "arguments": {"city": "Oslo"}}\n{"name": "time", "arguments": {}}'
+    stream = DeltaStream(GENERIC)
+    deltas = [d for end in range(1, len(text) + 1) for d in stream.update(text[:end], final=False)]
+    deltas += stream.update(text, final=True)
+    assert [d.kind for d in deltas if d.kind != "arguments"] == ["call", "call"]
+    for index in (0, 1):
+        own = [d for d in deltas if d.index == index and d.kind == "arguments"]
+        assert json.loads("".join(d.text for d in own)) == json.loads(
+            tools.openai_calls(stream.last, GENERIC)[index]["function"]["arguments"]
+        )
+    assert not [d for d in deltas if d.kind == "content"]
+
+
+def test_a_forced_answer_cut_off_before_a_name_is_still_a_call() -> None:
+    parsed = tools.forced_fallback(GENERIC.read('{"na', partial=False), GENERIC, is_forced=True)
+    assert [c.name for c in parsed.calls] == ["weather"] and parsed.content == ""
+    assert tools.finish_reason(parsed, "length") == "length"

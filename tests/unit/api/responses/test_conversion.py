@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from app.api.responses import conversion
 from app.api.responses.schemas import response_request_schema
+from app.chat_formats.detect import by_name
+from app.chat_formats.profile import TemplateProfile
 
 WEATHER = {"type": "function", "name": "weather", "parameters": {"type": "object"}}
 
@@ -59,14 +61,17 @@ def test_grammars_follow_tools_first_then_the_text_format() -> None:
     forced = conversion.chat_body(
         response_request_schema.load({"input": "x", "tools": [WEATHER], "tool_choice": "required"})
     )
-    grammar, param = conversion.grammar(forced, None)
-    assert grammar and "weather" in grammar and param == "tools"
+    grammar, triggers, param = conversion.grammar(forced, None, GENERIC)
+    assert grammar and "weather" in grammar and param == "tools" and triggers == ()
     schema = {
         "type": "json_schema",
         "name": "out",
         "schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
     }
-    grammar, param = conversion.grammar({}, schema)
+    grammar, _, param = conversion.grammar({}, schema, GENERIC)
     assert grammar and "integer" in grammar and param == "text.format"
-    assert conversion.grammar({}, {"type": "json_object"})[0]
-    assert conversion.grammar({}, None) == (None, "text.format")
+    assert conversion.grammar({}, {"type": "json_object"}, GENERIC)[0]
+    assert conversion.grammar({}, None, GENERIC) == (None, (), "text.format")
+
+
+GENERIC = TemplateProfile(by_name("Generic"), False, False, True, False, False, False)

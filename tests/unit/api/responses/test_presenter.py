@@ -12,12 +12,13 @@ from app.api.responses.objects import ResponseShape
 from app.api.responses.presenter import ResponsesPresenter
 from app.engine.types import Chunk
 from tests.support import sse
+from tests.support.formats import reader
 
 TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}]
 
 
 def presenter(tools: list[dict[str, Any]] | None = None, forced: bool = False) -> ResponsesPresenter:
-    return ResponsesPresenter(ResponseShape({"input": "hi"}, "test-model"), 7, tools, forced)
+    return ResponsesPresenter(ResponseShape({"input": "hi"}, "test-model"), 7, reader(tools), forced)
 
 
 def result(

@@ -1,0 +1,196 @@
+"""Agents on real models' formats: the default model served with Qwen 2.5's and Llama 3.1's templates,
+calls forced and woken by the lazy grammar, through the openai and anthropic SDKs and /v1/responses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from app.settings.values import default_model_path
+from tests.support.clients import openai_client
+from tests.support.servers import Server
+
+TEMPLATES = Path(__file__).parents[1] / "data" / "templates"
+MODELS = [
+    {"id": "qwen", "path": default_model_path(), "workers": 1, "n_ctx": 4096,
+     "chat_template": (TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()},
+    {"id": "llama", "path": default_model_path(), "workers": 1, "n_ctx": 4096,
+     "chat_template": (TEMPLATES / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text()},
+]  # fmt: skip
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "maxLength": 20}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    },
+}
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+MARKUP = ("<tool_call>", "</tool_call>", "<|python_tag|>", '"name"')
+
+
+@pytest.fixture(scope="module")
+def agents_server() -> Iterator[Server]:
+    server = Server(LLM_MODELS=json.dumps(MODELS), LLM_N_THREADS="1", LLM_SSE_KEEPALIVE="1").wait_ready(
+        answers=2
+    )
+    yield server
+    log = server.output()
+    server.stop()
+    assert "Traceback" not in log, log
+
+
+@pytest.fixture
+def client(agents_server: Server) -> Iterator[openai.OpenAI]:
+    with openai_client(agents_server) as sdk:
+        yield sdk
+
+
+def _forced(model: str) -> dict:
+    return {
+        "model": model,
+        "messages": ASK,
+        "tools": [WEATHER],
+        "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+        "parallel_tool_calls": False,
+        "max_tokens": 60,
+        "temperature": 0,
+    }
+
+
+@pytest.mark.parametrize(("model", "fmt"), [("qwen", "Hermes 2 Pro"), ("llama", "Llama 3.x")])
+def test_props_say_which_format_the_template_speaks(agents_server: Server, model: str, fmt: str) -> None:
+    props = httpx.get(agents_server.url + "/props", params={"model": model}, timeout=30).json()
+    assert props["chat_format"] == fmt and props["model_alias"] == model
+    assert props["chat_template_caps"]["supports_tools"] is True
+
+
+@pytest.mark.parametrize("model", ["qwen", "llama"])
+def test_a_forced_call_comes_back_parsed_whole_and_streamed(client: openai.OpenAI, model: str) -> None:
+    whole = client.chat.completions.create(**_forced(model))
+    (choice,) = whole.choices
+    (call,) = choice.message.tool_calls or []
+    assert call.function.name == "get_weather" and call.id
+    assert set(json.loads(call.function.arguments)) == {"city"}
+    assert choice.finish_reason == "tool_calls" and not choice.message.content
+    stream = client.chat.completions.create(**_forced(model), stream=True)
+    names, arguments, content = [], "", ""
+    for chunk in stream:
+        for delta in chunk.choices[0].delta.tool_calls or []:
+            if delta.id:
+                names.append(delta.function.name)
+            arguments += delta.function.arguments or ""
+        content += chunk.choices[0].delta.content or ""
+    assert names == ["get_weather"] and json.loads(arguments) == json.loads(call.function.arguments)
+    assert not any(marker in content for marker in MARKUP)
+
+
+def test_the_apply_template_route_shows_the_native_tool_section_and_results(agents_server: Server) -> None:
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}  # fmt: skip
+    messages = [
+        *ASK,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 C"},
+    ]
+    body = {"messages": messages, "tools": [WEATHER]}
+    qwen = httpx.post(agents_server.url + "/apply-template", json={**body, "model": "qwen"}, timeout=30)
+    prompt = qwen.json()["prompt"]
+    assert "<tools>" in prompt and '"name": "get_weather"' in prompt
+    assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' in prompt
+    assert "<tool_response>\nsunny, 21 C\n</tool_response>" in prompt
+    llama = httpx.post(agents_server.url + "/apply-template", json={**body, "model": "llama"}, timeout=30)
+    prompt = llama.json()["prompt"]
+    assert '{"name": "get_weather", "parameters": {"city": "Paris"}}' in prompt
+    assert "<|start_header_id|>ipython<|end_header_id|>" in prompt
+
+
+def test_an_openai_tool_loop_completes(client: openai.OpenAI) -> None:
+    first = client.chat.completions.create(**_forced("qwen"))
+    call = (first.choices[0].message.tool_calls or [])[0]
+    messages = [
+        *ASK,
+        first.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "Sunny, 21 degrees."},
+    ]
+    answer = client.chat.completions.create(
+        model="qwen", messages=messages, tools=[WEATHER], tool_choice="none", max_tokens=30, temperature=0
+    )
+    assert answer.choices[0].message.content and not answer.choices[0].message.tool_calls
+
+
+def test_the_lazy_grammar_completes_a_call_once_its_trigger_appears(
+    agents_server: Server, client: openai.OpenAI
+) -> None:
+    # Llama 3's call opens with a bare `{`: biased up, the model starts one, the grammar wakes
+    # and the call completes as valid JSON for the declared parameters.
+    (brace,) = httpx.post(agents_server.url + "/tokenize", json={"content": "{"}, timeout=30).json()["tokens"]
+    request = {**_forced("llama"), "tool_choice": "auto", "logit_bias": {str(brace): 100}}
+    answer = client.chat.completions.create(**request)
+    (call,) = answer.choices[0].message.tool_calls or []
+    assert call.function.name == "get_weather" and "city" in json.loads(call.function.arguments)
+
+
+def test_the_anthropic_sdk_round_trip_with_tool_use_and_tool_result(agents_server: Server) -> None:
+    sdk = anthropic.Anthropic(base_url=agents_server.url, api_key="unused", max_retries=0)
+    tool = {
+        "name": "get_weather",
+        "description": "The weather",
+        "input_schema": WEATHER["function"]["parameters"],
+    }
+    ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+    message = sdk.messages.create(
+        model="qwen",
+        max_tokens=60,
+        messages=ask,
+        tools=[tool],
+        tool_choice={"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True},
+    )
+    (use,) = [block for block in message.content if block.type == "tool_use"]
+    assert message.stop_reason == "tool_use" and set(use.input) == {"city"}
+    with sdk.messages.stream(
+        model="qwen",
+        max_tokens=60,
+        messages=ask,
+        tools=[tool],
+        tool_choice={"type": "tool", "name": "get_weather", "disable_parallel_tool_use": True},
+    ) as stream:
+        streamed = stream.get_final_message()
+    assert [b.type for b in streamed.content] == ["tool_use"] and set(streamed.content[0].input) == {"city"}
+    result = [
+        *ask,
+        {"role": "assistant", "content": [use.model_dump()]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "Sunny."}]},
+    ]
+    final = sdk.messages.create(model="qwen", max_tokens=30, messages=result, tools=[tool])
+    assert final.content and final.stop_reason in ("end_turn", "max_tokens", "tool_use")
+
+
+def test_responses_return_the_call_as_a_function_call_item(client: openai.OpenAI) -> None:
+    tool = {"type": "function", **WEATHER["function"]}
+    response = client.responses.create(
+        model="llama", input="What is the weather in Paris?", tools=[tool], tool_choice="required",
+        parallel_tool_calls=False, max_output_tokens=60, temperature=0,
+    )  # fmt: skip
+    (item,) = [item for item in response.output if item.type == "function_call"]
+    assert item.name == "get_weather" and "city" in json.loads(item.arguments)
+    events = list(
+        client.responses.create(
+            model="llama", input="What is the weather in Paris?", tools=[tool], tool_choice="required",
+            parallel_tool_calls=False, max_output_tokens=60, temperature=0, stream=True,
+        )
+    )  # fmt: skip
+    pieces = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
+    done = [e for e in events if e.type == "response.function_call_arguments.done"]
+    assert done and json.loads(pieces) == json.loads(done[0].arguments)

@@ -49,6 +49,14 @@ class ChatFormat(ABC):
     wrappers: tuple[str, ...] = ()
     # Tags the model thinks between, when its template says it thinks that way.
     thinking_tags: tuple[str, str] | None = ("<think>", "</think>")
+    # Further markup the parser must see: a GGUF may hold these as control tokens, which
+    # llama.cpp writes as nothing unless asked (llama-server's "preserved tokens").
+    extra_markers: tuple[str, ...] = ()
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        """Every piece of markup this format's answers may hold."""
+        return (*self.triggers, *self.wrappers, *(self.thinking_tags or ()), *self.extra_markers)
 
     @abstractmethod
     def parse(self, text: str, partial: bool, functions: tuple[Function, ...] = ()) -> Parsed:

@@ -38,11 +38,14 @@ class JsonCallFormat(ChatFormat):
         thinking_tags: tuple[str, str] | None = ("<think>", "</think>"),
         newlines: bool = False,
         parallel_calls: bool = True,
+        bare_prefix: str = "",
     ) -> None:
         self.name, self.start, self.end, self.array = name, start, end, array
         self.keys = keys or _Keys()
         self.separator, self.wrappers, self.thinking_tags = separator, wrappers, thinking_tags
         self.triggers = (start,) if start else ()
+        self.extra_markers = tuple(marker for marker in (end, bare_prefix) if marker)
+        self.bare_prefix = bare_prefix  # a marker a bare call may start with
         self.starts_bare = not start
         self.layout = self.keys.layout
         # Hermes' calls sit on their own line between the tags; ours stay one call, as before.
@@ -55,13 +58,16 @@ class JsonCallFormat(ChatFormat):
             found = self._next_call(text, position)
             if found < 0:
                 rest = text[position:]
-                if partial and not self.starts_bare:
-                    markers = (*self.triggers, *self.wrappers, *((self.end,) if self.end else ()))
-                    rest = rest[: len(rest) - held_back(rest, markers)]
+                if partial:
+                    rest = rest[: len(rest) - held_back(rest, self.markers)]
+                    if self.bare_prefix and rest.rstrip().endswith(self.bare_prefix):
+                        rest = rest.rstrip().removesuffix(self.bare_prefix)  # its call comes next
                 parsed.content += rest
                 break
             parsed.content += text[position:found]
             body = skip_space(text, found + len(self.start))
+            if self.bare_prefix and text.startswith(self.bare_prefix, body):
+                body = skip_space(text, body + len(self.bare_prefix))
             try:
                 calls, position = self._calls_at(text, body)
             except Incomplete as cut:
@@ -77,11 +83,20 @@ class JsonCallFormat(ChatFormat):
         parsed.content = self.clean(parsed.content)
         return parsed
 
+    def trigger_patterns(self) -> list[str]:
+        patterns = super().trigger_patterns()
+        if self.bare_prefix:  # a tagged bare call: the grammar takes over at its `{`
+            patterns.append(r"^\s*" + re.escape(self.bare_prefix) + r"\s*(\{)[\s\S]*")
+        return patterns
+
     def _next_call(self, text: str, position: int) -> int:
         if self.start:
             return text.find(self.start, position)
-        # A bare call opens the answer, or follows another call.
+        # A bare call opens the answer, or follows another call; Llama 3 may tag it first.
         at = skip_space(text, position)
+        tagged = skip_space(text, at + len(self.bare_prefix)) if self.bare_prefix else at
+        if self.bare_prefix and text.startswith(self.bare_prefix, at) and text.startswith("{", tagged):
+            return at
         return at if text.startswith("{", at) else -1
 
     def _after_end(self, text: str, position: int) -> int:
@@ -248,5 +263,6 @@ LLAMA_3 = JsonCallFormat(
     "",
     keys=_Keys(arguments=("parameters", "arguments"), layout='{"name": NAME, "parameters": ARGS}'),
     separator="; ",
+    bare_prefix="<|python_tag|>",
 )
 GENERIC = JsonCallFormat("Generic", "", parallel_calls=False)

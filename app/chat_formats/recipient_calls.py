@@ -84,6 +84,7 @@ class GptOss(ChatFormat):
 
     name = "GPT-OSS"
     triggers = (" to=functions.",)
+    extra_markers = ("<|channel|>", "<|message|>", "<|constrain|>", *_ENDS)
     thinking_tags = None
 
     def parse(self, text: str, partial: bool, functions: tuple[Function, ...] = ()) -> Parsed:

@@ -60,6 +60,7 @@ class DeepSeekR1(TaggedCallFormat):
     name = "DeepSeek R1"
     block = ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>")
     triggers = ("<｜tool▁calls▁begin｜>",)
+    extra_markers = ("<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>")
     _call = ("<｜tool▁call▁begin｜>function<｜tool▁sep｜>", "\n```json\n", "\n```<｜tool▁call▁end｜>")
 
     def _call_at(self, text: str, position: int, functions: tuple[Function, ...]) -> tuple[ToolCall, int]:
@@ -98,6 +99,7 @@ class Qwen3Coder(TaggedCallFormat):
     name = "Qwen3-Coder XML"
     block = ("<tool_call>", "</tool_call>")
     triggers = ("<tool_call>",)
+    extra_markers = ("</tool_call>",)
 
     def _call_at(self, text: str, position: int, functions: tuple[Function, ...]) -> tuple[ToolCall, int]:
         position = _expect(text, position, "<function=")
@@ -167,6 +169,7 @@ class MistralArgs(ChatFormat):
 
     name = "Magistral"
     triggers = ("[TOOL_CALLS]",)
+    extra_markers = ("[ARGS]",)
     thinking_tags = ("[THINK]", "[/THINK]")
 
     def parse(self, text: str, partial: bool, functions: tuple[Function, ...] = ()) -> Parsed:

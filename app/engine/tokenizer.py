@@ -80,6 +80,18 @@ class Tokenizer:
         size = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, special)
         return buffer.raw[: max(size, 0)]
 
+    def preserve(self, markers: tuple[str, ...]) -> list[str]:
+        """Write these markers out when generated, though they are control tokens (which
+        llama.cpp writes as nothing): a chat format's parser must see its markup. Returns
+        those that are one control token of this vocabulary."""
+        preserved = []
+        for marker in markers:
+            tokens = self._encode(marker, add_special=False, parse_special=True)
+            if len(tokens) == 1 and not self._piece(tokens[0], special=False):
+                self._pieces[tokens[0]] = self._piece(tokens[0], special=True)
+                preserved.append(marker)
+        return preserved
+
     def tokenize(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
         """Text to tokens: with the special tokens the model's metadata adds (BOS; [CLS] and [SEP] for
         BERT-like models) if `add_special`, control tokens in the text parsed if `parse_special`."""

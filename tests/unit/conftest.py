@@ -42,6 +42,9 @@ class FakeTokenizer:
         conversation: Any = [{**m, "content": m.get("content") or ""} for m in messages]
         return formatter(messages=conversation, tools=tools, **(variables or {})).prompt
 
+    def preserve(self, markers: tuple[str, ...]) -> list[str]:
+        return []  # no control tokens in a vocabulary of words
+
     def chat_tokens(self, prompt: str) -> list[int]:
         return [1] * len(prompt.split())
 

@@ -36,7 +36,9 @@ def template_profile(tokenizer: Tokenizer, named_format: str | None = None) -> T
     """The model's template format and capabilities, probed once per template."""
     key = (tokenizer.chat_template, named_format)
     if key not in _profiles:
-        _profiles[key] = profile(tokenizer.chat_template, tokenizer.render, named_format)
+        found = _profiles[key] = profile(tokenizer.chat_template, tokenizer.render, named_format)
+        if found.native_tools or found.thinks:
+            tokenizer.preserve(found.format.markers)
     return _profiles[key]
 
 

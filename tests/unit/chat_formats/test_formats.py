@@ -229,3 +229,14 @@ def test_templates_render_tools_calls_and_results_their_own_way(template: str, s
     assert shape.supports_tools and "get_weather" in prompt.split("Weather in Oslo?")[0] + prompt
     for text in shown:
         assert text in prompt, text
+
+
+def test_llama_3_calls_tagged_with_python_tag_parse_and_the_tag_never_shows() -> None:
+    reader = AnswerReader(by_name("Llama 3.x"), (WEATHER,))
+    answer = '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Oslo"}}'
+    parsed = reader.read(answer, partial=False)
+    assert [(c.name, json.loads(c.arguments)) for c in parsed.calls] == [EXPECTED[0]]
+    stream = DeltaStream(reader)
+    deltas = [d for end in range(1, len(answer) + 1) for d in stream.update(answer[:end], final=False)]
+    assert not [d for d in deltas if d.kind == "content"]
+    assert any("python_tag" in pattern for pattern in by_name("Llama 3.x").trigger_patterns())

@@ -45,8 +45,8 @@ class AnswerReader:
         else:
             parsed = Parsed(content=rest)
         parsed.reasoning = thought + parsed.reasoning
-        if parsed.calls and not parsed.content.strip():
-            parsed.content = ""  # the space around calls is not an answer
+        if parsed.calls and not partial:
+            parsed.content = parsed.content.strip()  # the space around calls is not an answer
         if not self.functions:
             parsed.calls = []
         elif not self.parallel:

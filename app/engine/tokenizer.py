@@ -166,7 +166,7 @@ def _template_message(message: dict[str, Any]) -> dict[str, Any]:
     """The message as chat templates expect it; `developer` is OpenAI's new name for `system`."""
     role = "system" if message["role"] == "developer" else message["role"]
     converted = {"role": role, "content": message.get("content") or ""}
-    for key in ("name", "tool_calls", "tool_call_id"):
+    for key in ("name", "tool_calls", "tool_call_id", "reasoning_content"):
         if message.get(key):
             converted[key] = message[key]
     return converted

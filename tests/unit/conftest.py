@@ -28,6 +28,7 @@ class FakeTokenizer:
     supports_infill = False
     vocabulary_size = 1000
     chat_template = FALLBACK_TEMPLATE  # a test may give it a real model's template
+    bos_text, eos_text = "<s>", "</s>"
 
     def accepts_grammar(self, gbnf: str) -> bool:
         return True

@@ -19,6 +19,7 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
                     {"role": "tool", "tool_call_id": block["tool_use_id"], "content": block["content"]}
                 )
         text = "".join(block["text"] for block in blocks if block["type"] == "text")
+        thought = "".join(block.get("thinking", "") for block in blocks if block["type"] == "thinking")
         calls = [
             {
                 "id": block["id"],
@@ -32,6 +33,8 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
             conversation.append({"role": "assistant", "content": text or None, "tool_calls": calls})
         elif text or not any(block["type"] == "tool_result" for block in blocks):
             conversation.append({"role": message["role"], "content": text})
+        if thought and conversation and conversation[-1]["role"] == "assistant":
+            conversation[-1]["reasoning_content"] = thought
     return conversation
 
 

@@ -65,7 +65,12 @@ class ContentField(fields.Field[list[dict[str, Any]]]):
                 raise ValidationError(f"{where}.tool_use_id: must be a string")
             text = _text_blocks(block.get("content") or "", f"{where}.content")
             return {"type": kind, "tool_use_id": block["tool_use_id"], "content": text}
-        if kind in ("thinking", "redacted_thinking"):  # a reasoning model's blocks passed back: ignored
+        if kind == "thinking":  # the model's own thinking, handed back for its template
+            return {
+                "type": kind,
+                "thinking": block.get("thinking") if isinstance(block.get("thinking"), str) else "",
+            }
+        if kind == "redacted_thinking":  # encrypted by Anthropic: nothing a local model can read
             return {"type": kind}
         raise ValidationError(f"{where}.type: content block type {kind!r} is not supported by this server")
 

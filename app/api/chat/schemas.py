@@ -45,6 +45,8 @@ class MessageSchema(BaseSchema):
     name = fields.String(allow_none=True)
     tool_calls = fields.List(fields.Nested(MessageToolCallSchema), allow_none=True)
     tool_call_id = fields.String(allow_none=True)
+    # An assistant turn's reasoning, handed back (llama-server's field) for templates that show it.
+    reasoning_content = fields.String(allow_none=True)
 
     @validates_schema
     def require_content(self, data: dict[str, Any], **kwargs: Any) -> None:

@@ -13,8 +13,11 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     conversation: list[dict[str, Any]] = []
     if body.get("instructions"):
         conversation.append({"role": "system", "content": body["instructions"]})
+    thought = ""  # a reasoning item's text, for the assistant turn that follows it
     for item in body["input"]:
-        if item["type"] == "message":
+        if item["type"] == "reasoning":
+            thought = item["text"]
+        elif item["type"] == "message":
             conversation.append({"role": item["role"], "content": item["content"]})
         elif item["type"] == "function_call":
             call = {
@@ -29,6 +32,8 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
                 conversation.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif item["type"] == "function_call_output":
             conversation.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
+        if thought and item["type"] != "reasoning" and conversation[-1]["role"] == "assistant":
+            conversation[-1]["reasoning_content"], thought = thought, ""
     return conversation
 
 

@@ -78,8 +78,15 @@ class InputField(fields.Field[list[dict[str, Any]]]):
             output = item.get("output")
             text = output if isinstance(output, str) else _text_of(output, f"{where}.output")
             return {"type": kind, "call_id": item["call_id"], "output": text}
-        if kind == "reasoning":  # an agent passing back a reasoning model's item: nothing to render
-            return {"type": kind}
+        if kind == "reasoning":  # a stateless agent hands the model's reasoning back each turn
+            parts = [
+                part
+                for key in ("content", "summary")
+                if isinstance(item.get(key), list)
+                for part in item[key]
+            ]
+            texts = [str(p["text"]) for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+            return {"type": kind, "text": "\n".join(texts)}
         raise ValidationError(f"{where}.type: item type {kind!r} is not supported by this server")
 
 

@@ -1,0 +1,182 @@
+"""Scripted answers in real models' formats through every protocol: calls and reasoning read, never leaked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from app import create_app
+from app.api.anthropic import conversion as anthropic_conversion
+from app.api.anthropic.schemas import messages_request_schema
+from app.api.responses import conversion as responses_conversion
+from app.api.responses.schemas import response_request_schema
+from app.engine.types import Chunk
+from tests.support import sse
+from tests.unit.conftest import MODEL_ID, FakeEngine, make_config
+
+TEMPLATES = Path(__file__).parents[2] / "data" / "templates"
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+ASK = [{"role": "user", "content": "Weather in Oslo?"}]
+THOUGHT_AND_CALL = [
+    "<think>\nThe user",
+    " wants weather.\n</thi",
+    "nk>\n\nLet me look.\n<tool_",
+    'call>\n{"name": "get_weather", "arguments": {"ci',
+    'ty": "Oslo"}}\n</tool_call>',
+]
+
+
+@pytest.fixture
+def engine() -> FakeEngine:
+    engine = FakeEngine()
+    engine.tokenizer.chat_template = (TEMPLATES / "Qwen-Qwen3-0.6B.jinja").read_text()
+    engine.chunks = [Chunk(piece) for piece in THOUGHT_AND_CALL[:-1]] + [
+        Chunk(THOUGHT_AND_CALL[-1], "stop", 30)
+    ]
+    return engine
+
+
+@pytest.fixture
+def client(engine: FakeEngine) -> FlaskClient:
+    return create_app(make_config(LLM_N_CTX="8192"), engine=engine).test_client()
+
+
+def test_chat_reads_reasoning_text_and_calls_and_asks_for_a_lazy_grammar(
+    client: FlaskClient, engine: FakeEngine
+) -> None:
+    body = client.post("/v1/chat/completions", json={"messages": ASK, "tools": [WEATHER]}).get_json()
+    (choice,) = body["choices"]
+    message = choice["message"]
+    assert message["reasoning_content"] == "The user wants weather."
+    assert message["content"] == "Let me look."
+    (call,) = message["tool_calls"]
+    assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+    assert choice["finish_reason"] == "tool_calls"
+    request = engine.requests[0]
+    assert request.grammar and "<tool_call>" in request.grammar
+    assert any("<tool_call>" in pattern for pattern in request.grammar_triggers)  # auto: lazy
+
+
+def test_chat_streams_reasoning_then_text_then_the_call(client: FlaskClient) -> None:
+    response = client.post("/v1/chat/completions", json={"messages": ASK, "tools": [WEATHER], "stream": True})
+    deltas = [p["choices"][0]["delta"] for p in sse.payloads(response.get_data()) if p != "[DONE]"]
+    reasoning = "".join(d.get("reasoning_content") or "" for d in deltas)
+    content = "".join(d.get("content") or "" for d in deltas)
+    calls = [c for d in deltas for c in d.get("tool_calls") or []]
+    assert reasoning.strip() == "The user wants weather." and content.strip() == "Let me look."
+    assert calls[0]["id"] and calls[0]["function"]["name"] == "get_weather"
+    assert json.loads("".join(c["function"]["arguments"] for c in calls)) == {"city": "Oslo"}
+    assert "<" not in content + reasoning
+
+
+def test_reasoning_format_none_leaves_the_thinking_in_the_content(client: FlaskClient) -> None:
+    body = client.post("/v1/chat/completions", json={"messages": ASK, "reasoning_format": "none"}).get_json()
+    message = body["choices"][0]["message"]
+    assert "reasoning_content" not in message and message["content"].startswith("<think>")
+
+
+def test_messages_give_thinking_text_and_tool_use_blocks(client: FlaskClient) -> None:
+    tool = {"name": "get_weather", "input_schema": WEATHER["function"]["parameters"]}
+    request = {"model": MODEL_ID, "max_tokens": 50, "messages": ASK, "tools": [tool]}
+    whole = client.post("/v1/messages", json=request).get_json()
+    assert [b["type"] for b in whole["content"]] == ["thinking", "text", "tool_use"]
+    assert whole["content"][2]["input"] == {"city": "Oslo"} and whole["stop_reason"] == "tool_use"
+    events = sse.named(client.post("/v1/messages", json={**request, "stream": True}).get_data())
+    starts = [e["content_block"]["type"] for name, e in events if name == "content_block_start"]
+    assert starts == ["thinking", "text", "tool_use"]
+    thinking = "".join(e["delta"].get("thinking", "") for n, e in events if n == "content_block_delta")
+    partial = "".join(e["delta"].get("partial_json", "") for n, e in events if n == "content_block_delta")
+    assert thinking.strip() == "The user wants weather." and json.loads(partial) == {"city": "Oslo"}
+
+
+def test_responses_give_reasoning_message_and_function_call_items(client: FlaskClient) -> None:
+    tool = {"type": "function", **WEATHER["function"]}
+    request = {"input": "Weather in Oslo?", "tools": [tool]}
+    whole = client.post("/v1/responses", json=request).get_json()
+    assert [item["type"] for item in whole["output"]] == ["reasoning", "message", "function_call"]
+    assert whole["output"][0]["content"][0]["text"] == "The user wants weather."
+    events = sse.named(client.post("/v1/responses", json={**request, "stream": True}).get_data())
+    kinds = [name for name, _ in events]
+    assert "response.reasoning_text.delta" in kinds and "response.function_call_arguments.delta" in kinds
+    assert [e["sequence_number"] for _, e in events] == list(range(len(events)))
+
+
+def test_reasoning_handed_back_reaches_the_template(client: FlaskClient) -> None:
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+    }
+    messages = [
+        *ASK,
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "I should look it up.",
+            "tool_calls": [call],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]
+    prompt = client.post("/apply-template", json={"messages": messages, "tools": [WEATHER]}).get_json()[
+        "prompt"
+    ]
+    assert (
+        "<think>\nI should look it up.\n</think>" in prompt
+        and "<tool_response>\nsunny\n</tool_response>" in prompt
+    )
+    responses_input = [
+        {"type": "message", "role": "user", "content": "Weather in Oslo?"},
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [],
+            "content": [{"type": "reasoning_text", "text": "Look it up."}],
+        },
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"city": "Oslo"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+    ]
+    counted = client.post("/v1/responses/input_tokens", json={"input": responses_input})
+    assert counted.status_code == 200
+
+
+def test_props_name_the_format_and_the_template_caps(client: FlaskClient) -> None:
+    props = client.get("/props").get_json()
+    assert props["chat_format"] == "Hermes 2 Pro"
+    assert props["chat_template_caps"]["supports_tools"] and props["chat_template_caps"]["supports_thinking"]
+
+
+def test_reasoning_items_and_thinking_blocks_handed_back_become_the_turns_reasoning() -> None:
+    body = response_request_schema.load(
+        {
+            "input": [
+                {"type": "message", "role": "user", "content": "Weather?"},
+                {"type": "reasoning", "id": "rs_1", "summary": [],
+                 "content": [{"type": "reasoning_text", "text": "Look it up."}]},
+                {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+            ]
+        }
+    )  # fmt: skip
+    assert responses_conversion.messages(body)[-1]["reasoning_content"] == "Look it up."
+    message = messages_request_schema.load(
+        {
+            "model": MODEL_ID,
+            "max_tokens": 5,
+            "messages": [
+                {"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "Look it up.", "signature": ""},
+                    {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {}},
+                ]},
+            ],
+        }
+    )  # fmt: skip
+    assert anthropic_conversion.messages(message)[-1]["reasoning_content"] == "Look it up."

@@ -14,9 +14,10 @@ from gevent import monkey
 
 from app.engine import scheduling, shared_prompt
 from app.engine.batch import TokenBatch
-from app.engine.context import BatchContext
+from app.engine.context import BatchContext, Sampler
 from app.engine.generation import Generation
 from app.engine.sequence import Choice, Job, Sequence
+from app.engine.thinking import BudgetedSampler
 from app.engine.threads import ThreadGovernor
 from app.engine.types import Chunk
 
@@ -119,7 +120,9 @@ class Batcher:
         target = self.sequences[placement.seq_id]
         self._tick += 1
         deadline = time.monotonic() + self.settings.max_seconds if self.settings.max_seconds else float("inf")
-        sampler = self.model.sampler(job.request, self._end_tokens)
+        sampler: Sampler = self.model.sampler(job.request, self._end_tokens)
+        if job.request.thinking_budget is not None:
+            sampler = BudgetedSampler(sampler, job.request.thinking_budget, self.model.tokenizer)
         leader = None if scoring else shared_prompt.leader_for(self.sequences, prompt)
         if leader is not None:  # it will share the leader's cells once they are evaluated
             self.model.forget(target.seq_id, 0, -1)

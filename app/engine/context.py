@@ -43,6 +43,9 @@ class Sampler(Protocol):
 
     def sample(self, row: int) -> int: ...
 
+    def accept(self, token: int) -> None:
+        """Record a token chosen for the sequence rather than drawn (penalties, grammar)."""
+
     def allow_end(self) -> None: ...
 
     def close(self) -> None: ...

@@ -61,6 +61,12 @@ class SequenceSampler:
         llama_cpp.llama_sampler_accept(self.chain, token)
         return token
 
+    def accept(self, token: int) -> None:
+        """Record a token written for the sequence (a thinking budget's end tag) as if drawn."""
+        if self.grammar is not None:
+            llama_cpp.llama_sampler_accept(self.grammar, token)
+        llama_cpp.llama_sampler_accept(self.chain, token)
+
     def _draw(self, row: int, with_grammar: bool) -> int:
         logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self._ctx, row), shape=(self._n_vocab,))
         self._view["id"] = self._all_ids

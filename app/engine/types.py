@@ -20,6 +20,18 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class ThinkingBudget:
+    """At most `tokens` tokens of thinking: then `closing` (the format's end tag, as tokens) is
+    written for the model, and the answer follows. `opened`: the prompt ended inside the tags."""
+
+    tokens: int
+    opening: str
+    closing: str
+    closing_tokens: tuple[int, ...]
+    opened: bool = False
+
+
+@dataclass(frozen=True)
 class GenerationRequest:
     """What the engine needs to generate one choice: the prompt's tokens and how to sample."""
 
@@ -34,6 +46,7 @@ class GenerationRequest:
     # Lazy grammar: free text until one of these regular expressions matches the output so far
     # (its first group marks where the grammar starts), then the grammar holds.
     grammar_triggers: tuple[str, ...] = ()
+    thinking_budget: ThinkingBudget | None = None
     ignore_eos: bool = False  # keep generating past end-of-generation tokens (benchmarks)
     min_tokens: int = 0  # no end-of-generation token or stop string before this many tokens
     prompt_logprobs: bool = False  # also the log-probability of every prompt token (its first: None)

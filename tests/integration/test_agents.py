@@ -194,3 +194,47 @@ def test_responses_return_the_call_as_a_function_call_item(client: openai.OpenAI
     pieces = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
     done = [e for e in events if e.type == "response.function_call_arguments.done"]
     assert done and json.loads(pieces) == json.loads(done[0].arguments)
+
+
+@pytest.fixture(scope="module")
+def thinking_server() -> Iterator[Server]:
+    """The default model with DeepSeek R1's template, whose prompt ends inside <think>."""
+    template = (TEMPLATES / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja").read_text()
+    models = [{"id": "r1", "path": default_model_path(), "n_ctx": 2048, "chat_template": template}]
+    server = Server(LLM_MODELS=json.dumps(models), LLM_N_THREADS="1").wait_ready()
+    yield server
+    log = server.output()
+    server.stop()
+    assert "Traceback" not in log, log
+
+
+def test_a_thinking_budget_ends_the_thinking_and_the_answer_follows(thinking_server: Server) -> None:
+    with openai_client(thinking_server) as sdk:
+        ask = {
+            "model": "r1",
+            "messages": ASK,
+            "max_tokens": 40,
+            "temperature": 0,
+            "extra_body": {"ignore_eos": True},
+        }
+        unbounded = sdk.chat.completions.create(**ask).choices[0].message
+        # The model never closes its thinking by itself: all of its answer is reasoning.
+        assert getattr(unbounded, "reasoning_content", None) and not unbounded.content
+        bounded = (
+            sdk.chat.completions.create(**{**ask, "extra_body": {"ignore_eos": True, "reasoning_budget": 8}})
+            .choices[0]
+            .message
+        )
+    assert bounded.content and getattr(bounded, "reasoning_content", None)
+    assert len(bounded.reasoning_content) < len(unbounded.reasoning_content)
+    assert "</think>" not in bounded.content + bounded.reasoning_content
+    sdk_anthropic = anthropic.Anthropic(base_url=thinking_server.url, api_key="unused", max_retries=0)
+    message = sdk_anthropic.messages.create(
+        model="r1", max_tokens=40, messages=ASK, thinking={"type": "enabled", "budget_tokens": 8},
+        extra_body={"ignore_eos": True},
+    )  # fmt: skip
+    assert [block.type for block in message.content] == ["thinking", "text"]
+    with pytest.raises(anthropic.BadRequestError, match="budget_tokens"):
+        sdk_anthropic.messages.create(
+            model="r1", max_tokens=8, messages=ASK, thinking={"type": "enabled", "budget_tokens": 8}
+        )

@@ -48,6 +48,7 @@ def chat_body(body: dict[str, Any]) -> dict[str, Any]:
     chat = {
         "chat_template_kwargs": {"enable_thinking": thinking["type"] != "disabled"} if thinking else None,
         "parallel_tool_calls": False if choice.get("disable_parallel_tool_use") else None,
+        "reasoning_budget": thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None,
         "max_tokens": body.get("max_tokens"),
         "temperature": body.get("temperature"),
         "top_p": body.get("top_p"),

@@ -31,6 +31,7 @@ def create_message() -> Response:
         prompt_param="messages",
         grammar=structured_output.checked(engine.tokenizer, grammar, param),
         grammar_triggers=triggers,
+        thinking_budget=conversation.thinking_budget(engine.tokenizer, prompt, chat.get("reasoning_budget")),
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
     model = current_config().model_id

@@ -137,6 +137,9 @@ class MessagesRequestSchema(CountTokensRequestSchema):
     def max_tokens_given(self, data: dict[str, Any], **kwargs: Any) -> None:
         if data.get("max_tokens") is None:
             raise ValidationError("Field required", "max_tokens")
+        budget = (data.get("thinking") or {}).get("budget_tokens")
+        if budget is not None and budget >= data["max_tokens"]:  # as Anthropic answers
+            raise ValidationError("`max_tokens` must be greater than `thinking.budget_tokens`", "max_tokens")
 
 
 messages_request_schema = MessagesRequestSchema()

@@ -33,6 +33,7 @@ def create_chat_completion() -> Response:
         logprobs=(body.get("top_logprobs") or 0) if body.get("logprobs") else None,
         grammar=structured_output.checked(engine.tokenizer, grammar, param),
         grammar_triggers=triggers,
+        thinking_budget=conversation.thinking_budget(engine.tokenizer, prompt, body.get("reasoning_budget")),
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
     options = AnswerOptions(

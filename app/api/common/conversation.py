@@ -12,6 +12,7 @@ from app.chat_formats.answer import AnswerReader
 from app.chat_formats.detect import by_name
 from app.chat_formats.profile import TemplateProfile, profile
 from app.engine.tokenizer import Tokenizer
+from app.engine.types import ThinkingBudget
 from app.settings.current import current_config
 
 _INSTRUCTION = (
@@ -46,7 +47,9 @@ def prompt(tokenizer: Tokenizer, messages: list[dict[str, Any]], chat: dict[str,
     """Template `messages` for a request with `chat`'s tools and template variables."""
     check_reasoning_format(chat.get("reasoning_format"))
     shape = template_profile(tokenizer, current_config().chat_format)
-    variables = dict(chat.get("chat_template_kwargs") or {})
+    # As llama-server: thinking on unless the request turns it off (templates such as
+    # DeepSeek R1's test `not enable_thinking`, which an unset variable would pass).
+    variables = {"enable_thinking": True, **(chat.get("chat_template_kwargs") or {})}
     if chat.get("reasoning_effort") is not None:
         variables.setdefault("reasoning_effort", chat["reasoning_effort"])
     if shape.native_tools:
@@ -69,6 +72,16 @@ def prompt(tokenizer: Tokenizer, messages: list[dict[str, Any]], chat: dict[str,
     )
     reader = AnswerReader(fmt, tools.functions(chat), thinking, opened, tools.parallel(chat))
     return ChatPrompt(text, tokenizer.chat_tokens(text), reader, shape)
+
+
+def thinking_budget(tokenizer: Tokenizer, prompt: ChatPrompt, tokens: int | None) -> ThinkingBudget | None:
+    """The engine's budget for `tokens` of thinking (None: unlimited, or a model that does not think)."""
+    reader = prompt.reader
+    if tokens is None or not reader.thinking or not reader.format.thinking_tags:
+        return None
+    opening, closing = reader.format.thinking_tags
+    ending = tuple(tokenizer.tokenize(closing + "\n\n", add_special=False, parse_special=True))
+    return ThinkingBudget(tokens, opening, closing, ending, reader.opened)
 
 
 def check_reasoning_format(value: str | None) -> None:

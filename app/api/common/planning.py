@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.api.common.errors import ContextLengthError, InvalidRequestError
-from app.engine.types import GenerationRequest, Sampling
+from app.engine.types import GenerationRequest, Sampling, ThinkingBudget
 from app.settings.current import current_config
 
 _SAMPLING_FIELDS = (
@@ -74,6 +74,7 @@ def plan_choices(
     logprobs: int | None = None,
     grammar: str | None = None,
     grammar_triggers: tuple[str, ...] = (),
+    thinking_budget: ThinkingBudget | None = None,
     vocabulary_size: int,
     prompt_logprobs: bool = False,
 ) -> list[GenerationRequest]:
@@ -97,6 +98,7 @@ def plan_choices(
             logprobs=logprobs,
             grammar=grammar,
             grammar_triggers=grammar_triggers if grammar else (),
+            thinking_budget=thinking_budget,
             prompt_logprobs=prompt_logprobs,
         )
         for j in range(n):

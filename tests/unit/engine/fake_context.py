@@ -43,10 +43,14 @@ class CountingSampler:
         self.context = context
         self.ends_allowed = False
         self.closed = False
+        self.accepted: list[int] = []
 
     def sample(self, row: int) -> int:
         assert row in self.context.logits_rows, f"row {row} has no logits"
         return self.context.next_token(row)
+
+    def accept(self, token: int) -> None:
+        self.accepted.append(token)
 
     def allow_end(self) -> None:
         self.ends_allowed = True

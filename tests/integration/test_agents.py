@@ -3,9 +3,11 @@ calls forced and woken by the lazy grammar, through the openai and anthropic SDK
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import httpx
@@ -238,3 +240,39 @@ def test_a_thinking_budget_ends_the_thinking_and_the_answer_follows(thinking_ser
         sdk_anthropic.messages.create(
             model="r1", max_tokens=8, messages=ASK, thinking={"type": "enabled", "budget_tokens": 8}
         )
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_an_openai_agents_sdk_loop_calls_the_tool_and_answers(agents_server: Server, api: str) -> None:
+    import agents  # the openai Agents SDK, as an agent framework drives a local server
+
+    agents.set_tracing_disabled(True)  # its traces would go to OpenAI's servers
+    calls: list[str] = []
+
+    @agents.function_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        calls.append(city)
+        return f"Sunny and 21 degrees in {city}."
+
+    client = openai.AsyncOpenAI(base_url=agents_server.url + "/v1", api_key="unused", max_retries=0)
+    model_class = agents.OpenAIChatCompletionsModel if api == "chat" else agents.OpenAIResponsesModel
+    agent = agents.Agent(
+        name="weather",
+        instructions="Answer questions about the weather.",
+        tools=[get_weather],
+        model=model_class(model="qwen", openai_client=client),
+        # The first turn must call (a 135M model would not by itself); the SDK then resets
+        # tool_choice to auto, so the next turn answers with the tool's result in view.
+        model_settings=agents.ModelSettings(
+            tool_choice="required", parallel_tool_calls=False, temperature=0, max_tokens=400
+        ),
+    )
+
+    async def run() -> Any:
+        async with client:  # closed inside the loop, so its connections end with it
+            return await agents.Runner.run(agent, "What is the weather in Paris?", max_turns=4)
+
+    result = asyncio.run(run())
+    assert len(calls) == 1 and calls[0]
+    assert isinstance(result.final_output, str) and result.final_output.strip()

@@ -46,6 +46,7 @@ def chat_body(body: dict[str, Any]) -> dict[str, Any]:
         "seed": body.get("seed"),
         "tool_choice": body.get("tool_choice"),
         "reasoning_effort": (body.get("reasoning") or {}).get("effort"),
+        "parallel_tool_calls": body.get("parallel_tool_calls"),
         "tools": [
             {
                 "type": "function",

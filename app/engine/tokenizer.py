@@ -124,14 +124,7 @@ class Tokenizer:
     ) -> str:
         """The prompt text the chat template makes of `messages`, `tools` and any extra `variables`
         (chat_template_kwargs such as enable_thinking)."""
-        # Plain dicts in the shapes llama-cpp-python's TypedDicts name, as the templates read them.
-        conversation: list[Any] = [_template_message(m) for m in messages]
-        try:
-            described: Any = tools
-            prompt: str = self._formatter(messages=conversation, tools=described, **(variables or {})).prompt
-        except (jinja2.TemplateError, ValueError, TypeError) as exc:
-            raise PromptRejectedError(f"The model's chat template rejected these messages: {exc}") from None
-        return prompt
+        return render_chat(self._formatter, messages, tools, variables)
 
     def chat_tokens(self, prompt: str) -> list[int]:
         """A rendered chat prompt's tokens, its template markers read as the special tokens they are."""
@@ -160,6 +153,25 @@ class Tokenizer:
             + self._encode(suffix, add_special=False, parse_special=False)
             + [self.fim["mid"]]
         )
+
+
+def render_chat(
+    formatter: Jinja2ChatFormatter,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    variables: dict[str, Any] | None,
+) -> str:
+    """The prompt `formatter` makes; a template that raises on these messages is the client's error."""
+    # Plain dicts in the shapes llama-cpp-python's TypedDicts name, as the templates read them.
+    conversation: list[Any] = [_template_message(m) for m in messages]
+    described: Any = tools
+    try:
+        prompt: str = formatter(messages=conversation, tools=described, **(variables or {})).prompt
+    except (jinja2.TemplateError, ValueError, TypeError, LookupError, AttributeError) as exc:
+        # Templates index and call what the messages hold: a missing key or a wrong type is
+        # the messages' fault, named in the message (raise_exception's own text, usually).
+        raise PromptRejectedError(f"The model's chat template rejected these messages: {exc}") from None
+    return prompt
 
 
 def _template_message(message: dict[str, Any]) -> dict[str, Any]:

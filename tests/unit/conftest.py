@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from app import create_app
-from app.engine.tokenizer import FALLBACK_TEMPLATE
+from app.engine.tokenizer import FALLBACK_TEMPLATE, render_chat
 from app.engine.types import Chunk, GenerationRequest
 from app.settings.config import Config
 
@@ -40,8 +40,7 @@ class FakeTokenizer:
         variables: dict[str, Any] | None = None,
     ) -> str:
         formatter = Jinja2ChatFormatter(template=self.chat_template, eos_token="</s>", bos_token="<s>")
-        conversation: Any = [{**m, "content": m.get("content") or ""} for m in messages]
-        return formatter(messages=conversation, tools=tools, **(variables or {})).prompt
+        return render_chat(formatter, messages, tools, variables)
 
     def preserve(self, markers: tuple[str, ...]) -> list[str]:
         return []  # no control tokens in a vocabulary of words

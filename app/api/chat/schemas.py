@@ -20,6 +20,11 @@ from app.api.common.fields import (
 from app.api.common.schemas import BaseSchema
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
+# What the server gives a chat template itself (llama-cpp-python's formatter and our tools).
+TEMPLATE_VARIABLES = frozenset(
+    ("messages", "tools", "tool_choice", "functions", "function_call", "add_generation_prompt",
+     "bos_token", "eos_token", "raise_exception", "strftime_now")
+)  # fmt: skip
 
 
 class CalledFunctionSchema(BaseSchema):
@@ -154,6 +159,13 @@ class ChatCompletionRequestSchema(GenerationSchema):
     reasoning_effort = fields.String(
         allow_none=True, validate=validate.OneOf(("none", "minimal", "low", "medium", "high"))
     )
+
+    @validates_schema
+    def own_template_variables(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """chat_template_kwargs may not stand in for what the server itself gives the template."""
+        taken = sorted(set(data.get("chat_template_kwargs") or {}) & TEMPLATE_VARIABLES)
+        if taken:
+            raise ValidationError(f"{', '.join(taken)}: set by the request itself", "chat_template_kwargs")
 
     @validates_schema
     def consistent_options(self, data: dict[str, Any], **kwargs: Any) -> None:

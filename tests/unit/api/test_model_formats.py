@@ -180,3 +180,57 @@ def test_reasoning_items_and_thinking_blocks_handed_back_become_the_turns_reason
         }
     )  # fmt: skip
     assert anthropic_conversion.messages(message)[-1]["reasoning_content"] == "Look it up."
+
+
+BAD_CHAT = {
+    "tools: [{}]": {"tools": [{}]},
+    "parameters that are not an object": {
+        "tools": [{"type": "function", "function": {"name": "x", "parameters": "s"}}],
+    },
+    "a schema the grammar cannot follow": {
+        "tools": [{"type": "function", "function": {"name": "x", "parameters": {
+            "type": "object", "properties": {"a": {"type": "string", "maxLength": 100000}}}}}],
+        "tool_choice": "required",
+    },
+    "tool_choice without a name": {"tools": [WEATHER], "tool_choice": {"type": "function"}},
+    "an earlier call with nothing in it": {
+        "messages": [*ASK, {"role": "assistant", "content": None, "tool_calls": [{}]}],
+    },
+    "template variables the server sets": {"chat_template_kwargs": {"messages": 1}},
+    "a tool result without its call (Mistral's and GPT-OSS's templates refuse it)": {
+        "messages": [*ASK, {"role": "tool", "content": "x"}], "tools": [WEATHER],
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "template", ["Qwen-Qwen2.5-7B-Instruct", "mistralai-Mistral-Nemo-Instruct-2407", "openai-gpt-oss-120b"]
+)
+@pytest.mark.parametrize("case", list(BAD_CHAT))
+def test_malformed_tool_input_is_a_400_never_a_500(engine: FakeEngine, template: str, case: str) -> None:
+    engine.tokenizer.chat_template = (TEMPLATES / f"{template}.jinja").read_text()
+    client = create_app(make_config(LLM_N_CTX="8192"), engine=engine).test_client()
+    body = {"messages": ASK, **BAD_CHAT[case]}
+    answer = client.post("/v1/chat/completions", json=body)
+    if case.startswith("a tool result without") and "Qwen" in template:
+        assert answer.status_code == 200  # Qwen's renders it
+        return
+    assert answer.status_code == 400, answer.get_json()
+    assert answer.get_json()["error"]["type"] == "invalid_request_error"
+
+
+def test_malformed_tools_in_messages_and_responses_are_400s_in_their_shapes(client: FlaskClient) -> None:
+    messages = client.post(
+        "/v1/messages",
+        json={
+            "model": MODEL_ID,
+            "max_tokens": 10,
+            "messages": ASK,
+            "tools": [{"name": "w", "input_schema": "s"}],
+        },
+    )
+    assert messages.status_code == 400 and messages.get_json()["type"] == "error"
+    responses = client.post(
+        "/v1/responses", json={"input": "hi", "tools": [{"type": "function", "name": "w", "parameters": "s"}]}
+    )
+    assert responses.status_code == 400 and responses.get_json()["error"]["param"]

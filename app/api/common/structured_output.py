@@ -37,9 +37,12 @@ def answer_grammar(chat: dict[str, Any], profile: TemplateProfile) -> tuple[str 
     """The grammar an answer follows (calls in the model's own syntax, or `response_format`), its lazy
     triggers, and the field that asked for it."""
     calls = tools.grammar(chat, profile)
-    if calls is not None:
+    answer = response_grammar(chat.get("response_format"))
+    # Under `auto`, an answer the client wants as JSON keeps its grammar: one grammar
+    # holds a sequence, and llama.cpp's server refuses the pair outright.
+    if calls is not None and not (calls.triggers and answer is not None):
         return calls.gbnf, calls.triggers, "tools"
-    return response_grammar(chat.get("response_format")), (), "response_format"
+    return answer, (), "response_format"
 
 
 def checked(tokenizer: Tokenizer, gbnf: str | None, param: str) -> str | None:

@@ -68,7 +68,8 @@ def grammar(
     """The grammar the answer must follow, its lazy triggers, and the field to blame if llama.cpp
     cannot build it."""
     calls = tools.grammar(chat, profile)
-    if calls is not None:
+    wants_json = (text_format or {}).get("type", "text") != "text"
+    if calls is not None and not (calls.triggers and wants_json):  # as chat's answer_grammar
         return calls.gbnf, calls.triggers, "tools"
     text_format = text_format or {"type": "text"}
     kind = text_format.get("type", "text")

@@ -234,3 +234,12 @@ def test_malformed_tools_in_messages_and_responses_are_400s_in_their_shapes(clie
         "/v1/responses", json={"input": "hi", "tools": [{"type": "function", "name": "w", "parameters": "s"}]}
     )
     assert responses.status_code == 400 and responses.get_json()["error"]["param"]
+
+
+def test_under_auto_a_json_answer_keeps_its_own_grammar(client: FlaskClient, engine: FakeEngine) -> None:
+    body = {"messages": ASK, "tools": [WEATHER], "response_format": {"type": "json_object"}}
+    assert client.post("/v1/chat/completions", json=body).status_code == 200
+    request = engine.requests[-1]
+    assert request.grammar and "<tool_call>" not in request.grammar and not request.grammar_triggers
+    forced = client.post("/v1/chat/completions", json={**body, "tool_choice": "required"})
+    assert forced.status_code == 200 and "<tool_call>" in (engine.requests[-1].grammar or "")

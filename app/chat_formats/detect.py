@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.chat_formats.base import ChatFormat
-from app.chat_formats.json_calls import COMMAND_R7B, GENERIC, GRANITE, HERMES, LLAMA_3, MISTRAL_NEMO
+from app.chat_formats.json_formats import COMMAND_R7B, GENERIC, GRANITE, HERMES, LLAMA_3, MISTRAL_NEMO
 from app.chat_formats.recipient_calls import FunctionaryV32, GptOss
 from app.chat_formats.tagged_calls import DeepSeekR1, MistralArgs, Qwen3Coder
 

@@ -1,4 +1,4 @@
-"""Calls as JSON objects after a marker: Hermes / Qwen, Mistral Nemo, Granite, Command R7B, Llama 3, ours."""
+"""Calls written as JSON objects after a marker (or bare): parsed as they grow, and their grammar."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from app.chat_formats.json_scan import Incomplete, skip_space, string_prefix, va
 
 
 @dataclass
-class _Keys:
+class Keys:
     """The keys a format's call object uses, in the order its model writes them."""
 
     name: str = "name"
@@ -32,7 +32,7 @@ class JsonCallFormat(ChatFormat):
         end: str = "",
         *,
         array: bool = False,
-        keys: _Keys | None = None,
+        keys: Keys | None = None,
         separator: str = "\n",
         wrappers: tuple[str, ...] = (),
         thinking_tags: tuple[str, str] | None = ("<think>", "</think>"),
@@ -41,7 +41,7 @@ class JsonCallFormat(ChatFormat):
         bare_prefix: str = "",
     ) -> None:
         self.name, self.start, self.end, self.array = name, start, end, array
-        self.keys = keys or _Keys()
+        self.keys = keys or Keys()
         self.separator, self.wrappers, self.thinking_tags = separator, wrappers, thinking_tags
         self.triggers = (start,) if start else ()
         self.extra_markers = tuple(marker for marker in (end, bare_prefix) if marker)
@@ -233,36 +233,3 @@ def _joined(opening: str, middle: str, closing: str) -> str:
 def _with(before: list[ToolCall], call: ToolCall) -> list[ToolCall]:
     """The calls so far, the growing one included once its name is known."""
     return [*before, call] if call.name else list(before)
-
-
-HERMES = JsonCallFormat("Hermes 2 Pro", "<tool_call>", "</tool_call>", newlines=True)
-MISTRAL_NEMO = JsonCallFormat(
-    "Mistral Nemo",
-    "[TOOL_CALLS]",
-    array=True,
-    keys=_Keys(id="id", layout='{"name": NAME, "arguments": ARGS, "id": ID9}'),
-    thinking_tags=("[THINK]", "[/THINK]"),
-)
-GRANITE = JsonCallFormat("Granite", "<|tool_call|>", array=True, wrappers=("<response>", "</response>"))
-COMMAND_R7B = JsonCallFormat(
-    "Command R7B",
-    "<|START_ACTION|>",
-    "<|END_ACTION|>",
-    array=True,
-    keys=_Keys(
-        name="tool_name",
-        arguments=("parameters",),
-        id="tool_call_id",
-        layout='{"tool_call_id": IDN, "tool_name": NAME, "parameters": ARGS}',
-    ),
-    wrappers=("<|START_RESPONSE|>", "<|END_RESPONSE|>"),
-    thinking_tags=("<|START_THINKING|>", "<|END_THINKING|>"),
-)
-LLAMA_3 = JsonCallFormat(
-    "Llama 3.x",
-    "",
-    keys=_Keys(arguments=("parameters", "arguments"), layout='{"name": NAME, "parameters": ARGS}'),
-    separator="; ",
-    bare_prefix="<|python_tag|>",
-)
-GENERIC = JsonCallFormat("Generic", "", parallel_calls=False)

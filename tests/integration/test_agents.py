@@ -16,7 +16,7 @@ import pytest
 
 from app.settings.values import default_model_path
 from tests.support.clients import openai_client
-from tests.support.servers import Server
+from tests.support.servers import Server, serving_models
 
 TEMPLATES = Path(__file__).parents[1] / "data" / "templates"
 MODELS = [
@@ -44,13 +44,8 @@ MARKUP = ("<tool_call>", "</tool_call>", "<|python_tag|>", '"name"')
 
 @pytest.fixture(scope="module")
 def agents_server() -> Iterator[Server]:
-    server = Server(LLM_MODELS=json.dumps(MODELS), LLM_N_THREADS="1", LLM_SSE_KEEPALIVE="1").wait_ready(
-        answers=2
-    )
-    yield server
-    log = server.output()
-    server.stop()
-    assert "Traceback" not in log, log
+    with serving_models(MODELS, answers=2, LLM_SSE_KEEPALIVE="1") as server:
+        yield server
 
 
 @pytest.fixture
@@ -203,11 +198,8 @@ def thinking_server() -> Iterator[Server]:
     """The default model with DeepSeek R1's template, whose prompt ends inside <think>."""
     template = (TEMPLATES / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja").read_text()
     models = [{"id": "r1", "path": default_model_path(), "n_ctx": 2048, "chat_template": template}]
-    server = Server(LLM_MODELS=json.dumps(models), LLM_N_THREADS="1").wait_ready()
-    yield server
-    log = server.output()
-    server.stop()
-    assert "Traceback" not in log, log
+    with serving_models(models) as server:
+        yield server
 
 
 def test_a_thinking_budget_ends_the_thinking_and_the_answer_follows(thinking_server: Server) -> None:

@@ -22,7 +22,7 @@ from tests.support import tiny_bert
 from tests.support.clients import openai_client
 from tests.support.procs import worker_holding, worker_pids
 from tests.support.rawhttp import read_chunk, read_head, request_bytes
-from tests.support.servers import Server
+from tests.support.servers import Server, serving_models
 from tests.support.waits import wait_for_log, wait_until
 
 MODELS = [
@@ -35,13 +35,8 @@ MODELS = [
 
 @pytest.fixture(scope="module")
 def models_server() -> Iterator[Server]:
-    server = Server(LLM_MODELS=json.dumps(MODELS), LLM_N_THREADS="1", LLM_SSE_KEEPALIVE="1").wait_ready(
-        answers=9
-    )
-    yield server
-    log = server.output()
-    server.stop()
-    assert "Traceback" not in log, log
+    with serving_models(MODELS, answers=9, LLM_SSE_KEEPALIVE="1") as server:
+        yield server
 
 
 @pytest.fixture

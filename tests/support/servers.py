@@ -15,7 +15,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -107,6 +110,20 @@ class Server(Service):
         workers = int(self.env.get("LLM_WORKERS", "1"))
         super().wait_ready(path, timeout, answers or 3 * workers)
         return self
+
+
+@contextmanager
+def serving_models(models: list[dict[str, Any]], answers: int = 0, **env: str) -> Iterator[Server]:
+    """A server for `models` (LLM_MODELS), ready on every worker; stopped after, its log free of errors."""
+    server = Server(LLM_MODELS=json.dumps(models), **{"LLM_N_THREADS": "1", **env}).wait_ready(
+        answers=answers
+    )
+    try:
+        yield server
+    finally:
+        log = server.output()
+        server.stop()
+    assert "Traceback" not in log, log
 
 
 def nginx(backend_ports: list[int]) -> Service:

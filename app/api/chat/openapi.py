@@ -7,6 +7,7 @@ from typing import Any
 from apispec import APISpec
 from marshmallow import Schema, fields, validate
 
+from app.api.chat import template_openapi
 from app.api.chat.schemas import ChatCompletionRequestSchema, CompletionRequestSchema
 from app.api.common.openapi import POST_ERRORS, error_responses, json_answer, json_of, post
 from app.settings.models import ModelSpec
@@ -199,26 +200,6 @@ def _generation(summary: str, request: str, whole: str, chunk: str) -> dict[str,
     return post(summary, request, answer, error_responses(*POST_ERRORS))
 
 
-_APPLIED = {"type": "object", "required": ["prompt"], "properties": {"prompt": {"type": "string"}}}
-_PROPERTIES = {
-    "type": "object",
-    "required": ["model_alias", "total_slots", "chat_template", "chat_template_caps", "chat_format"],
-    "properties": {
-        "model_alias": {"type": "string"},
-        "model_path": {"type": "string"},
-        "total_slots": {"type": "integer"},
-        "default_generation_settings": {"type": "object"},
-        "chat_template": {"type": "string"},
-        "chat_template_caps": {"type": "object", "additionalProperties": {"type": "boolean"}},
-        "chat_format": {"type": "string", "description": "The tool-call format answers are read in"},
-        "bos_token": {"type": "string"},
-        "eos_token": {"type": "string"},
-        "modalities": {"type": "object"},
-        "is_sleeping": {"type": "boolean"},
-    },
-}
-
-
 def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     """Chat and text completions, their streams, and the chat prompt's token count."""
     for name, schema in COMPONENTS.items():
@@ -228,31 +209,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     spec.components.schema("ChatCompletionRequest", schema=ChatCompletionRequestSchema)
     spec.components.schema("CompletionRequest", schema=CompletionRequestSchema)
     spec.components.schema("ChatInputTokens", component=INPUT_TOKENS)
-    spec.components.schema("AppliedTemplate", component=_APPLIED)
-    spec.components.schema("Properties", component=_PROPERTIES)
-    spec.path(
-        path="/apply-template",
-        operations=post(
-            "The prompt a chat request makes after the chat template, tools included (llama-server's)",
-            "ChatCompletionRequest",
-            json_answer("The prompt.", "AppliedTemplate"),
-            error_responses(400, 401, 404, 406, 413, 500, 503),
-        ),
-    )
-    model = {"name": "model", "in": "query", "required": False, "schema": {"type": "string"}}
-    spec.path(
-        path="/props",
-        operations={
-            "get": {
-                "summary": "A model's settings, chat template, its capabilities and tool-call format",
-                "parameters": [model],
-                "responses": {
-                    200: json_answer("The properties.", "Properties"),
-                    **error_responses(401, 404, 500, 503),
-                },
-            }
-        },
-    )
+    template_openapi.describe(spec)
     spec.path(
         path="/v1/chat/completions",
         operations=_generation(

@@ -91,6 +91,15 @@ def post(summary: str, request: str, answer: dict[str, Any], errors: dict[int, A
     }
 
 
+# `?model=`: which model's worker answers a GET about one model (default: the first).
+MODEL_QUERY = {"name": "model", "in": "query", "required": False, "schema": {"type": "string"}}
+
+
+def get_about_model(summary: str, answer: dict[str, Any], errors: dict[int, Any]) -> dict[str, Any]:
+    """A GET answered by the worker of the model `?model=` names, with `answer` or one of `errors`."""
+    return {"get": {"summary": summary, "parameters": [MODEL_QUERY], "responses": {200: answer, **errors}}}
+
+
 def json_of(name: str) -> dict[str, Any]:
     """An SSE event's `data`: the text of a JSON value that follows component `name`.
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.common.openapi import error_responses, json_answer, post
+from app.api.common.openapi import error_responses, get_about_model, json_answer, post
 from app.api.tokens.schemas import DetokenizeSchema, TokenizeSchema
 from app.settings.models import ModelSpec
 
@@ -69,17 +69,11 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             "Token ids to text", "DetokenizeRequest", json_answer("The text.", "DetokenizedText"), _ERRORS
         ),
     )
-    model = {"name": "model", "in": "query", "required": False, "schema": {"type": "string"}}
     spec.path(
         path="/tokenizer_info",
-        operations={
-            "get": {
-                "summary": "A model's special tokens and chat template (vLLM's endpoint)",
-                "parameters": [model],
-                "responses": {
-                    200: json_answer("The tokenizer's facts.", "TokenizerInfo"),
-                    **error_responses(401, 404, 500, 503),
-                },
-            }
-        },
+        operations=get_about_model(
+            "A model's special tokens and chat template (vLLM's endpoint)",
+            json_answer("The tokenizer's facts.", "TokenizerInfo"),
+            error_responses(401, 404, 500, 503),
+        ),
     )

@@ -1,0 +1,49 @@
+"""llama-server's template routes in the OpenAPI document: /apply-template and /props."""
+
+from __future__ import annotations
+
+from apispec import APISpec
+
+from app.api.common.openapi import error_responses, get_about_model, json_answer, post
+
+_APPLIED = {"type": "object", "required": ["prompt"], "properties": {"prompt": {"type": "string"}}}
+_PROPERTIES = {
+    "type": "object",
+    "required": ["model_alias", "total_slots", "chat_template", "chat_template_caps", "chat_format"],
+    "properties": {
+        "model_alias": {"type": "string"},
+        "model_path": {"type": "string"},
+        "total_slots": {"type": "integer"},
+        "default_generation_settings": {"type": "object"},
+        "chat_template": {"type": "string"},
+        "chat_template_caps": {"type": "object", "additionalProperties": {"type": "boolean"}},
+        "chat_format": {"type": "string", "description": "The tool-call format answers are read in"},
+        "bos_token": {"type": "string"},
+        "eos_token": {"type": "string"},
+        "modalities": {"type": "object"},
+        "is_sleeping": {"type": "boolean"},
+    },
+}
+
+
+def describe(spec: APISpec) -> None:
+    """/apply-template and /props, beside the chat routes they share a blueprint with."""
+    spec.components.schema("AppliedTemplate", component=_APPLIED)
+    spec.components.schema("Properties", component=_PROPERTIES)
+    spec.path(
+        path="/apply-template",
+        operations=post(
+            "The prompt a chat request makes after the chat template, tools included (llama-server's)",
+            "ChatCompletionRequest",
+            json_answer("The prompt.", "AppliedTemplate"),
+            error_responses(400, 401, 404, 406, 413, 500, 503),
+        ),
+    )
+    spec.path(
+        path="/props",
+        operations=get_about_model(
+            "A model's settings, chat template, its capabilities and tool-call format",
+            json_answer("The properties.", "Properties"),
+            error_responses(401, 404, 500, 503),
+        ),
+    )

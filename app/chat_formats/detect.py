@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.chat_formats.base import ChatFormat
 from app.chat_formats.json_formats import COMMAND_R7B, GENERIC, GRANITE, HERMES, LLAMA_3, MISTRAL_NEMO
 from app.chat_formats.recipient_calls import FunctionaryV32, GptOss
-from app.chat_formats.tagged_calls import DeepSeekR1, MistralArgs, Qwen3Coder
+from app.chat_formats.tagged_calls import DeepSeekR1, DeepSeekV31, MistralArgs, Qwen3Coder
 
 FORMATS: dict[str, ChatFormat] = {
     fmt.name: fmt
@@ -14,6 +14,7 @@ FORMATS: dict[str, ChatFormat] = {
         FunctionaryV32(),
         COMMAND_R7B,
         DeepSeekR1(),
+        DeepSeekV31(),
         MistralArgs(),
         MISTRAL_NEMO,
         Qwen3Coder(),
@@ -29,7 +30,8 @@ _MARKERS: list[tuple[tuple[str, ...], str]] = [
     (("<|channel|>",), "GPT-OSS"),
     ((">>>all",), "Functionary v3.2"),
     (("<|START_ACTION|>",), "Command R7B"),
-    (("<｜tool▁calls▁begin｜>",), "DeepSeek R1"),
+    (("<｜tool▁calls▁begin｜>", "```json"), "DeepSeek R1"),  # R1 and V3 fence the arguments
+    (("<｜tool▁calls▁begin｜>",), "DeepSeek V3.1"),
     (("[TOOL_CALLS]", "[ARGS]"), "Magistral"),
     (("[TOOL_CALLS]",), "Mistral Nemo"),
     (("<tool_call>", "<function=", "<parameter="), "Qwen3-Coder XML"),

@@ -90,6 +90,37 @@ class DeepSeekR1(TaggedCallFormat):
         return f"{json_literal(self.block[0])} ({one}){repeat} {json_literal(self.block[1])}"
 
 
+class DeepSeekV31(DeepSeekR1):
+    """V3.1's calls, unfenced: `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>`."""
+
+    name = "DeepSeek V3.1"
+
+    def _call_at(self, text: str, position: int, functions: tuple[Function, ...]) -> tuple[ToolCall, int]:
+        position = _expect(text, position, "<｜tool▁call▁begin｜>")
+        separator = text.find("<｜tool▁sep｜>", position)
+        if separator < 0:
+            raise Incomplete
+        call = ToolCall(text[position:separator].strip(), complete=False)
+        start = skip_space(text, separator + len("<｜tool▁sep｜>"))
+        try:
+            end = value_end(text, start)
+        except Incomplete:
+            call.arguments = text[start:]
+            raise Incomplete(call) from None
+        json.loads(text[start:end])
+        call.arguments, call.complete = text[start:end], True
+        return call, _expect(text, skip_space(text, end), "<｜tool▁call▁end｜>")
+
+    def call_rule(self, functions: list[Function], args_rules: list[str], parallel: bool) -> str:
+        one = " | ".join(
+            f"{json_literal('<｜tool▁call▁begin｜>' + f.name + '<｜tool▁sep｜>')} {args} "
+            f"{json_literal('<｜tool▁call▁end｜>')}"
+            for f, args in zip(functions, args_rules, strict=True)
+        )
+        repeat = "+" if parallel else ""
+        return f"{json_literal(self.block[0])} ({one}){repeat} {json_literal(self.block[1])}"
+
+
 _PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n?")
 
 

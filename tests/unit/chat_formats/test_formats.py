@@ -53,6 +53,13 @@ CASES = [
         '{"a": 1, "b": 2}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
     ),
     (
+        "deepseek-ai-DeepSeek-V3.1",
+        "DeepSeek V3.1",
+        "Let me look.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+        '{"city": "Oslo"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>add<｜tool▁sep｜>{"a": 1, "b": 2}'
+        "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    ),
+    (
         "meetkai-functionary-medium-v3.2",
         "Functionary v3.2",
         'all\nLet me look.>>>get_weather\n{"city": "Oslo"}>>>add\n{"a": 1, "b": 2}',

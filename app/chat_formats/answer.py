@@ -23,6 +23,7 @@ class AnswerReader:
     thinking: bool = False  # split the format's thinking tags off into `reasoning`
     opened: bool = False  # the prompt ended inside the thinking tags
     parallel: bool = True
+    forced: bool = False  # the answer must be a call: one cut off before its name still is
 
     @property
     def plain(self) -> bool:
@@ -45,6 +46,10 @@ class AnswerReader:
         else:
             parsed = Parsed(content=rest)
         parsed.reasoning = thought + parsed.reasoning
+        if not partial and self.forced and not parsed.calls and self.functions:
+            # Cut off (max_tokens) before the call had a name: a call of the first function,
+            # as OpenAI answers a forced call, never plain text.
+            parsed.calls, parsed.content = [ToolCall(self.functions[0].name, complete=False)], ""
         if parsed.calls and not partial:
             parsed.content = parsed.content.strip()  # the space around calls is not an answer
         if not self.functions:
@@ -81,7 +86,6 @@ class DeltaStream:
     """Turns the growing text of one answer into the deltas not yet sent, in order."""
 
     reader: AnswerReader
-    forced: bool = False  # the answer must be a call: one cut off before its name still is
     ids: list[str] = field(default_factory=list)
     _sent: dict[str, str] = field(default_factory=lambda: {"content": "", "reasoning": ""})
     _arguments: list[str] = field(default_factory=list)
@@ -90,8 +94,6 @@ class DeltaStream:
     def update(self, text: str, final: bool) -> list[Delta]:
         """The deltas that `text` (the whole answer so far) adds to what has been sent."""
         parsed = self.last = self.reader.read(text, partial=not final)
-        if final and self.forced and not parsed.calls and self.reader.functions:
-            parsed.calls, parsed.content = [ToolCall(self.reader.functions[0].name, complete=False)], ""
         deltas = [
             d for d in (self._grow("reasoning", parsed.reasoning), self._grow("content", parsed.content)) if d
         ]

@@ -9,10 +9,12 @@ from app.chat_formats.base import Function
 from app.chat_formats.detect import by_name
 
 
-def reader(tools: list[dict[str, Any]] | None, fmt: str = "Generic", thinking: bool = False) -> AnswerReader:
+def reader(
+    tools: list[dict[str, Any]] | None, fmt: str = "Generic", thinking: bool = False, forced: bool = False
+) -> AnswerReader:
     """How a request with `tools` (None: none) reads its answers in format `fmt`."""
     functions = tuple(
         Function(t["function"]["name"], t["function"].get("parameters") or {"type": "object"})
         for t in tools or []
     )
-    return AnswerReader(by_name(fmt), functions, thinking)
+    return AnswerReader(by_name(fmt), functions, thinking, forced=forced)

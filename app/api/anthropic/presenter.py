@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from app.api.anthropic import conversion, errors
-from app.api.common import sse, tools
+from app.api.common import sse
 from app.api.common.blocks import Block, BlockEvent, BlockStream
 from app.api.common.errors import APIError
 from app.api.common.generate import ChoiceResult
@@ -28,10 +28,10 @@ def stop_reason(result: ChoiceResult, called: bool) -> str:
 class MessagesPresenter:
     """One Message: the same id and blocks in the stream and in the whole answer."""
 
-    def __init__(self, model: str, prompt_tokens: int, reader: AnswerReader, forced: bool):
+    def __init__(self, model: str, prompt_tokens: int, reader: AnswerReader):
         self.id = f"msg_{uuid.uuid4().hex}"
         self.model, self.prompt_tokens = model, prompt_tokens
-        self.reader, self.forced = reader, forced
+        self.reader = reader
 
     def _usage(self, output_tokens: int, cached: int) -> dict[str, int]:
         # Anthropic counts cache reads apart from input_tokens.
@@ -59,7 +59,7 @@ class MessagesPresenter:
     def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
         """The whole Message: thinking, then text, then tool_use blocks, as the model wrote them."""
         (result,) = results
-        parsed = tools.forced_fallback(self.reader.read(result.text, partial=False), self.reader, self.forced)
+        parsed = self.reader.read(result.text, partial=False)
         content: list[dict[str, Any]] = []
         if parsed.reasoning:
             content.append({"type": "thinking", "thinking": parsed.reasoning, "signature": ""})
@@ -77,7 +77,7 @@ class MessagesPresenter:
             "message_start", {"type": "message_start", "message": self._message([], None, None)}
         )
         result = ChoiceResult(0)
-        blocks = BlockStream(self.reader, self.forced)
+        blocks = BlockStream(self.reader)
         for chunk in chunks:
             if chunk is None:
                 yield PING

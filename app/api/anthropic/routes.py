@@ -7,7 +7,7 @@ from flask import Blueprint, Response, jsonify
 from app.api.anthropic import conversion, errors
 from app.api.anthropic.presenter import MessagesPresenter
 from app.api.anthropic.schemas import count_tokens_request_schema, messages_request_schema
-from app.api.common import conversation, structured_output, tools
+from app.api.common import conversation, structured_output
 from app.api.common.body import generating_engine, parse_body
 from app.api.common.generate import generate
 from app.api.common.planning import plan_choices
@@ -35,7 +35,7 @@ def create_message() -> Response:
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
     model = current_config().model_id
-    presenter = MessagesPresenter(model, len(prompt.tokens), prompt.reader, tools.forced(chat))
+    presenter = MessagesPresenter(model, len(prompt.tokens), prompt.reader)
     return generate(engine, body, requests, presenter, len(prompt.tokens))
 
 

@@ -24,7 +24,6 @@ class AnswerOptions:
     prefixes: dict[int, str] = field(default_factory=dict)  # `echo`: prompt text per choice
     include_usage: bool = False
     reader: AnswerReader | None = None  # chat: how the model writes calls and reasoning
-    tools_forced: bool = False
     choices_per_prompt: int = 1  # `n`
 
     def cached(self, index: int, cached_tokens: int) -> int:
@@ -52,7 +51,6 @@ class CompletionPresenter:
             choice = Choice(result.index, prefix + result.text, result.finish_reason)
             if answer.parsing and answer.reader is not None:
                 parsed = answer.reader.read(result.text, partial=False)
-                parsed = tools.forced_fallback(parsed, answer.reader, answer.tools_forced)
                 choice.text, choice.reasoning = parsed.content, parsed.reasoning
                 if parsed.calls:
                     choice.tool_calls = tools.openai_calls(parsed, answer.reader)
@@ -96,9 +94,7 @@ class CompletionPresenter:
                 completion_tokens += chunk.completion_tokens
                 cached_tokens += answer.cached(chunk.index, chunk.cached_tokens)
             if answer.parsing and answer.reader is not None:
-                reading = readings.setdefault(
-                    chunk.index, _Reading(DeltaStream(answer.reader, answer.tools_forced))
-                )
+                reading = readings.setdefault(chunk.index, _Reading(DeltaStream(answer.reader)))
                 yield from (sse.event(e | extra) for e in self._read_events(chunk, reading))
                 continue
             if chunk.text or chunk.logprobs:
@@ -129,14 +125,14 @@ class CompletionPresenter:
         deltas = reading.stream.update(reading.text, final)
         for delta in deltas:
             if delta.kind == "content":
-                yield (shape.chunk(delta.text, index=index, logprobs=self._pending(reading)))
+                yield shape.chunk(delta.text, index=index, logprobs=self._pending(reading))
             elif delta.kind == "reasoning":
-                yield (shape.chunk(None, index=index, reasoning=delta.text))
+                yield shape.chunk(None, index=index, reasoning=delta.text)
             else:
-                yield (shape.chunk(None, index=index, tool_calls=[_call_delta(delta)]))
+                yield shape.chunk(None, index=index, tool_calls=[_call_delta(delta)])
         if final:
             reason = tools.finish_reason(reading.stream.last, chunk.finish_reason or "stop")
-            yield (shape.chunk(None, reason, index=index, logprobs=self._pending(reading)))
+            yield shape.chunk(None, reason, index=index, logprobs=self._pending(reading))
 
     def _pending(self, reading: _Reading) -> dict[str, Any] | None:
         if not self.wants_logprobs or not reading.logprobs:

@@ -7,7 +7,7 @@ from flask import Blueprint, Response, jsonify, request
 from app.api.chat.objects import Shape
 from app.api.chat.presenter import AnswerOptions, CompletionPresenter
 from app.api.chat.schemas import chat_completion_schema, completion_schema
-from app.api.common import conversation, structured_output, tools
+from app.api.common import conversation, structured_output
 from app.api.common.body import generating_engine, loaded_engine, model_index, parse_body, serve_here_or_relay
 from app.api.common.errors import InvalidRequestError
 from app.api.common.generate import generate
@@ -41,7 +41,6 @@ def create_chat_completion() -> Response:
         prompt_tokens=len(prompt.tokens),
         include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
         reader=prompt.reader,
-        tools_forced=tools.forced(body),
         choices_per_prompt=body.get("n") or 1,
     )
     shape = Shape(current_config().model_id, chat=True, fingerprint=engine.fingerprint)

@@ -31,8 +31,8 @@ class BlockEvent:
 class BlockStream:
     """Reads one answer chunk by chunk; each new kind of delta closes the open block and opens another."""
 
-    def __init__(self, reader: AnswerReader, forced: bool = False) -> None:
-        self.deltas = DeltaStream(reader, forced)
+    def __init__(self, reader: AnswerReader) -> None:
+        self.deltas = DeltaStream(reader)
         self.blocks: list[Block] = []
         self._text = ""
         self._calls: dict[int, Block] = {}

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.api.common import tools
-from app.api.common.errors import InvalidRequestError
 from app.chat_formats.answer import AnswerReader
 from app.chat_formats.detect import by_name
 from app.chat_formats.profile import TemplateProfile, profile
@@ -19,7 +18,6 @@ _INSTRUCTION = (
     "You can call these functions. To call one, answer with only a JSON object "
     '{{"name": <function name>, "arguments": <arguments object>}}.\n{functions}'
 )
-_REASONING_FORMATS = ("auto", "deepseek", "deepseek-legacy", "none")
 _profiles: dict[tuple[str, str | None], TemplateProfile] = {}
 
 
@@ -45,7 +43,6 @@ def template_profile(tokenizer: Tokenizer, named_format: str | None = None) -> T
 
 def prompt(tokenizer: Tokenizer, messages: list[dict[str, Any]], chat: dict[str, Any]) -> ChatPrompt:
     """Template `messages` for a request with `chat`'s tools and template variables."""
-    check_reasoning_format(chat.get("reasoning_format"))
     shape = template_profile(tokenizer, current_config().chat_format)
     # As llama-server: thinking on unless the request turns it off (templates such as
     # DeepSeek R1's test `not enable_thinking`, which an unset variable would pass).
@@ -65,12 +62,11 @@ def prompt(tokenizer: Tokenizer, messages: list[dict[str, Any]], chat: dict[str,
         text = tokenizer.render(messages, None, variables)
     fmt = shape.format if shape.native_tools else by_name("Generic")
     thinking = shape.thinks and chat.get("reasoning_format", "auto") != "none"
-    opened = (
-        bool(fmt.thinking_tags) and text.rstrip().endswith(fmt.thinking_tags[0])
-        if fmt.thinking_tags
-        else False
+    tags = fmt.thinking_tags
+    opened = tags is not None and text.rstrip().endswith(tags[0])  # the template opened the thinking
+    reader = AnswerReader(
+        fmt, tools.functions(chat), thinking, opened, tools.parallel(chat), tools.forced(chat)
     )
-    reader = AnswerReader(fmt, tools.functions(chat), thinking, opened, tools.parallel(chat))
     return ChatPrompt(text, tokenizer.chat_tokens(text), reader, shape)
 
 
@@ -82,14 +78,6 @@ def thinking_budget(tokenizer: Tokenizer, prompt: ChatPrompt, tokens: int | None
     opening, closing = reader.format.thinking_tags
     ending = tuple(tokenizer.tokenize(closing + "\n\n", add_special=False, parse_special=True))
     return ThinkingBudget(tokens, opening, closing, ending, reader.opened)
-
-
-def check_reasoning_format(value: str | None) -> None:
-    """Refuse a reasoning_format this server does not know."""
-    if value is not None and value not in _REASONING_FORMATS:
-        raise InvalidRequestError(
-            f"reasoning_format must be one of {', '.join(_REASONING_FORMATS)}.", param="reasoning_format"
-        )
 
 
 def _native(messages: list[dict[str, Any]], shape: TemplateProfile) -> list[dict[str, Any]]:

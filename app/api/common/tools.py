@@ -53,12 +53,9 @@ def grammar(body: dict[str, Any], profile: TemplateProfile) -> CallGrammar | Non
         raise InvalidRequestError(f"tools: {exc.message}", param="tools") from None
 
 
-def openai_calls(parsed: Parsed, reader: AnswerReader, ids: list[str] | None = None) -> list[dict[str, Any]]:
-    """Parsed calls as OpenAI's tool_calls (ids from the stream that sent them, else new ones)."""
-    ids = ids or []
-    return [
-        openai_call(call, ids[n] if n < len(ids) else reader.new_id()) for n, call in enumerate(parsed.calls)
-    ]
+def openai_calls(parsed: Parsed, reader: AnswerReader) -> list[dict[str, Any]]:
+    """Parsed calls as OpenAI's tool_calls, each with a new id in the format's style."""
+    return [openai_call(call, reader.new_id()) for call in parsed.calls]
 
 
 def openai_call(call: ToolCall, call_id: str) -> dict[str, Any]:
@@ -71,12 +68,3 @@ def finish_reason(parsed: Parsed, engine_reason: str) -> str:
     if parsed.calls and engine_reason != "length":
         return "tool_calls"
     return engine_reason
-
-
-def forced_fallback(parsed: Parsed, reader: AnswerReader, is_forced: bool) -> Parsed:
-    """A forced answer cut off before its call had a name is still a call (of the first function),
-    as OpenAI answers: never plain content."""
-    if is_forced and not parsed.calls and reader.functions:
-        parsed.calls = [ToolCall(reader.functions[0].name, "", complete=False)]
-        parsed.content = ""
-    return parsed

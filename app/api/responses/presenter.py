@@ -25,16 +25,16 @@ def _status(result: ChoiceResult) -> str:
 class ResponsesPresenter:
     """One Response: the same ids in the stream and in the final object."""
 
-    def __init__(self, shape: ResponseShape, prompt_tokens: int, reader: AnswerReader, forced: bool):
+    def __init__(self, shape: ResponseShape, prompt_tokens: int, reader: AnswerReader):
         self.shape, self.prompt_tokens = shape, prompt_tokens
-        self.reader, self.forced = reader, forced
+        self.reader = reader
         self.sequence = 0
         self.output: list[dict[str, Any]] = []
 
     def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
         """The whole Response: a reasoning item, a message, function calls, as the model wrote them."""
         (result,) = results
-        parsed = tools.forced_fallback(self.reader.read(result.text, partial=False), self.reader, self.forced)
+        parsed = self.reader.read(result.text, partial=False)
         status = _status(result)
         items = []
         if parsed.reasoning:
@@ -54,7 +54,7 @@ class ResponsesPresenter:
         yield self._event("response.created", response=self.shape.render("in_progress"))
         yield self._event("response.in_progress", response=self.shape.render("in_progress"))
         result = ChoiceResult(0)
-        blocks = BlockStream(self.reader, self.forced)
+        blocks = BlockStream(self.reader)
         ids: dict[int, str] = {}
         for chunk in chunks:
             if chunk is None:

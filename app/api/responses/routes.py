@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from app.api.common import conversation, structured_output, tools
+from app.api.common import conversation, structured_output
 from app.api.common.body import generating_engine, parse_body
 from app.api.common.generate import generate
 from app.api.common.planning import plan_choices
@@ -37,7 +37,7 @@ def create_response() -> Response:
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
     shape = ResponseShape(body, current_config().model_id)
-    presenter = ResponsesPresenter(shape, len(prompt.tokens), prompt.reader, tools.forced(chat))
+    presenter = ResponsesPresenter(shape, len(prompt.tokens), prompt.reader)
     return generate(engine, body, requests, presenter, len(prompt.tokens))
 
 

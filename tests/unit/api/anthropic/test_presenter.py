@@ -16,7 +16,7 @@ CALL = '{"name": "weather", "arguments": {"city": "Oslo"}}'
 
 
 def presenter(tools: list[dict[str, Any]] | None = None) -> MessagesPresenter:
-    return MessagesPresenter("test-model", 10, reader(tools), forced=False)
+    return MessagesPresenter("test-model", 10, reader(tools))
 
 
 def test_the_whole_message_with_cache_reads_counted_apart() -> None:

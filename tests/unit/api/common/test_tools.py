@@ -99,6 +99,7 @@ def test_streamed_calls_open_with_id_and_name_then_carry_their_arguments() -> No
 
 
 def test_a_forced_answer_cut_off_before_a_name_is_still_a_call() -> None:
-    parsed = tools.forced_fallback(GENERIC.read('{"na', partial=False), GENERIC, is_forced=True)
+    forced = AnswerReader(by_name("Generic"), GENERIC.functions, forced=True)
+    parsed = forced.read('{"na', partial=False)
     assert [c.name for c in parsed.calls] == ["weather"] and parsed.content == ""
     assert tools.finish_reason(parsed, "length") == "length"

@@ -18,7 +18,7 @@ TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": {"ty
 
 
 def presenter(tools: list[dict[str, Any]] | None = None, forced: bool = False) -> ResponsesPresenter:
-    return ResponsesPresenter(ResponseShape({"input": "hi"}, "test-model"), 7, reader(tools), forced)
+    return ResponsesPresenter(ResponseShape({"input": "hi"}, "test-model"), 7, reader(tools, forced=forced))
 
 
 def result(

@@ -67,7 +67,7 @@ class ChatFormat(ABC):
     def call_rule(self, functions: list[Function], args_rules: list[str], parallel: bool) -> str:
         """The GBNF expression for the answer's calls, given each function's arguments rule."""
 
-    def trigger_patterns(self) -> list[str]:
+    def trigger_patterns(self, functions: tuple[Function, ...] = ()) -> list[str]:
         """Regular expressions the lazy grammar waits for; the first group is where it starts."""
         patterns = [r"[\s\S]*?(" + re.escape(t) + r")[\s\S]*" for t in self.triggers]
         if self.starts_bare:

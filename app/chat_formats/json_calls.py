@@ -83,8 +83,8 @@ class JsonCallFormat(ChatFormat):
         parsed.content = self.clean(parsed.content)
         return parsed
 
-    def trigger_patterns(self) -> list[str]:
-        patterns = super().trigger_patterns()
+    def trigger_patterns(self, functions: tuple[Function, ...] = ()) -> list[str]:
+        patterns = super().trigger_patterns(functions)
         if self.bare_prefix:  # a tagged bare call: the grammar takes over at its `{`
             patterns.append(r"^\s*" + re.escape(self.bare_prefix) + r"\s*(\{)[\s\S]*")
         return patterns

@@ -18,7 +18,9 @@ class FunctionaryV32(ChatFormat):
 
     def parse(self, text: str, partial: bool, functions: tuple[Function, ...] = ()) -> Parsed:
         parsed = Parsed()
-        for segment_start, segment in _segments(text.removeprefix(">>>")):
+        segments = text.removeprefix(">>>").split(">>>")
+        for position, segment in enumerate(segments):
+            last = position == len(segments) - 1
             newline = segment.find("\n")
             if newline < 0:
                 if not partial:
@@ -26,7 +28,6 @@ class FunctionaryV32(ChatFormat):
                 break  # the recipient is still being written
             recipient, body = segment[:newline].strip(), segment[newline + 1 :]
             if recipient == "all":
-                last = segment_start + len(segment) == len(text.removeprefix(">>>"))
                 cut = held_back(body, self.triggers) if partial and last else 0
                 parsed.content += body[: len(body) - cut]
                 continue
@@ -38,17 +39,21 @@ class FunctionaryV32(ChatFormat):
                 call.arguments = body[start:]
                 parsed.calls.append(call)
                 break
-            except ValueError:  # python's raw code, or text that is not a call
-                call.arguments, call.complete = json.dumps({"code": body}), not partial
+            except ValueError:  # python's raw code: its arguments once it has ended
+                growing = partial and last
+                call.arguments, call.complete = ("", False) if growing else (json.dumps({"code": body}), True)
                 parsed.calls.append(call)
                 continue
             call.arguments, call.complete = body[start:end], True
             parsed.calls.append(call)
         return parsed
 
-    def trigger_patterns(self) -> list[str]:
-        # A call opens the answer (any recipient but `all`) or follows `>>>`.
-        return [r"^(?!all\n)([A-Za-z_][\s\S]*)", r"[\s\S]*?(>>>)(?!all\n)[\s\S]*"]
+    def trigger_patterns(self, functions: tuple[Function, ...] = ()) -> list[str]:
+        # A call opens the answer or follows `>>>`: a declared function's name and its
+        # newline, so that `all` (text) and a name still being written wake nothing. The
+        # schemas hold names to [A-Za-z0-9_-], so the pattern always compiles in std::regex.
+        names = "|".join(re.escape(f.name) for f in functions) or "[^\\s>]+"
+        return [rf"^((?:{names})\n)[\s\S]*", rf"[\s\S]*?(>>>(?:{names})\n)[\s\S]*"]
 
     def call_rule(self, functions: list[Function], args_rules: list[str], parallel: bool) -> str:
         one = (
@@ -61,14 +66,6 @@ class FunctionaryV32(ChatFormat):
         )
         more = f' (">>>" {one})*' if parallel else ""
         return f'">>>"? {one}{more}'
-
-
-def _segments(text: str) -> list[tuple[int, str]]:
-    positions, start = [], 0
-    for part in text.split(">>>"):
-        positions.append((start, part))
-        start += len(part) + 3
-    return positions
 
 
 _HEADER = re.compile(
@@ -127,7 +124,7 @@ class GptOss(ChatFormat):
         )
         return f"({one})"
 
-    def trigger_patterns(self) -> list[str]:
+    def trigger_patterns(self, functions: tuple[Function, ...] = ()) -> list[str]:
         return [r"[\s\S]*?(<\|channel\|>commentary to=functions\.)[\s\S]*"]
 
 

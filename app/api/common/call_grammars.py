@@ -23,4 +23,4 @@ def calls_grammar(fmt: ChatFormat, functions: list[Function], parallel: bool, la
         {name: f.parameters or {"type": "object"} for name, f in zip(names, functions, strict=True)}
     )
     root = f"root ::= {fmt.call_rule(functions, names, parallel)}\n"
-    return CallGrammar(root + rules, tuple(fmt.trigger_patterns()) if lazy else ())
+    return CallGrammar(root + rules, tuple(fmt.trigger_patterns(tuple(functions))) if lazy else ())

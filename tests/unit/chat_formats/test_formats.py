@@ -247,3 +247,20 @@ def test_llama_3_calls_tagged_with_python_tag_parse_and_the_tag_never_shows() ->
     deltas = [d for end in range(1, len(answer) + 1) for d in stream.update(answer[:end], final=False)]
     assert not [d for d in deltas if d.kind == "content"]
     assert any("python_tag" in pattern for pattern in by_name("Llama 3.x").trigger_patterns())
+
+
+def test_functionary_wakes_its_grammar_only_on_a_declared_name_and_its_newline() -> None:
+    import re
+
+    patterns = by_name("Functionary v3.2").trigger_patterns((WEATHER, ADD))
+    woken = [text for text in ("a", "all\nHi", "get_weath", "get_weather\n{", "all\nok>>>add\n")
+             if any(re.fullmatch(p, text) for p in patterns)]  # fmt: skip
+    assert woken == ["get_weather\n{", "all\nok>>>add\n"]
+
+
+def test_functionary_code_for_python_is_one_argument_once_it_has_ended() -> None:
+    reader = AnswerReader(by_name("Functionary v3.2"), (Function("python", {}),))
+    growing = reader.read("python\nprint(1", partial=True)
+    assert [(c.name, c.arguments) for c in growing.calls] == [("python", "")]
+    (call,) = reader.read("python\nprint(1)", partial=False).calls
+    assert json.loads(call.arguments) == {"code": "print(1)"}

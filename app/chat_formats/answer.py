@@ -24,6 +24,7 @@ class AnswerReader:
     opened: bool = False  # the prompt ended inside the thinking tags
     parallel: bool = True
     forced: bool = False  # the answer must be a call: one cut off before its name still is
+    inline_reasoning: bool = False  # llama-server's deepseek-legacy: the thinking stays in content too
 
     @property
     def plain(self) -> bool:
@@ -46,6 +47,8 @@ class AnswerReader:
         else:
             parsed = Parsed(content=rest)
         parsed.reasoning = thought + parsed.reasoning
+        if self.inline_reasoning:
+            parsed.content = text[: len(text) - len(rest)] + parsed.content
         if not partial and self.forced and not parsed.calls and self.functions:
             # Cut off (max_tokens) before the call had a name: a call of the first function,
             # as OpenAI answers a forced call, never plain text.

@@ -130,6 +130,12 @@ class Config:
         "max_tokens when a request sends none (0: the rest of the context)",
     )
     max_n: int = setting("LLM_MAX_N", values.positive_int, "8", "Most choices (n) one request may ask for")
+    reasoning_budget: int = setting(
+        "LLM_REASONING_BUDGET",
+        values.int_at_least(-1),
+        "-1",
+        "Tokens a thinking model may think before it answers, unless the request says (-1: no limit)",
+    )
     max_generation_seconds: float = setting(
         "LLM_MAX_GENERATION_SECONDS",
         values.non_negative_float,

@@ -198,7 +198,7 @@ def thinking_server() -> Iterator[Server]:
     """The default model with DeepSeek R1's template, whose prompt ends inside <think>."""
     template = (TEMPLATES / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja").read_text()
     models = [{"id": "r1", "path": default_model_path(), "n_ctx": 2048, "chat_template": template}]
-    with serving_models(models) as server:
+    with serving_models(models, LLM_REASONING_BUDGET="8") as server:
         yield server
 
 
@@ -209,7 +209,7 @@ def test_a_thinking_budget_ends_the_thinking_and_the_answer_follows(thinking_ser
             "messages": ASK,
             "max_tokens": 40,
             "temperature": 0,
-            "extra_body": {"ignore_eos": True},
+            "extra_body": {"ignore_eos": True, "reasoning_budget": -1},
         }
         unbounded = sdk.chat.completions.create(**ask).choices[0].message
         # The model never closes its thinking by itself: all of its answer is reasoning.
@@ -219,6 +219,9 @@ def test_a_thinking_budget_ends_the_thinking_and_the_answer_follows(thinking_ser
             .choices[0]
             .message
         )
+        by_default = sdk.chat.completions.create(**{**ask, "extra_body": {"ignore_eos": True}}).choices[0]
+    # LLM_REASONING_BUDGET=8 bounds a request that names no budget, as the explicit 8 does.
+    assert by_default.message.content == bounded.content
     assert bounded.content and getattr(bounded, "reasoning_content", None)
     assert len(bounded.reasoning_content) < len(unbounded.reasoning_content)
     assert "</think>" not in bounded.content + bounded.reasoning_content

@@ -155,7 +155,8 @@ class ChatCompletionRequestSchema(GenerationSchema):
     reasoning_format = fields.String(
         allow_none=True, validate=validate.OneOf(("auto", "deepseek", "deepseek-legacy", "none"))
     )
-    reasoning_budget = count(0)  # llama-server's --reasoning-budget, per request: tokens of thinking
+    # llama-server's --reasoning-budget, per request: tokens of thinking (-1: no limit)
+    reasoning_budget = count(-1)
     reasoning_effort = fields.String(
         allow_none=True, validate=validate.OneOf(("none", "minimal", "low", "medium", "high"))
     )

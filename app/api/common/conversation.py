@@ -65,15 +65,24 @@ def prompt(tokenizer: Tokenizer, messages: list[dict[str, Any]], chat: dict[str,
     tags = fmt.thinking_tags
     opened = tags is not None and text.rstrip().endswith(tags[0])  # the template opened the thinking
     reader = AnswerReader(
-        fmt, tools.functions(chat), thinking, opened, tools.parallel(chat), tools.forced(chat)
+        fmt,
+        tools.functions(chat),
+        thinking,
+        opened,
+        tools.parallel(chat),
+        tools.forced(chat),
+        inline_reasoning=chat.get("reasoning_format") == "deepseek-legacy",
     )
     return ChatPrompt(text, tokenizer.chat_tokens(text), reader, shape)
 
 
 def thinking_budget(tokenizer: Tokenizer, prompt: ChatPrompt, tokens: int | None) -> ThinkingBudget | None:
-    """The engine's budget for `tokens` of thinking (None: unlimited, or a model that does not think)."""
+    """The engine's budget for `tokens` of thinking, or LLM_REASONING_BUDGET's when the request sets
+    none (None: unlimited, or a model that does not think)."""
     reader = prompt.reader
-    if tokens is None or not reader.thinking or not reader.format.thinking_tags:
+    if tokens is None:
+        tokens = current_config().reasoning_budget
+    if tokens < 0 or not reader.thinking or not reader.format.thinking_tags:
         return None
     opening, closing = reader.format.thinking_tags
     ending = tuple(tokenizer.tokenize(closing + "\n\n", add_special=False, parse_special=True))

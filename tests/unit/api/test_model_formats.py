@@ -243,3 +243,13 @@ def test_under_auto_a_json_answer_keeps_its_own_grammar(client: FlaskClient, eng
     assert request.grammar and "<tool_call>" not in request.grammar and not request.grammar_triggers
     forced = client.post("/v1/chat/completions", json={**body, "tool_choice": "required"})
     assert forced.status_code == 200 and "<tool_call>" in (engine.requests[-1].grammar or "")
+
+
+def test_deepseek_legacy_keeps_the_thinking_in_the_content_and_splits_it_too(client: FlaskClient) -> None:
+    body = {"messages": ASK, "reasoning_format": "deepseek-legacy"}
+    message = client.post("/v1/chat/completions", json=body).get_json()["choices"][0]["message"]
+    assert message["reasoning_content"] == "The user wants weather."
+    assert message["content"].startswith("<think>\nThe user wants weather.\n</think>")
+    events = sse.payloads(client.post("/v1/chat/completions", json={**body, "stream": True}).get_data())
+    streamed = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e != "[DONE]")
+    assert streamed == message["content"]

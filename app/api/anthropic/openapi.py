@@ -22,7 +22,9 @@ def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-_BLOCK = {"anyOf": [_ref("AnthropicTextBlock"), _ref("AnthropicToolUseBlock")]}
+_BLOCK = {
+    "anyOf": [_ref("AnthropicTextBlock"), _ref("AnthropicToolUseBlock"), _ref("AnthropicThinkingBlock")]
+}
 USAGE = _object(
     {
         "input_tokens": _INT,
@@ -57,6 +59,7 @@ EVENTS: dict[str, dict[str, Any]] = {
                 "anyOf": [
                     _object({"type": {"const": "text_delta"}, "text": _STR}),
                     _object({"type": {"const": "input_json_delta"}, "partial_json": _STR}),
+                    _object({"type": {"const": "thinking_delta"}, "thinking": _STR}),
                 ]
             },
         }
@@ -80,6 +83,7 @@ COMPONENTS = {
     "AnthropicToolUseBlock": _object(
         {"type": {"const": "tool_use"}, "id": _STR, "name": _STR, "input": {"type": "object"}}
     ),
+    "AnthropicThinkingBlock": _object({"type": {"const": "thinking"}, "thinking": _STR, "signature": _STR}),
     "AnthropicError": ERROR,
     "AnthropicTokenCount": _object({"input_tokens": _INT}),
 }
@@ -87,9 +91,9 @@ COMPONENTS = {
 STREAM_DESCRIPTION = (
     "With `stream: false` (the default), one JSON object. With `stream: true`, Anthropic's event "
     "stream: `message_start`, per content block `content_block_start`, `content_block_delta` "
-    "(`text_delta` or `input_json_delta`), `content_block_stop`, then `message_delta` (stop "
-    "reason, usage) and `message_stop`. Keep-alives are `ping` events; an error after the 200 is "
-    "an `error` event."
+    "(`thinking_delta`, `text_delta` or `input_json_delta`), `content_block_stop`, then "
+    "`message_delta` (stop reason, usage) and `message_stop`. Keep-alives are `ping` events; an "
+    "error after the 200 is an `error` event."
 )
 # Anthropic's statuses: overload is 529, not 503, and every error body has Anthropic's shape.
 _ERRORS = error_responses(400, 401, 404, 406, 413, 429, 500, 529, schema="AnthropicError")

@@ -92,6 +92,7 @@ class AssistantMessageSchema(Schema):
     content = fields.String(required=True, allow_none=True)
     refusal = fields.String(required=True, allow_none=True)
     tool_calls = fields.List(fields.Nested(ToolCallSchema))
+    reasoning_content = fields.String(metadata={"description": "A thinking model's reasoning, split off"})
 
 
 class ChatChoiceSchema(Schema):
@@ -113,6 +114,7 @@ class DeltaSchema(Schema):
     role = fields.String(validate=validate.Equal("assistant"))
     content = fields.String()
     tool_calls = fields.List(fields.Nested(ToolCallDeltaSchema))
+    reasoning_content = fields.String()
 
 
 class ChatChunkChoiceSchema(Schema):

@@ -42,6 +42,13 @@ FUNCTION_CALL_ITEM = _object(
     {"type": {"const": "function_call"}, "id": _STR, "call_id": _STR, "name": _STR, "arguments": _STR,
      "status": STATUS}
 )  # fmt: skip
+REASONING_ITEM = _object(
+    {"type": {"const": "reasoning"}, "id": _STR, "status": STATUS, "summary": {"type": "array"},
+     "content": {"type": "array", "items": _object({"type": {"const": "reasoning_text"}, "text": _STR})}}
+)  # fmt: skip
+_ITEM = {
+    "anyOf": [_ref("ResponseMessageItem"), _ref("ResponseFunctionCallItem"), _ref("ResponseReasoningItem")]
+}
 USAGE = _object(
     {
         "input_tokens": _INT,
@@ -63,7 +70,7 @@ RESPONSE = _object(
         "model": _STR,
         "output": {
             "type": "array",
-            "items": {"anyOf": [_ref("ResponseMessageItem"), _ref("ResponseFunctionCallItem")]},
+            "items": _ITEM,
         },
         "instructions": _nullable(_STR),
         "max_output_tokens": _nullable(_INT),
@@ -102,7 +109,7 @@ EVENTS: dict[str, dict[str, Any]] = {
                 "type": {"const": name},
                 **_SEQ,
                 "output_index": _INT,
-                "item": {"anyOf": [_ref("ResponseMessageItem"), _ref("ResponseFunctionCallItem")]},
+                "item": _ITEM,
             }
         )
         for name in ("response.output_item.added", "response.output_item.done")
@@ -129,6 +136,12 @@ EVENTS: dict[str, dict[str, Any]] = {
             "logprobs": {"type": "array"},
         }
     ),
+    "response.reasoning_text.delta": _object(
+        {"type": {"const": "response.reasoning_text.delta"}, **_SEQ, **_PART, "delta": _STR}
+    ),
+    "response.reasoning_text.done": _object(
+        {"type": {"const": "response.reasoning_text.done"}, **_SEQ, **_PART, "text": _STR}
+    ),
     "response.function_call_arguments.delta": _object(
         {"type": {"const": "response.function_call_arguments.delta"}, **_SEQ, **_WHERE, "delta": _STR}
     ),
@@ -148,6 +161,7 @@ COMPONENTS = {
     "ResponseOutputText": OUTPUT_TEXT,
     "ResponseMessageItem": MESSAGE_ITEM,
     "ResponseFunctionCallItem": FUNCTION_CALL_ITEM,
+    "ResponseReasoningItem": REASONING_ITEM,
     "ResponseInputTokens": _object({"object": {"const": "response.input_tokens"}, "input_tokens": _INT}),
 }
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
 from app.api.anthropic import conversion as anthropic_conversion
+from app.api.anthropic import openapi as anthropic_openapi
 from app.api.anthropic.schemas import messages_request_schema
 from app.api.responses import conversion as responses_conversion
+from app.api.responses import openapi as responses_openapi
 from app.api.responses.schemas import response_request_schema
 from app.engine.types import Chunk
 from tests.support import sse
@@ -253,3 +256,30 @@ def test_deepseek_legacy_keeps_the_thinking_in_the_content_and_splits_it_too(cli
     events = sse.payloads(client.post("/v1/chat/completions", json={**body, "stream": True}).get_data())
     streamed = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e != "[DONE]")
     assert streamed == message["content"]
+
+
+def _conforms(document: dict, schema: dict, value: object) -> None:
+    """`value` validates against `schema`, its $refs read from the served document."""
+    jsonschema.Draft202012Validator({**schema, "components": document["components"]}).validate(value)
+
+
+def _component(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def test_reasoning_and_calls_are_in_the_documented_shapes(client: FlaskClient) -> None:
+    document = client.get("/openapi.json").get_json()
+    chat = client.post("/v1/chat/completions", json={"messages": ASK, "tools": [WEATHER]}).get_json()
+    _conforms(document, _component("ChatCompletion"), chat)
+    stream = client.post("/v1/chat/completions", json={"messages": ASK, "tools": [WEATHER], "stream": True})
+    for chunk in sse.payloads(stream.get_data())[:-1]:
+        _conforms(document, _component("ChatCompletionChunk"), chunk)
+    tool = {"name": "get_weather", "input_schema": WEATHER["function"]["parameters"]}
+    request = {"model": MODEL_ID, "max_tokens": 50, "messages": ASK, "tools": [tool]}
+    _conforms(document, _component("AnthropicMessage"), client.post("/v1/messages", json=request).get_json())
+    for name, event in sse.named(client.post("/v1/messages", json={**request, "stream": True}).get_data()):
+        _conforms(document, anthropic_openapi.EVENTS[name], event)
+    responses = {"input": "Weather?", "tools": [{"type": "function", **WEATHER["function"]}]}
+    _conforms(document, _component("Response"), client.post("/v1/responses", json=responses).get_json())
+    for name, event in sse.named(client.post("/v1/responses", json={**responses, "stream": True}).get_data()):
+        _conforms(document, responses_openapi.EVENTS[name], event)

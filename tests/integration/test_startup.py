@@ -64,6 +64,7 @@ BAD_SETTINGS = [
         ("LLM_LOG_FORMAT", "yaml"),
         ("LLM_API_KEYS", ","),
         ("LLM_MAX_N", "0"),
+        ("LLM_REASONING_BUDGET", "-2"),
         ("LLM_WORKER_TIMEOUT", "0"),
         ("LLM_GRACEFUL_TIMEOUT", "-5"),
     ]

@@ -61,16 +61,17 @@ class DeepSeekR1(TaggedCallFormat):
     block = ("<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>")
     triggers = ("<｜tool▁calls▁begin｜>",)
     extra_markers = ("<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>")
+    # What comes before a call's name, between its name and its arguments, and after them.
     _call = ("<｜tool▁call▁begin｜>function<｜tool▁sep｜>", "\n```json\n", "\n```<｜tool▁call▁end｜>")
 
     def _call_at(self, text: str, position: int, functions: tuple[Function, ...]) -> tuple[ToolCall, int]:
-        opening, fence, closing = self._call
+        opening, separator, closing = self._call
         position = _expect(text, position, opening)
-        newline = text.find("\n", position)
-        if newline < 0:
-            raise Incomplete
-        call = ToolCall(text[position:newline].strip(), complete=False)
-        start = _expect(text, newline, fence, call)
+        name_end = text.find(separator, position)
+        if name_end < 0:
+            raise Incomplete  # the name, or what follows it, is still being written
+        call = ToolCall(text[position:name_end].strip(), complete=False)
+        start = skip_space(text, name_end + len(separator))
         try:
             end = value_end(text, start)
         except Incomplete:
@@ -78,12 +79,13 @@ class DeepSeekR1(TaggedCallFormat):
             raise Incomplete(call) from None
         json.loads(text[start:end])
         call.arguments, call.complete = text[start:end], True
-        return call, _expect(text, end, closing)
+        # A closing that starts with its own newline is read as written; others after any space.
+        return call, _expect(text, end if closing[0].isspace() else skip_space(text, end), closing)
 
     def call_rule(self, functions: list[Function], args_rules: list[str], parallel: bool) -> str:
-        opening, fence, closing = self._call
+        opening, separator, closing = self._call
         one = " | ".join(
-            f"{json_literal(opening + f.name + fence)} {args} {json_literal(closing)}"
+            f"{json_literal(opening + f.name + separator)} {args} {json_literal(closing)}"
             for f, args in zip(functions, args_rules, strict=True)
         )
         repeat = "+" if parallel else ""
@@ -94,31 +96,7 @@ class DeepSeekV31(DeepSeekR1):
     """V3.1's calls, unfenced: `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>`."""
 
     name = "DeepSeek V3.1"
-
-    def _call_at(self, text: str, position: int, functions: tuple[Function, ...]) -> tuple[ToolCall, int]:
-        position = _expect(text, position, "<｜tool▁call▁begin｜>")
-        separator = text.find("<｜tool▁sep｜>", position)
-        if separator < 0:
-            raise Incomplete
-        call = ToolCall(text[position:separator].strip(), complete=False)
-        start = skip_space(text, separator + len("<｜tool▁sep｜>"))
-        try:
-            end = value_end(text, start)
-        except Incomplete:
-            call.arguments = text[start:]
-            raise Incomplete(call) from None
-        json.loads(text[start:end])
-        call.arguments, call.complete = text[start:end], True
-        return call, _expect(text, skip_space(text, end), "<｜tool▁call▁end｜>")
-
-    def call_rule(self, functions: list[Function], args_rules: list[str], parallel: bool) -> str:
-        one = " | ".join(
-            f"{json_literal('<｜tool▁call▁begin｜>' + f.name + '<｜tool▁sep｜>')} {args} "
-            f"{json_literal('<｜tool▁call▁end｜>')}"
-            for f, args in zip(functions, args_rules, strict=True)
-        )
-        repeat = "+" if parallel else ""
-        return f"{json_literal(self.block[0])} ({one}){repeat} {json_literal(self.block[1])}"
+    _call = ("<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>")
 
 
 _PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n?")

@@ -23,6 +23,8 @@ class ContextShape:
     kv_size: int  # KV cells the sequences share (parallel * n_ctx gives each its whole context)
     n_batch: int  # most tokens one llama_decode may take
     n_threads: int
+    type_k: str = "f16"  # the ggml type KV cells store keys in (LLM_CACHE_TYPE_K)
+    type_v: str = "f16"
 
     @property
     def unified(self) -> bool:

@@ -114,7 +114,8 @@ class Engine(LoadingEngine[LoadedModel]):
 
     def _load(self) -> LoadedModel:
         cfg = self.config
-        shape = ContextShape(cfg.parallel, cfg.n_ctx, cfg.kv_size, cfg.n_batch, cfg.n_threads)
+        kv_types = (cfg.cache_type_k, cfg.cache_type_v)
+        shape = ContextShape(cfg.parallel, cfg.n_ctx, cfg.kv_size, cfg.n_batch, cfg.n_threads, *kv_types)
         model = LoadedModel(cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split, cfg.chat_template)
         settings = BatcherSettings(cfg.prefill_chunk, cfg.prompt_cache, cfg.max_generation_seconds)
         self._batcher = Batcher(model, settings, self._post)
@@ -124,4 +125,9 @@ class Engine(LoadingEngine[LoadedModel]):
         assert self._batcher is not None, "_load made it, with the model"
         self.pool.spawn(self._batcher.run)  # loops for the worker's life
         self._dispatch()
-        return f"{self.parallel} sequences, {model.kv_cells} KV cells, {self.config.n_threads} threads"
+        kv = model.kv_memory
+        self.observer.kv_sized(kv)
+        return (
+            f"{self.parallel} sequences, {kv.cells} KV cells of {kv.type_k}/{kv.type_v} "
+            f"({kv.total_bytes / 2**20:.1f} MiB), {self.config.n_threads} threads"
+        )

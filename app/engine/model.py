@@ -13,6 +13,7 @@ from llama_cpp._logger import set_verbose
 
 from app.engine.batch import TokenBatch
 from app.engine.context import ContextShape
+from app.engine.kv_memory import KvMemory, bytes_per_cell, ggml_type
 from app.engine.sampler import SequenceSampler, logprob_at
 from app.engine.tokenizer import Tokenizer
 from app.engine.types import GenerationRequest, TokenLogprob
@@ -54,6 +55,9 @@ class LoadedModel:
         params.kv_unified = shape.unified
         params.n_threads = shape.n_threads
         params.n_threads_batch = shape.n_threads
+        # Quantized values need flash attention; its default (auto) turns it on wherever the
+        # backend has it, so an unsupported pair fails here, as llama-server's does.
+        params.type_k, params.type_v = ggml_type(shape.type_k), ggml_type(shape.type_v)
         params.no_perf = True
         self.context = internals.LlamaContext(model=self.model, params=params, verbose=False)
         self.ctx = self.context.ctx
@@ -67,8 +71,16 @@ class LoadedModel:
         self.n_vocab = self.model.n_vocab()
         self.n_batch = llama_cpp.llama_n_batch(self.ctx)
         self.kv_cells = llama_cpp.llama_n_ctx(self.ctx)  # padded by llama.cpp
+        self.kv_memory = KvMemory(self.kv_cells, shape.type_k, shape.type_v, self._cell_bytes(shape))
         self.tokenizer = Tokenizer(self.model, chat_template)
-        self.fingerprint = fingerprint(path, shape.n_batch, shape.unified)
+        self.fingerprint = fingerprint(path, shape.n_batch, shape.unified, shape.type_k, shape.type_v)
+
+    def _cell_bytes(self, shape: ContextShape) -> int:
+        m = self.model.model
+        n_layer, n_head = llama_cpp.llama_model_n_layer(m), llama_cpp.llama_model_n_head(m)
+        n_head_kv, n_embd = llama_cpp.llama_model_n_head_kv(m), llama_cpp.llama_model_n_embd(m)
+        heads = (n_layer, n_head, n_head_kv, n_embd)
+        return bytes_per_cell(self.model.metadata(), *heads, shape.type_k, shape.type_v)
 
     def set_threads(self, n_threads: int) -> None:
         """Change the threads llama.cpp uses from the next decode on."""
@@ -101,13 +113,13 @@ class LoadedModel:
         self.model.close()
 
 
-def fingerprint(path: str, n_batch: int, unified: bool) -> str:
+def fingerprint(path: str, *settings: object) -> str:
     """OpenAI's `system_fingerprint`: what decides the output besides the request.
 
     The llama.cpp build (version and the CPU features it uses), the model file (its
     size and the hash of its first and last 16 MiB: the metadata, and enough of the
     weights to tell two quantisations apart, without reading gigabytes at every start),
-    and the settings that change the arithmetic (batch size, KV layout).
+    and the settings that change the arithmetic (batch size, KV layout and types).
     """
     digest = hashlib.sha256()
     digest.update(llama_cpp.__version__.encode())
@@ -117,5 +129,5 @@ def fingerprint(path: str, n_batch: int, unified: bool) -> str:
         digest.update(weights.read(16 << 20))
         weights.seek(max(0, size - (16 << 20)))
         digest.update(weights.read())
-    digest.update(f"{size}:{n_batch}:{unified}".encode())
+    digest.update(":".join(str(part) for part in (size, *settings)).encode())
     return "fp_" + digest.hexdigest()[:12]

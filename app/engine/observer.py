@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from app.engine.kv_memory import KvMemory
+
 
 class EngineObserver:
     """Hears the engine's figures, always on the hub; this base hears nothing."""
 
     def loaded(self, seconds: float) -> None:
         """The model has loaded, taking `seconds`."""
+
+    def kv_sized(self, memory: KvMemory) -> None:
+        """The context's KV cache is made: its cells, their types and bytes."""
 
     def load_changed(self, admitted: int, running: int, load: int) -> None:
         """`admitted` requests held; `running` choices have a sequence; `load` choices hold or want one."""

@@ -12,7 +12,7 @@ from app.settings import derive, values
 from app.settings.keys import ApiKey
 from app.settings.keys import from_file as keys_from_file
 from app.settings.keys import from_variable as keys_from_variable
-from app.settings.models import ModelSpec
+from app.settings.models import KV_TYPES, ModelSpec
 from app.settings.models import parse as parse_models
 from app.settings.setting import ConfigError, Setting, setting
 from app.settings.values import default_model_path
@@ -40,7 +40,8 @@ class Config:
         parse_models,
         "",
         'Several models: a JSON list of {"id", "path", "workers"} (and optional n_ctx, parallel, '
-        "chat_template, chat_format, pooling, embedding); default: LLM_MODEL_PATH on every worker",
+        "chat_template, chat_format, pooling, embedding, cache_type_k, cache_type_v); "
+        "default: LLM_MODEL_PATH on every worker",
         optional=True,
     )
     n_ctx: int = setting(
@@ -83,6 +84,18 @@ class Config:
         "",
         "Comma-separated share of the model per GPU (at most the build's device count)",
         optional=True,
+    )
+    cache_type_k: str = setting(
+        "LLM_CACHE_TYPE_K",
+        values.choice(*KV_TYPES),
+        "f16",
+        f"Type of the KV cache's keys ({', '.join(KV_TYPES)}): q8_0 about halves its memory",
+    )
+    cache_type_v: str = setting(
+        "LLM_CACHE_TYPE_V",
+        values.choice(*KV_TYPES),
+        "f16",
+        "Type of the KV cache's values, as LLM_CACHE_TYPE_K (quantized values need flash attention)",
     )
     prompt_cache: bool = setting(
         "LLM_PROMPT_CACHE",

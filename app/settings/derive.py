@@ -55,6 +55,8 @@ def _worker_model(parsed: Parsed) -> None:
     parsed.update(model_path=spec.path, model_id=spec.id, n_ctx=spec.n_ctx or parsed["n_ctx"])
     parsed.update(parallel=spec.parallel or parsed["parallel"], chat_template=spec.chat_template)
     parsed.update(pooling=spec.pooling, embedding=spec.embedding, chat_format=spec.chat_format)
+    parsed.update(cache_type_k=spec.cache_type_k or parsed["cache_type_k"])
+    parsed.update(cache_type_v=spec.cache_type_v or parsed["cache_type_v"])
 
 
 def _threads(parsed: Parsed) -> None:

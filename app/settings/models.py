@@ -11,7 +11,12 @@ from app.chat_formats.detect import FORMATS, by_name
 from app.settings import values
 
 POOLINGS = ("mean", "cls", "last")
-_KEYS = {"id", "path", "workers", "n_ctx", "parallel", "chat_template", "chat_format", "pooling", "embedding"}
+# llama-server's --cache-type-k/-v choices; each is a ggml type llama.cpp can store a KV cell in.
+KV_TYPES = ("f16", "f32", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+_KEYS = {
+    "id", "path", "workers", "n_ctx", "parallel", "chat_template", "chat_format", "pooling", "embedding",
+    "cache_type_k", "cache_type_v",
+}  # fmt: skip
 _NUMBERS = (("workers", 1, 64, 1), ("n_ctx", 1, 1 << 20, None), ("parallel", 1, 256, None))
 
 
@@ -28,6 +33,8 @@ class ModelSpec:
     pooling: str | None = None  # embeddings: instead of the GGUF's own pooling type
     embedding: bool = False  # an embedding model: /v1/embeddings only
     chat_format: str | None = None  # the tool-call format, instead of the one read from the template
+    cache_type_k: str | None = None  # else LLM_CACHE_TYPE_K
+    cache_type_v: str | None = None  # else LLM_CACHE_TYPE_V
 
     def describe(self, index: int) -> str:
         return f"entry {index} ({self.id!r})" if self.id else f"entry {index}"
@@ -78,11 +85,15 @@ def _entry(entry: Any, index: int) -> ModelSpec:
     chat_format = entry.get("chat_format")
     if chat_format is not None and (not isinstance(chat_format, str) or not _known_format(chat_format)):
         raise ValueError(f"{where}: chat_format must be one of {', '.join(FORMATS)}")
+    for key in ("cache_type_k", "cache_type_v"):
+        if entry.get(key) is not None and entry[key] not in KV_TYPES:
+            raise ValueError(f"{where}: {key} must be one of {', '.join(KV_TYPES)}")
     if not isinstance(entry.get("embedding", False), bool):
         raise ValueError(f"{where}: embedding must be true or false")
     return ModelSpec(
         entry["id"].strip(), path, numbers["workers"] or 1, numbers["n_ctx"], numbers["parallel"],
         entry.get("chat_template"), entry.get("pooling"), entry.get("embedding", False), chat_format,
+        entry.get("cache_type_k"), entry.get("cache_type_v"),
     )  # fmt: skip
 
 

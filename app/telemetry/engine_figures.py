@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from app.engine.kv_memory import KvMemory
 from app.engine.observer import EngineObserver
 from app.telemetry import metrics
 from app.telemetry.worker_board import WorkerBoard
@@ -27,6 +28,11 @@ class EngineFigures(EngineObserver):
         metrics.MODEL_LOAD.set(seconds)
         if self._ready is not None:
             self._ready()
+
+    def kv_sized(self, memory: KvMemory) -> None:
+        metrics.KV_CACHE_BYTES.set(memory.total_bytes)
+        if self._board is not None:
+            self._board.record_kv(self._slot, memory.cells, memory.total_bytes)
 
     def load_changed(self, admitted: int, running: int, load: int) -> None:
         waiting = max(0, load - running)

@@ -88,6 +88,11 @@ BATCH_TOKENS = Histogram(
 CACHED_PROMPT_TOKENS = Counter(
     "llm_prompt_tokens_cached_total", "Prompt tokens served from the KV cache instead of evaluated"
 )
+KV_CACHE_BYTES = Gauge(
+    "llm_kv_cache_bytes",
+    "Memory the workers' KV caches take (LLM_CACHE_TYPE_K/_V and the cells)",
+    multiprocess_mode="livesum",
+)
 MODEL_LOAD = Gauge(
     "llm_model_load_seconds", "Time the worker took to load its model", multiprocess_mode="max"
 )

@@ -21,8 +21,10 @@ import greenlet
 
 WINDOW = 60  # seconds of token counts kept per worker
 _HEAD = struct.Struct("qqqd")  # running choices, waiting choices, live greenlets, when they were counted
+_KV = struct.Struct("qq")  # KV cells of the worker's context, and the bytes they take
 _BUCKET = struct.Struct("qq")  # a second (Unix time), tokens generated during it
-_ROW = _HEAD.size + WINDOW * _BUCKET.size
+_ROW = _HEAD.size + _KV.size + WINDOW * _BUCKET.size
+_BUCKETS = _HEAD.size + _KV.size  # where a row's buckets start
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class WorkerFigures:
     greenlets: int  # live greenlets in the worker (one or two per open connection), as last counted
     greenlets_counted_at: float  # when (Unix time; 0: not yet), so a reader can wait for a fresh count
     tokens_last_minute: int
+    kv_cells: int = 0  # 0: not loaded yet
+    kv_bytes: int = 0
 
     @property
     def tokens_per_second(self) -> float:
@@ -57,10 +61,14 @@ class WorkerBoard:
         counted_at = time.time() if now is None else now
         _HEAD.pack_into(self._memory, slot * _ROW, running, waiting, greenlets, counted_at)
 
+    def record_kv(self, slot: int, cells: int, size: int) -> None:
+        """The worker's KV cache, once its model is loaded: cells and bytes."""
+        _KV.pack_into(self._memory, slot * _ROW + _HEAD.size, cells, size)
+
     def add_tokens(self, slot: int, tokens: int, now: float | None = None) -> None:
         """Count `tokens` generated in the current second."""
         second = int(time.time() if now is None else now)
-        offset = slot * _ROW + _HEAD.size + (second % WINDOW) * _BUCKET.size
+        offset = slot * _ROW + _BUCKETS + (second % WINDOW) * _BUCKET.size
         stamped, count = _BUCKET.unpack_from(self._memory, offset)
         # A bucket last written a minute (or more) ago starts over.
         _BUCKET.pack_into(self._memory, offset, second, tokens + (count if stamped == second else 0))
@@ -69,10 +77,11 @@ class WorkerBoard:
         """The figures of the worker in `slot`, tokens counted over the minute up to `now`."""
         second = int(time.time() if now is None else now)
         running, waiting, greenlets, counted_at = _HEAD.unpack_from(self._memory, slot * _ROW)
-        start = slot * _ROW + _HEAD.size
+        kv_cells, kv_bytes = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
+        start = slot * _ROW + _BUCKETS
         buckets = (_BUCKET.unpack_from(self._memory, start + i * _BUCKET.size) for i in range(WINDOW))
         tokens = sum(count for stamped, count in buckets if second - WINDOW < stamped <= second)
-        return WorkerFigures(running, waiting, greenlets, counted_at, tokens)
+        return WorkerFigures(running, waiting, greenlets, counted_at, tokens, kv_cells, kv_bytes)
 
     def clear(self, slot: int) -> None:
         """Master, when a worker has exited: its replacement in `slot` starts from nothing."""

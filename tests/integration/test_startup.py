@@ -47,6 +47,8 @@ BAD_SETTINGS = [
         ("LLM_N_THREADS", "-2"),
         ("LLM_N_GPU_LAYERS", "-1"),
         ("LLM_TENSOR_SPLIT", "0.5,0.5"),
+        ("LLM_CACHE_TYPE_K", "q3_k"),
+        ("LLM_CACHE_TYPE_V", "int8"),
         ("LLM_PROMPT_CACHE", "sometimes"),
         ("LLM_WORKERS", "0"),
         ("LLM_BIND", "nowhere"),

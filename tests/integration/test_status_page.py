@@ -14,8 +14,9 @@ from tests.support.servers import Server
 
 MODELS = [
     {"id": "chat-a", "path": default_model_path(), "workers": 1},
-    {"id": "chat-b", "path": default_model_path(), "workers": 1, "parallel": 2},
-]
+    {"id": "chat-b", "path": default_model_path(), "workers": 1, "parallel": 2,
+     "cache_type_k": "q8_0", "cache_type_v": "q8_0"},
+]  # fmt: skip
 
 
 def workers(server: Server) -> list[dict[str, Any]]:
@@ -36,6 +37,12 @@ def test_each_worker_its_model_and_its_work(start_server: Callable[..., Server],
         ("chat-b", 2, True),
     ]
     assert all(w["running"] == 0 and w["waiting"] == 0 and not w["generating"] for w in listed)
+    kv = {w["model"]: w["kv_cache"] for w in listed}
+    assert (kv["chat-a"]["type_k"], kv["chat-a"]["type_v"], kv["chat-a"]["cells"]) == ("f16", "f16", 4 * 2048)
+    assert (kv["chat-b"]["type_k"], kv["chat-b"]["type_v"], kv["chat-b"]["cells"]) == ("q8_0", "q8_0", 2 * 2048)
+    # SmolLM2: 30 layers x 3 KV heads x 64 values, keys and values; q8_0 stores 32 values in 34 bytes.
+    assert kv["chat-a"]["bytes_per_sequence"] == 2048 * 30 * 2 * 192 * 2
+    assert kv["chat-b"]["bytes_per_sequence"] == 2048 * 30 * 2 * 192 * 34 // 32
 
     page.goto(server.url + "/")  # the chat page offers every served model
     expect(page.locator("#model option")).to_have_text(["chat-a", "chat-b"])
@@ -60,6 +67,7 @@ def test_each_worker_its_model_and_its_work(start_server: Callable[..., Server],
         expect(b_row).to_have_attribute("data-state", "generating")
         expect(b_row).to_contain_text("1 of 2")
         expect(rows.filter(has_text="chat-a")).to_have_attribute("data-state", "idle")
+        expect(b_row.locator("td").nth(6)).to_have_text(f"{kv['chat-b']['bytes'] / 2**20:.1f} MiB q8_0/q8_0")
     # Hung up: the sequence is freed, and the page shows it at its next refresh.
     expect(b_row).to_have_attribute("data-state", "idle", timeout=15_000)
 

@@ -8,7 +8,7 @@ from apispec import APISpec
 from marshmallow import Schema, fields, validate
 
 from app.api.common.openapi import error_responses, json_answer
-from app.settings.models import ModelSpec
+from app.settings.models import KV_TYPES, ModelSpec
 
 
 class ModelSchema(Schema):
@@ -57,6 +57,18 @@ WORKER_LIST: dict[str, Any] = {
                     },
                     "tokens_last_minute": _COUNT,
                     "tokens_per_second": {"type": "number", "minimum": 0},
+                    "kv_cache": {
+                        "type": ["object", "null"],
+                        "description": "Its KV cache (null until loaded, or for an embedding model)",
+                        "required": ["cells", "type_k", "type_v", "bytes", "bytes_per_sequence"],
+                        "properties": {
+                            "cells": _COUNT,
+                            "type_k": {"enum": list(KV_TYPES), "description": "LLM_CACHE_TYPE_K"},
+                            "type_v": {"enum": list(KV_TYPES), "description": "LLM_CACHE_TYPE_V"},
+                            "bytes": _COUNT,
+                            "bytes_per_sequence": {**_COUNT, "description": "A whole context's cells"},
+                        },
+                    },
                 },
             },
         },

@@ -8,6 +8,7 @@ from flask import Blueprint, Response, current_app, jsonify
 
 from app.api.common.errors import ModelNotFoundError, ServiceUnavailableError
 from app.serving import peers
+from app.settings.config import Config
 from app.settings.current import current_config
 from app.telemetry import worker_board
 
@@ -74,7 +75,8 @@ def ready() -> Response:
 @bp.get("/health/workers")
 def workers() -> Response:
     """Each gunicorn worker: its model, whether it generates, its queue and its tokens per second."""
-    models = current_config().models
+    config = current_config()
+    models = config.models
     listed: list[dict[str, Any]] = []
     if peers.table is not None and worker_board.board is not None:  # none outside gunicorn
         for peer in peers.table.peers():
@@ -95,6 +97,21 @@ def workers() -> Response:
                     "greenlets_counted_at": figures.greenlets_counted_at,
                     "tokens_last_minute": figures.tokens_last_minute,
                     "tokens_per_second": figures.tokens_per_second,
+                    "kv_cache": _kv_cache(config, peer.model, figures),
                 }
             )
     return jsonify({"object": "list", "window_seconds": worker_board.WINDOW, "data": listed})
+
+
+def _kv_cache(config: Config, model: int, figures: worker_board.WorkerFigures) -> dict[str, Any] | None:
+    """The worker's KV cache: its cells, their types (its model's settings) and the memory they take."""
+    if not figures.kv_cells or model >= len(config.models):
+        return None  # not loaded yet, or an embedding model (no KV cache kept)
+    held = config.for_model(model)
+    return {
+        "cells": figures.kv_cells,
+        "type_k": held.cache_type_k,
+        "type_v": held.cache_type_v,
+        "bytes": figures.kv_bytes,
+        "bytes_per_sequence": figures.kv_bytes // held.parallel,
+    }

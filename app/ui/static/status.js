@@ -44,17 +44,24 @@ async function refresh() {
       cell(`${worker.running} of ${worker.sequences}`, "number"),
       cell(String(worker.waiting), "number"),
       cell(worker.tokens_per_second.toFixed(1), "number"),
+      cell(kvCache(worker.kv_cache), "number"),
     );
     return tr;
   }));
   if (!workers.length) {
     const none = cell("No gunicorn workers: this process runs outside gunicorn.", "muted");
-    none.colSpan = 6;
+    none.colSpan = 7;
     const tr = document.createElement("tr");
     tr.append(none);
     rows.replaceChildren(tr);
   }
   updated.textContent = `as of ${new Date().toLocaleTimeString()}`;
+}
+
+// "64.0 MiB q8_0/q8_0": the memory a worker's KV cache takes, and the types of its keys and values.
+function kvCache(kv) {
+  if (!kv) return "–";
+  return `${(kv.bytes / 2 ** 20).toFixed(1)} MiB ${kv.type_k}/${kv.type_v}`;
 }
 
 document.getElementById("api-key").addEventListener("change", refresh);

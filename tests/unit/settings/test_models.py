@@ -42,6 +42,10 @@ def test_a_good_list() -> None:
             entries({"id": "a", "path": FAKE_MODEL, "pooling": "max"}),
             "pooling must be one of mean, cls, last",
         ),
+        (
+            entries({"id": "a", "path": FAKE_MODEL, "cache_type_v": "q3_k"}),
+            "entry 0 ('a'): cache_type_v must be one of f16, f32, bf16, q8_0",
+        ),
         (entries({"id": "a", "path": FAKE_MODEL, "colour": "red"}), "entry 0 ('a'): unknown key 'colour'"),
     ],
 )
@@ -65,6 +69,14 @@ def test_each_worker_gets_its_models_settings() -> None:
     first, second = config.for_model(0), config.for_model(1)
     assert (first.model_id, first.n_ctx, first.parallel, first.kv_size) == ("a", 512, 2, 1024)
     assert (second.model_id, second.n_ctx, second.parallel, second.kv_size) == ("b", 1024, 4, 4096)
+
+
+def test_kv_cache_types_per_entry_or_from_the_variables() -> None:
+    raw = entries({"id": "a", "path": FAKE_MODEL, "cache_type_k": "q4_0"}, {"id": "b", "path": FAKE_MODEL})
+    config = settings(LLM_MODELS=raw, LLM_CACHE_TYPE_V="q8_0")
+    first, second = config.for_model(0), config.for_model(1)
+    assert (first.cache_type_k, first.cache_type_v) == ("q4_0", "q8_0")
+    assert (second.cache_type_k, second.cache_type_v) == ("f16", "q8_0")
 
 
 def test_new_workers_fill_the_model_furthest_below_its_share() -> None:

@@ -12,22 +12,20 @@ from dataclasses import dataclass
 import numpy as np
 from gevent import monkey
 
-from app.engine import scheduling, shared_prompt
+from app.engine import drafts, recovery, scheduling, shared_prompt
 from app.engine.batch import TokenBatch
 from app.engine.context import BatchContext, Sampler
-from app.engine.generation import Generation
+from app.engine.generation import Delivery
 from app.engine.sequence import Choice, Job, Sequence
 from app.engine.thinking import BudgetedSampler
 from app.engine.threads import ThreadGovernor
-from app.engine.types import Chunk
+from app.engine.types import Chunk, DraftLimits
 
 log = logging.getLogger(__name__)
 
 # gevent swaps queue.SimpleQueue for a greenlet one once patched; this thread is not a
 # greenlet, so it blocks on the real one (and releases the GIL while it waits).
 NativeQueue: type[queue.SimpleQueue[Job | None]] = monkey.get_original("queue", "SimpleQueue")
-
-Delivery = list[tuple[Generation, Chunk]]
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,9 @@ class StepReport:
     reused: int  # prompt tokens admitted this step that were already in the KV cache
     seconds: float  # time spent in llama_decode
     threads: int  # llama.cpp threads chosen for the next step
-    sampled: int = 0  # tokens generated (one per sequence sampled)
+    sampled: int = 0  # tokens generated (one per sequence sampled, more with drafts kept)
+    drafted: int = 0  # draft tokens verified (speculative decoding)
+    accepted: int = 0  # of which kept
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class BatcherSettings:
     prefill_chunk: int  # most prompt tokens per step, so running streams wait at most one chunk
     reuse_cache: bool  # start a prompt from a cached prefix (prompt cache)
     max_seconds: float  # wall time of one choice; 0: no limit
+    drafts: DraftLimits | None = None  # n-gram speculative decoding, unless a request says otherwise
 
 
 class Batcher:
@@ -69,6 +70,7 @@ class Batcher:
         self._end_tokens = [t for t in range(model.n_vocab) if model.tokenizer.is_end_of_generation(t)]
         self._tick = 0
         self._reused = 0
+        self._drafts_off = False  # for one step, after drafts did not fit the KV cache
         self.governor = ThreadGovernor(model.shape.n_threads, model.set_threads)
 
     def submit(self, job: Job | None) -> None:
@@ -94,7 +96,7 @@ class Batcher:
                     return False
             report = self.step(delivery)
         except Exception:  # noqa: BLE001 - a failed step must not end the loop or strand a client
-            delivery.extend(self._fail_all(traceback.format_exc()))
+            delivery.extend(recovery.fail_all(self.sequences, self.model, traceback.format_exc()))
             report = StepReport(0, 0, 0, 0.0, self.governor.threads)
         self._deliver(delivery, report)
         return True
@@ -123,10 +125,11 @@ class Batcher:
         sampler: Sampler = self.model.sampler(job.request, self._end_tokens)
         if job.request.thinking_budget is not None:
             sampler = BudgetedSampler(sampler, job.request.thinking_budget, self.model.tokenizer)
+        drafter = drafts.drafter_for(job.request, self.settings.drafts)
         leader = None if scoring else shared_prompt.leader_for(self.sequences, prompt)
         if leader is not None:  # it will share the leader's cells once they are evaluated
             self.model.forget(target.seq_id, 0, -1)
-            choice = target.start(job, 0, sampler, deadline, self._tick)
+            choice = target.start(job, 0, sampler, deadline, self._tick, drafter)
             choice.pending, choice.leader = choice.pending[:0], leader
             return
         if placement.donor is not None:
@@ -135,7 +138,7 @@ class Batcher:
             self.model.share(placement.donor, target.seq_id, 0, placement.reuse)
         else:
             self.model.forget(target.seq_id, placement.reuse, -1)
-        target.start(job, placement.reuse, sampler, deadline, self._tick)
+        target.start(job, placement.reuse, sampler, deadline, self._tick, drafter)
         self._reused += placement.reuse
 
     def _holding(self) -> list[tuple[Sequence, Choice]]:
@@ -156,14 +159,20 @@ class Batcher:
         prefilling = sorted(((s, c) for s, c in holding if c.prefilling), key=lambda pair: pair[0].last_used)
         budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))
         shares = dict(scheduling.share_prompt([(s.seq_id, len(c.pending)) for s, c in prefilling], budget))
+        room = batch.capacity - len(generating) - sum(shares.values())
+        drafted = 0 if self._drafts_off else drafts.propose(holding, generating, room)
+        self._drafts_off = False
         taken: list[tuple[Sequence, Choice, np.ndarray]] = []
         scored: list[tuple[Sequence, Choice, int, int, int]] = []  # prompt_logprobs: row, position, size
         # In id order: with cells per sequence, llama.cpp runs one graph per run of
         # consecutive sequence ids, so a prompt chunk goes between its neighbours.
         for s, choice in holding:
-            if s.seq_id in generating:  # one token each, logits on
+            if s.seq_id in generating:  # its next token, then its draft, logits on for each
                 choice.row = batch.add(choice.last_token, len(s.cached), s.seq_id, True)
                 s.cached.append(choice.last_token)
+                if len(choice.draft):
+                    batch.add_run(choice.draft, len(s.cached), s.seq_id, True, logits_all=True)
+                    s.cached.extend(choice.draft.tolist())
             elif s.seq_id in shares:
                 first, row = len(s.cached), batch.size
                 tokens = s.take_prompt(shares[s.seq_id])
@@ -182,8 +191,11 @@ class Batcher:
         code = self.model.decode(batch)
         seconds = self.governor.clock() - clocks[0]
         if code == 1:
-            self._undo(holding, taken)
-            self._make_room(delivery)
+            recovery.undo(holding, taken)
+            if drafted:  # the drafts took the room: the next step goes without them
+                self._drafts_off = True
+            else:
+                recovery.make_room(self.sequences, self.model, delivery)
             return StepReport(self._busy(), 0, reused, seconds, self.governor.threads)
         if code != 0:
             raise RuntimeError(f"llama_decode failed with {code}")
@@ -195,16 +207,16 @@ class Batcher:
                 delivery.append((choice.job.generation, s.prompt_chunk()))
                 if choice.request.max_tokens == 0:  # scoring only
                     delivery.append((choice.job.generation, s.finish("length")))
-        sampled = 0
+        sampled = accepted = 0
         for s, choice in self._holding():
             if choice.row >= 0:
-                sampled += 1
-                chunk = s.advance(choice.sampler.sample(choice.row), self.model)
-                if chunk is not None:
-                    delivery.append((choice.job.generation, chunk))
-                    if chunk.finish_reason is not None:
-                        shared_prompt.orphan_followers(self.sequences, s)
-        return StepReport(self._busy(), batch.size, reused, seconds, self.governor.threads, sampled)
+                chunks, kept = s.sample(self.model)
+                sampled, accepted = sampled + 1 + kept, accepted + kept
+                delivery.extend((choice.job.generation, chunk) for chunk in chunks)
+                if s.choice is None:
+                    shared_prompt.orphan_followers(self.sequences, s)
+        threads = self.governor.threads
+        return StepReport(self._busy(), batch.size, reused, seconds, threads, sampled, drafted, accepted)
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)
@@ -214,42 +226,3 @@ class Batcher:
             if choice.job.generation.cancelled:
                 delivery.append((choice.job.generation, s.finish("cancelled")))
                 shared_prompt.orphan_followers(self.sequences, s)
-
-    def _undo(
-        self, holding: list[tuple[Sequence, Choice]], taken: list[tuple[Sequence, Choice, np.ndarray]]
-    ) -> None:
-        """The decode did not happen: take this step's tokens back out of the sequences."""
-        for s, choice in holding:
-            if choice.generating and choice.row >= 0:
-                s.cached.pop()
-                choice.row = -1
-        for s, choice, tokens in taken:
-            del s.cached[len(s.cached) - len(tokens) :]
-            choice.pending = np.concatenate([tokens, choice.pending])
-            choice.row = -1
-
-    def _make_room(self, delivery: Delivery) -> None:
-        """The KV cache is full: drop idle sequences' caches, or else end the largest choice."""
-        idle = [s for s in self.sequences if not s.busy and s.cached]
-        for s in idle:
-            self.model.forget(s.seq_id, 0, -1)
-            s.cached = []
-        if idle:
-            return
-        holding = self._holding()
-        if not holding:
-            return
-        victim, choice = max(holding, key=lambda pair: len(pair[0].cached))
-        log.warning("the KV cache is full: ending one choice of %d tokens to make room", len(victim.cached))
-        delivery.append((choice.job.generation, victim.finish("kv_full")))
-        shared_prompt.orphan_followers(self.sequences, victim)
-        self.model.forget(victim.seq_id, 0, -1)
-        victim.cached = []
-
-    def _fail_all(self, error: str) -> Delivery:
-        """After an unexpected failure: end every choice with an error and start from a clean cache."""
-        delivery = [(choice.job.generation, s.finish("error", error=error)) for s, choice in self._holding()]
-        self.model.clear()
-        for s in self.sequences:
-            s.cached = []
-        return delivery

@@ -5,15 +5,15 @@ from __future__ import annotations
 import logging
 from collections import deque
 
-from app.engine.batcher import Batcher, BatcherSettings, Delivery, StepReport
+from app.engine.batcher import Batcher, BatcherSettings, StepReport
 from app.engine.context import ContextShape
 from app.engine.errors import QueueFullError
-from app.engine.generation import Generation
+from app.engine.generation import Delivery, Generation
 from app.engine.loading import LoadingEngine
 from app.engine.model import LoadedModel
 from app.engine.observer import EngineObserver
 from app.engine.sequence import Job
-from app.engine.types import GenerationRequest
+from app.engine.types import DraftLimits, GenerationRequest
 from app.settings.config import Config
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,7 @@ class Engine(LoadingEngine[LoadedModel]):
         self._waiting: deque[tuple[Generation, GenerationRequest]] = deque()
         self._queued = 0  # requests waiting for their first sequence
         self._batcher: Batcher | None = None
+        self._last_load: tuple[int, int, int] | None = None  # as last told to the observer
 
     @property
     def load(self) -> int:
@@ -89,7 +90,12 @@ class Engine(LoadingEngine[LoadedModel]):
         self._load_changed()
 
     def _load_changed(self) -> None:
-        self.observer.load_changed(self.admitted, self.parallel - self._free, self.load)
+        # Told only on a change: this runs at every step, and the metrics it sets live in
+        # shared memory, work the hub would otherwise take from llama.cpp's threads.
+        load = (self.admitted, self.parallel - self._free, self.load)
+        if load != self._last_load:
+            self._last_load = load
+            self.observer.load_changed(*load)
 
     def _post(self, delivery: Delivery, report: StepReport) -> None:
         """Batcher thread: hand a step's chunks to the hub (the one thread-safe way into it)."""
@@ -111,13 +117,16 @@ class Engine(LoadingEngine[LoadedModel]):
             generation.push(chunk)
         self._dispatch()
         self.observer.stepped(report.busy, report.decoded, report.reused, report.threads, report.sampled)
+        if report.drafted:
+            self.observer.drafted(report.drafted, report.accepted)
 
     def _load(self) -> LoadedModel:
         cfg = self.config
         kv_types = (cfg.cache_type_k, cfg.cache_type_v)
         shape = ContextShape(cfg.parallel, cfg.n_ctx, cfg.kv_size, cfg.n_batch, cfg.n_threads, *kv_types)
         model = LoadedModel(cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split, cfg.chat_template)
-        settings = BatcherSettings(cfg.prefill_chunk, cfg.prompt_cache, cfg.max_generation_seconds)
+        drafts = DraftLimits(cfg.spec_max) if cfg.spec_type == "ngram" else None
+        settings = BatcherSettings(cfg.prefill_chunk, cfg.prompt_cache, cfg.max_generation_seconds, drafts)
         self._batcher = Batcher(model, settings, self._post)
         return model
 

@@ -122,3 +122,7 @@ class Generation:
         self._release(self)
         for callback in self._on_close:
             callback()
+
+
+# What a step hands back: each chunk with the generation it belongs to.
+Delivery = list[tuple[Generation, Chunk]]

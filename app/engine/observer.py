@@ -14,6 +14,9 @@ class EngineObserver:
     def kv_sized(self, memory: KvMemory) -> None:
         """The context's KV cache is made: its cells, their types and bytes."""
 
+    def drafted(self, drafted: int, accepted: int) -> None:
+        """A step verified `drafted` draft tokens (speculative decoding) and kept `accepted`."""
+
     def load_changed(self, admitted: int, running: int, load: int) -> None:
         """`admitted` requests held; `running` choices have a sequence; `load` choices hold or want one."""
 

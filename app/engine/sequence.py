@@ -9,6 +9,7 @@ import numpy as np
 
 from app.engine.context import BatchContext, Sampler
 from app.engine.generation import Generation
+from app.engine.speculation import NgramDrafter
 from app.engine.text_assembly import TextAssembler
 from app.engine.types import Chunk, GenerationRequest, TokenLogprob
 
@@ -24,6 +25,9 @@ class Job:
     request: GenerationRequest
 
 
+_NO_DRAFT = np.zeros(0, dtype=np.int32)
+
+
 @dataclass(eq=False)
 class Choice:
     """The state of one choice while a sequence holds it: what is left of its prompt, what it made."""
@@ -35,6 +39,8 @@ class Choice:
     pending: np.ndarray  # prompt tokens still to evaluate
     assembler: TextAssembler
     leader: Sequence | None = None  # same prompt, evaluated by that sequence (n > 1)
+    drafter: NgramDrafter | None = None  # speculative decoding: proposes this choice's next tokens
+    draft: np.ndarray = field(default_factory=lambda: _NO_DRAFT)  # proposed for this step, after last_token
     last_token: int = -1  # sampled, not yet decoded
     row: int = -1  # the row of the current batch to sample from, if any
     count: int = 0  # tokens generated
@@ -77,12 +83,21 @@ class Sequence:
             raise RuntimeError(f"sequence {self.seq_id} holds no choice")
         return self.choice
 
-    def start(self, job: Job, reused: int, sampler: Sampler, deadline: float, tick: int) -> Choice:
+    def start(
+        self,
+        job: Job,
+        reused: int,
+        sampler: Sampler,
+        deadline: float,
+        tick: int,
+        drafter: NgramDrafter | None,
+    ) -> Choice:
         """Take a choice whose first `reused` prompt tokens are already in this sequence's cache."""
         prompt = job.request.prompt_tokens
         self.cached, self.last_used = list(prompt[:reused]), tick
         pending = np.asarray(prompt[reused:], dtype=np.int32)
-        self.choice = Choice(job, sampler, deadline, reused, pending, TextAssembler(job.request.stop))
+        assembler = TextAssembler(job.request.stop)
+        self.choice = Choice(job, sampler, deadline, reused, pending, assembler, drafter=drafter)
         return self.choice
 
     def take_prompt(self, size: int) -> np.ndarray:
@@ -109,11 +124,47 @@ class Sequence:
         choice = self.holding()
         return Chunk("", None, 0, index=choice.request.index, prompt_logprobs=tuple(choice.prompt_entries))
 
-    def advance(self, token: int, model: BatchContext) -> Chunk | None:
-        """Take the token just sampled at the choice's row: text to send, or the choice's last chunk."""
+    def sample(self, model: BatchContext) -> tuple[list[Chunk], int]:
+        """Sample at the choice's row, then on through the step's draft while the sampler agrees.
+
+        Row i after the choice's row holds the logits that follow the draft's first i
+        tokens, so each draw is the one plain decoding would make there; the first draw
+        that differs from the draft, or that ends the choice, is the step's last. The
+        cells of refused draft tokens are dropped. Returns the chunks and the draft tokens kept.
+        """
+        choice = self.holding()
+        draft, first, drafter = choice.draft, choice.row, choice.drafter
+        draft_start = len(self.cached) - len(draft)  # the position of the draft's first token
+        chunks: list[Chunk] = []
+        kept = 0
+        for offset in range(len(draft) + 1):
+            token = choice.sampler.sample(first + offset)
+            if drafter is not None:
+                drafter.push(token)
+            chunk = self.advance(token, model, first + offset)
+            if chunk is not None:
+                chunks.append(chunk)
+            if self.choice is None or offset == len(draft) or token != draft[offset]:
+                break
+            kept += 1
+        if len(draft):
+            if drafter is not None:
+                drafter.verified(len(draft), kept)
+            choice.draft = _NO_DRAFT
+            self.drop_after(draft_start + kept, model)
+        return chunks, kept
+
+    def drop_after(self, size: int, model: BatchContext) -> None:
+        """Keep only the first `size` cached tokens (cells of a refused draft go)."""
+        if len(self.cached) > size:
+            del self.cached[size:]
+            model.forget(self.seq_id, size, -1)
+
+    def advance(self, token: int, model: BatchContext, row: int) -> Chunk | None:
+        """Take a token sampled at `row`: text to send, or the choice's last chunk."""
         choice = self.holding()
         request = choice.request
-        row, choice.row = choice.row, -1
+        choice.row = -1
         if model.tokenizer.is_end_of_generation(token) and not request.ignore_eos:
             return self.finish("stop")
         choice.count += 1

@@ -32,6 +32,14 @@ class ThinkingBudget:
 
 
 @dataclass(frozen=True)
+class DraftLimits:
+    """Speculative decoding: at most `n_max` drafted tokens a step (0: none); fewer than `n_min`, none."""
+
+    n_max: int
+    n_min: int = 0
+
+
+@dataclass(frozen=True)
 class GenerationRequest:
     """What the engine needs to generate one choice: the prompt's tokens and how to sample."""
 
@@ -50,6 +58,7 @@ class GenerationRequest:
     ignore_eos: bool = False  # keep generating past end-of-generation tokens (benchmarks)
     min_tokens: int = 0  # no end-of-generation token or stop string before this many tokens
     prompt_logprobs: bool = False  # also the log-probability of every prompt token (its first: None)
+    drafts: DraftLimits | None = None  # speculative decoding's limits; None: the server's
 
 
 @dataclass(frozen=True)

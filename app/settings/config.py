@@ -12,7 +12,7 @@ from app.settings import derive, values
 from app.settings.keys import ApiKey
 from app.settings.keys import from_file as keys_from_file
 from app.settings.keys import from_variable as keys_from_variable
-from app.settings.models import KV_TYPES, ModelSpec
+from app.settings.models import KV_TYPES, SPEC_TYPES, ModelSpec
 from app.settings.models import parse as parse_models
 from app.settings.setting import ConfigError, Setting, setting
 from app.settings.values import default_model_path
@@ -40,7 +40,7 @@ class Config:
         parse_models,
         "",
         'Several models: a JSON list of {"id", "path", "workers"} (and optional n_ctx, parallel, '
-        "chat_template, chat_format, pooling, embedding, cache_type_k, cache_type_v); "
+        "chat_template, chat_format, pooling, embedding, cache_type_k, cache_type_v, spec_type, spec_max); "
         "default: LLM_MODEL_PATH on every worker",
         optional=True,
     )
@@ -96,6 +96,19 @@ class Config:
         values.choice(*KV_TYPES),
         "f16",
         "Type of the KV cache's values, as LLM_CACHE_TYPE_K (quantized values need flash attention)",
+    )
+    spec_type: str = setting(
+        "LLM_SPEC_TYPE",
+        values.choice(*SPEC_TYPES),
+        "ngram",
+        "Speculative decoding: ngram drafts a choice's next tokens from its own prompt and output "
+        "and verifies them in the batch (answers that repeat their input come faster); none: off",
+    )
+    spec_max: int = setting(
+        "LLM_SPEC_MAX",
+        values.int_between(1, 256),
+        "16",
+        "Most tokens a choice drafts in one step (each choice drafts as far as its record says pays)",
     )
     prompt_cache: bool = setting(
         "LLM_PROMPT_CACHE",

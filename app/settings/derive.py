@@ -57,6 +57,9 @@ def _worker_model(parsed: Parsed) -> None:
     parsed.update(pooling=spec.pooling, embedding=spec.embedding, chat_format=spec.chat_format)
     parsed.update(cache_type_k=spec.cache_type_k or parsed["cache_type_k"])
     parsed.update(cache_type_v=spec.cache_type_v or parsed["cache_type_v"])
+    parsed.update(
+        spec_type=spec.spec_type or parsed["spec_type"], spec_max=spec.spec_max or parsed["spec_max"]
+    )
 
 
 def _threads(parsed: Parsed) -> None:

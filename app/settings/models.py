@@ -13,11 +13,15 @@ from app.settings import values
 POOLINGS = ("mean", "cls", "last")
 # llama-server's --cache-type-k/-v choices; each is a ggml type llama.cpp can store a KV cell in.
 KV_TYPES = ("f16", "f32", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+SPEC_TYPES = ("none", "ngram")  # speculative decoding: off, or drafts from the choice's own tokens
 _KEYS = {
     "id", "path", "workers", "n_ctx", "parallel", "chat_template", "chat_format", "pooling", "embedding",
-    "cache_type_k", "cache_type_v",
+    "cache_type_k", "cache_type_v", "spec_type", "spec_max",
 }  # fmt: skip
-_NUMBERS = (("workers", 1, 64, 1), ("n_ctx", 1, 1 << 20, None), ("parallel", 1, 256, None))
+_NUMBERS = (
+    ("workers", 1, 64, 1), ("n_ctx", 1, 1 << 20, None), ("parallel", 1, 256, None),
+    ("spec_max", 1, 256, None),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,8 @@ class ModelSpec:
     chat_format: str | None = None  # the tool-call format, instead of the one read from the template
     cache_type_k: str | None = None  # else LLM_CACHE_TYPE_K
     cache_type_v: str | None = None  # else LLM_CACHE_TYPE_V
+    spec_type: str | None = None  # else LLM_SPEC_TYPE
+    spec_max: int | None = None  # else LLM_SPEC_MAX
 
     def describe(self, index: int) -> str:
         return f"entry {index} ({self.id!r})" if self.id else f"entry {index}"
@@ -88,12 +94,14 @@ def _entry(entry: Any, index: int) -> ModelSpec:
     for key in ("cache_type_k", "cache_type_v"):
         if entry.get(key) is not None and entry[key] not in KV_TYPES:
             raise ValueError(f"{where}: {key} must be one of {', '.join(KV_TYPES)}")
+    if entry.get("spec_type") is not None and entry["spec_type"] not in SPEC_TYPES:
+        raise ValueError(f"{where}: spec_type must be one of {', '.join(SPEC_TYPES)}")
     if not isinstance(entry.get("embedding", False), bool):
         raise ValueError(f"{where}: embedding must be true or false")
     return ModelSpec(
         entry["id"].strip(), path, numbers["workers"] or 1, numbers["n_ctx"], numbers["parallel"],
         entry.get("chat_template"), entry.get("pooling"), entry.get("embedding", False), chat_format,
-        entry.get("cache_type_k"), entry.get("cache_type_v"),
+        entry.get("cache_type_k"), entry.get("cache_type_v"), entry.get("spec_type"), numbers["spec_max"],
     )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ class EngineFigures(EngineObserver):
     ) -> None:
         self._publish, self._ready = publish, ready
         self._board, self._slot = board, slot
+        self._busy_threads: tuple[int, int] | None = None  # the gauges' values, set only on a change
 
     def loaded(self, seconds: float) -> None:
         metrics.MODEL_LOAD.set(seconds)
@@ -34,6 +35,13 @@ class EngineFigures(EngineObserver):
         if self._board is not None:
             self._board.record_kv(self._slot, memory.cells, memory.total_bytes)
 
+    def drafted(self, drafted: int, accepted: int) -> None:
+        metrics.SPEC_DRAFTS.inc()
+        metrics.SPEC_DRAFT_TOKENS.inc(drafted)
+        metrics.SPEC_ACCEPTED_TOKENS.inc(accepted)
+        if self._board is not None:
+            self._board.add_drafts(self._slot, drafted, accepted)
+
     def load_changed(self, admitted: int, running: int, load: int) -> None:
         waiting = max(0, load - running)
         metrics.IN_FLIGHT.set(running)
@@ -44,8 +52,10 @@ class EngineFigures(EngineObserver):
             self._publish(load)
 
     def stepped(self, busy: int, decoded: int, reused: int, threads: int, sampled: int) -> None:
-        metrics.SEQUENCES_BUSY.set(busy)
-        metrics.THREADS.set(threads)
+        if (busy, threads) != self._busy_threads:
+            self._busy_threads = (busy, threads)
+            metrics.SEQUENCES_BUSY.set(busy)
+            metrics.THREADS.set(threads)
         if decoded:
             metrics.BATCH_TOKENS.observe(decoded)
         if reused:

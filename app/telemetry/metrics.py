@@ -93,6 +93,10 @@ KV_CACHE_BYTES = Gauge(
     "Memory the workers' KV caches take (LLM_CACHE_TYPE_K/_V and the cells)",
     multiprocess_mode="livesum",
 )
+# Speculative decoding, under vLLM's names so that its dashboards and alerts read ours.
+SPEC_DRAFTS = Counter("vllm:spec_decode_num_drafts", "Drafts verified (speculative decoding)")
+SPEC_DRAFT_TOKENS = Counter("vllm:spec_decode_num_draft_tokens", "Draft tokens verified")
+SPEC_ACCEPTED_TOKENS = Counter("vllm:spec_decode_num_accepted_tokens", "Draft tokens kept")
 MODEL_LOAD = Gauge(
     "llm_model_load_seconds", "Time the worker took to load its model", multiprocess_mode="max"
 )

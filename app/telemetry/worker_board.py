@@ -21,7 +21,7 @@ import greenlet
 
 WINDOW = 60  # seconds of token counts kept per worker
 _HEAD = struct.Struct("qqqd")  # running choices, waiting choices, live greenlets, when they were counted
-_KV = struct.Struct("qq")  # KV cells of the worker's context, and the bytes they take
+_KV = struct.Struct("qqqq")  # KV cells and their bytes; draft tokens verified and kept, since start
 _BUCKET = struct.Struct("qq")  # a second (Unix time), tokens generated during it
 _ROW = _HEAD.size + _KV.size + WINDOW * _BUCKET.size
 _BUCKETS = _HEAD.size + _KV.size  # where a row's buckets start
@@ -38,6 +38,8 @@ class WorkerFigures:
     tokens_last_minute: int
     kv_cells: int = 0  # 0: not loaded yet
     kv_bytes: int = 0
+    drafted: int = 0  # speculative decoding: draft tokens verified
+    accepted: int = 0  # and kept
 
     @property
     def tokens_per_second(self) -> float:
@@ -63,7 +65,14 @@ class WorkerBoard:
 
     def record_kv(self, slot: int, cells: int, size: int) -> None:
         """The worker's KV cache, once its model is loaded: cells and bytes."""
-        _KV.pack_into(self._memory, slot * _ROW + _HEAD.size, cells, size)
+        _, _, drafted, accepted = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
+        _KV.pack_into(self._memory, slot * _ROW + _HEAD.size, cells, size, drafted, accepted)
+
+    def add_drafts(self, slot: int, drafted: int, accepted: int) -> None:
+        """Count draft tokens verified and kept."""
+        cells, size, old_drafted, old_accepted = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
+        values = (cells, size, old_drafted + drafted, old_accepted + accepted)
+        _KV.pack_into(self._memory, slot * _ROW + _HEAD.size, *values)
 
     def add_tokens(self, slot: int, tokens: int, now: float | None = None) -> None:
         """Count `tokens` generated in the current second."""
@@ -77,11 +86,13 @@ class WorkerBoard:
         """The figures of the worker in `slot`, tokens counted over the minute up to `now`."""
         second = int(time.time() if now is None else now)
         running, waiting, greenlets, counted_at = _HEAD.unpack_from(self._memory, slot * _ROW)
-        kv_cells, kv_bytes = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
+        kv_cells, kv_bytes, drafted, accepted = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
         start = slot * _ROW + _BUCKETS
         buckets = (_BUCKET.unpack_from(self._memory, start + i * _BUCKET.size) for i in range(WINDOW))
         tokens = sum(count for stamped, count in buckets if second - WINDOW < stamped <= second)
-        return WorkerFigures(running, waiting, greenlets, counted_at, tokens, kv_cells, kv_bytes)
+        return WorkerFigures(
+            running, waiting, greenlets, counted_at, tokens, kv_cells, kv_bytes, drafted, accepted
+        )
 
     def clear(self, slot: int) -> None:
         """Master, when a worker has exited: its replacement in `slot` starts from nothing."""

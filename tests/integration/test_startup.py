@@ -49,6 +49,8 @@ BAD_SETTINGS = [
         ("LLM_TENSOR_SPLIT", "0.5,0.5"),
         ("LLM_CACHE_TYPE_K", "q3_k"),
         ("LLM_CACHE_TYPE_V", "int8"),
+        ("LLM_SPEC_TYPE", "draft-model"),
+        ("LLM_SPEC_MAX", "0"),
         ("LLM_PROMPT_CACHE", "sometimes"),
         ("LLM_WORKERS", "0"),
         ("LLM_BIND", "nowhere"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -38,8 +39,10 @@ def test_each_worker_its_model_and_its_work(start_server: Callable[..., Server],
     ]
     assert all(w["running"] == 0 and w["waiting"] == 0 and not w["generating"] for w in listed)
     kv = {w["model"]: w["kv_cache"] for w in listed}
-    assert (kv["chat-a"]["type_k"], kv["chat-a"]["type_v"], kv["chat-a"]["cells"]) == ("f16", "f16", 4 * 2048)
-    assert (kv["chat-b"]["type_k"], kv["chat-b"]["type_v"], kv["chat-b"]["cells"]) == ("q8_0", "q8_0", 2 * 2048)
+    a, b = kv["chat-a"], kv["chat-b"]
+    assert (a["type_k"], a["type_v"], a["cells"], b["type_k"], b["type_v"], b["cells"]) == (
+        "f16", "f16", 4 * 2048, "q8_0", "q8_0", 2 * 2048
+    )  # fmt: skip
     # SmolLM2: 30 layers x 3 KV heads x 64 values, keys and values; q8_0 stores 32 values in 34 bytes.
     assert kv["chat-a"]["bytes_per_sequence"] == 2048 * 30 * 2 * 192 * 2
     assert kv["chat-b"]["bytes_per_sequence"] == 2048 * 30 * 2 * 192 * 34 // 32
@@ -67,7 +70,9 @@ def test_each_worker_its_model_and_its_work(start_server: Callable[..., Server],
         expect(b_row).to_have_attribute("data-state", "generating")
         expect(b_row).to_contain_text("1 of 2")
         expect(rows.filter(has_text="chat-a")).to_have_attribute("data-state", "idle")
-        expect(b_row.locator("td").nth(6)).to_have_text(f"{kv['chat-b']['bytes'] / 2**20:.1f} MiB q8_0/q8_0")
+        expect(b_row.locator("td").nth(6)).to_have_text(f"{b['bytes'] / 2**20:.1f} MiB q8_0/q8_0")
+        # Speculative decoding (n-gram, the default): nothing drafted yet, or some share kept.
+        expect(b_row.locator("td").nth(7)).to_have_text(re.compile(r"^(none yet|\d+% of [\d,]+)$"))
     # Hung up: the sequence is freed, and the page shows it at its next refresh.
     expect(b_row).to_have_attribute("data-state", "idle", timeout=15_000)
 

@@ -91,6 +91,22 @@ class GenerationSchema(BaseSchema):
     # llama.cpp's and vLLM's: generate past end-of-text (benchmarks), or at least this many tokens.
     ignore_eos = StrictBoolean(allow_none=True)
     min_tokens = count(0)
+    # Speculative decoding, as llama-server takes it per request: false turns it off for this
+    # request, true on (n-gram drafts, even where the server's default is none); the draft
+    # lengths under its dotted names (n_max 0: off).
+    speculative = StrictBoolean(allow_none=True)
+    speculative_n_max = StrictInteger(
+        allow_none=True, validate=validate.Range(min=0, max=256), data_key="speculative.n_max"
+    )
+    speculative_n_min = StrictInteger(
+        allow_none=True, validate=validate.Range(min=0, max=256), data_key="speculative.n_min"
+    )
+
+    @validates_schema
+    def draft_lengths_in_order(self, data: dict[str, Any], **kwargs: Any) -> None:
+        low, high = data.get("speculative_n_min"), data.get("speculative_n_max")
+        if low is not None and high is not None and low > high:
+            raise ValidationError("must not exceed speculative.n_max", "speculative.n_min")
 
     @validates_schema
     def best_of_at_least_n(self, data: dict[str, Any], **kwargs: Any) -> None:

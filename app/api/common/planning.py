@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.api.common.errors import ContextLengthError, InvalidRequestError
-from app.engine.types import GenerationRequest, Sampling, ThinkingBudget
+from app.engine.types import DraftLimits, GenerationRequest, Sampling, ThinkingBudget
 from app.settings.current import current_config
 
 _SAMPLING_FIELDS = (
@@ -62,7 +62,24 @@ def plan(
         body.get("stop") or [],
         ignore_eos=bool(body.get("ignore_eos")),
         min_tokens=min_tokens,
+        drafts=draft_limits(body),
     )
+
+
+def draft_limits(body: dict[str, Any]) -> DraftLimits | None:
+    """The request's own speculative decoding, if it asks for any: None leaves it to the server."""
+    asked_max, asked_min, switch = (
+        body.get(k) for k in ("speculative_n_max", "speculative_n_min", "speculative")
+    )
+    if switch is False:
+        return DraftLimits(0)
+    if switch is None and asked_max is None and asked_min is None:
+        return None
+    config = current_config()
+    # Drafts need no model of their own, so a request may ask for them where the server's default is none.
+    on = switch is True or bool(asked_max) or config.spec_type != "none"
+    n_max = asked_max if asked_max is not None else config.spec_max
+    return DraftLimits(n_max if on else 0, min(asked_min or 0, n_max))
 
 
 def plan_choices(

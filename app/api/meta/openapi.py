@@ -8,7 +8,7 @@ from apispec import APISpec
 from marshmallow import Schema, fields, validate
 
 from app.api.common.openapi import error_responses, json_answer
-from app.settings.models import KV_TYPES, ModelSpec
+from app.settings.models import KV_TYPES, SPEC_TYPES, ModelSpec
 
 
 class ModelSchema(Schema):
@@ -67,6 +67,17 @@ WORKER_LIST: dict[str, Any] = {
                             "type_v": {"enum": list(KV_TYPES), "description": "LLM_CACHE_TYPE_V"},
                             "bytes": _COUNT,
                             "bytes_per_sequence": {**_COUNT, "description": "A whole context's cells"},
+                        },
+                    },
+                    "speculative": {
+                        "type": ["object", "null"],
+                        "description": "Speculative decoding since the worker started (null: embeddings)",
+                        "required": ["type", "draft_tokens", "accepted_tokens", "acceptance_rate"],
+                        "properties": {
+                            "type": {"enum": list(SPEC_TYPES), "description": "LLM_SPEC_TYPE"},
+                            "draft_tokens": {**_COUNT, "description": "Draft tokens verified"},
+                            "accepted_tokens": {**_COUNT, "description": "Draft tokens kept"},
+                            "acceptance_rate": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
                         },
                     },
                 },

@@ -98,6 +98,7 @@ def workers() -> Response:
                     "tokens_last_minute": figures.tokens_last_minute,
                     "tokens_per_second": figures.tokens_per_second,
                     "kv_cache": _kv_cache(config, peer.model, figures),
+                    "speculative": _speculative(config, peer.model, figures),
                 }
             )
     return jsonify({"object": "list", "window_seconds": worker_board.WINDOW, "data": listed})
@@ -114,4 +115,17 @@ def _kv_cache(config: Config, model: int, figures: worker_board.WorkerFigures) -
         "type_v": held.cache_type_v,
         "bytes": figures.kv_bytes,
         "bytes_per_sequence": figures.kv_bytes // held.parallel,
+    }
+
+
+def _speculative(config: Config, model: int, figures: worker_board.WorkerFigures) -> dict[str, Any] | None:
+    """Speculative decoding in the worker: its type, the draft tokens it verified and kept."""
+    if model >= len(config.models) or config.models[model].embedding:
+        return None
+    rate = figures.accepted / figures.drafted if figures.drafted else None
+    return {
+        "type": config.for_model(model).spec_type,
+        "draft_tokens": figures.drafted,
+        "accepted_tokens": figures.accepted,
+        "acceptance_rate": None if rate is None else round(rate, 4),
     }

@@ -45,12 +45,13 @@ async function refresh() {
       cell(String(worker.waiting), "number"),
       cell(worker.tokens_per_second.toFixed(1), "number"),
       cell(kvCache(worker.kv_cache), "number"),
+      cell(drafts(worker.speculative), "number"),
     );
     return tr;
   }));
   if (!workers.length) {
     const none = cell("No gunicorn workers: this process runs outside gunicorn.", "muted");
-    none.colSpan = 7;
+    none.colSpan = 8;
     const tr = document.createElement("tr");
     tr.append(none);
     rows.replaceChildren(tr);
@@ -62,6 +63,14 @@ async function refresh() {
 function kvCache(kv) {
   if (!kv) return "–";
   return `${(kv.bytes / 2 ** 20).toFixed(1)} MiB ${kv.type_k}/${kv.type_v}`;
+}
+
+// "72% of 1,204": the share of draft tokens kept (speculative decoding), and how many were verified.
+function drafts(speculative) {
+  if (!speculative || speculative.type === "none") return "off";
+  if (!speculative.draft_tokens) return "none yet";
+  const share = Math.round(100 * speculative.acceptance_rate);
+  return `${share}% of ${speculative.draft_tokens.toLocaleString("en")}`;
 }
 
 document.getElementById("api-key").addEventListener("change", refresh);

@@ -6,8 +6,8 @@ from collections import defaultdict
 
 import pytest
 
-from app.engine.batcher import Batcher, BatcherSettings, Delivery, StepReport
-from app.engine.generation import Generation
+from app.engine.batcher import Batcher, BatcherSettings, StepReport
+from app.engine.generation import Delivery, Generation
 from app.engine.sequence import Job
 from app.engine.types import Chunk
 from tests.unit.engine.fake_context import END, FakeContext, job

@@ -1,0 +1,122 @@
+"""N-gram (prompt-lookup) drafting: tokens a choice will likely write next, read from its own history.
+
+An answer that repeats its input (a code edit, a rewrite, an extraction, a quote)
+writes again what it or its prompt wrote before. The drafter finds the latest earlier
+place where the choice's last few tokens appeared and proposes the tokens that followed
+them there; the batcher verifies the proposal in the same decode as everyone's next
+token, and keeps the part the sampler agrees with.
+
+A rejected draft token costs a decode row for nothing, about half a step on a CPU, so
+each choice drafts only as far as its record says pays: its draft length grows while
+drafts are accepted whole, shrinks to what was accepted, and after drafts that were
+refused outright it waits, longer each time, before it drafts again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from app.engine.types import DraftLimits
+
+NGRAM_SIZES = (4, 3, 2)  # tried longest first: a longer match is the likelier continuation
+MAX_PAUSE = 32  # steps a choice may wait after drafts refused in a row
+MEMORY = 0.8  # how much of its record a choice keeps at each verdict: recent drafts weigh most
+
+
+class NgramDrafter:
+    """One choice's history (prompt, then what it generated) and its drafting record."""
+
+    def __init__(self, prompt: Sequence[int], room: int, limits: DraftLimits) -> None:
+        """`room`: the most tokens the history may reach (prompt + completion)."""
+        self.limits = limits
+        self._tokens = np.zeros(max(room, len(prompt)) + 1, dtype=np.int32)
+        self._tokens[: len(prompt)] = prompt
+        self._size = len(prompt)
+        self.length = min(2, limits.n_max)  # the next draft's length, grown by success
+        self._pause = 0  # steps left before the next attempt
+        self._refusals = 0  # drafts refused outright, in a row
+        self._seen = self._kept = 0.0  # draft tokens sent and kept, recent ones weighing most
+        self.drafted = self.accepted = 0  # over the choice's life, for the metrics
+
+    def push(self, token: int) -> None:
+        """A token the choice generated (accepted draft tokens too)."""
+        if self._size < len(self._tokens):
+            self._tokens[self._size] = token
+            self._size += 1
+
+    def propose(self, room: int, accept_rate_needed: float) -> np.ndarray:
+        """Up to `room` tokens that may follow the history, or none.
+
+        `accept_rate_needed`: the share of draft tokens that must be kept for drafting to
+        pay in this step (higher when more sequences share it). A choice drafts no further
+        than its own record says will be kept; one whose record does not pay still tries a
+        single token now and then (its pauses see to how often), and only where its last
+        tokens repeat a whole 4-gram, the sign of text being copied.
+        """
+        if self._pause > 0:
+            self._pause -= 1
+            return _NONE
+        affordable = self._affordable(accept_rate_needed)
+        length = min(room, self.length, max(1, affordable))
+        if length < max(1, self.limits.n_min):
+            return _NONE
+        draft, matched = self._lookup(length)
+        if affordable == 0:
+            return draft[:1] if matched == NGRAM_SIZES[0] else _NONE
+        return draft
+
+    def verified(self, drafted: int, accepted: int) -> None:
+        """The batcher's verdict on the last draft: `accepted` of its `drafted` tokens were kept."""
+        self.drafted += drafted
+        self.accepted += accepted
+        self._seen = self._seen * MEMORY + drafted
+        self._kept = self._kept * MEMORY + accepted
+        if accepted == drafted:
+            self.length, self._refusals = min(self.limits.n_max, self.length * 2), 0
+        elif accepted > 0:
+            self.length, self._refusals = max(2, accepted), 0
+        else:
+            self._refusals += 1
+            self.length = min(2, self.limits.n_max)
+            self._pause = min(MAX_PAUSE, 1 << self._refusals)
+
+    def _affordable(self, needed: float) -> int:
+        """The longest draft whose last token is still likelier to be kept than `needed` (0: none).
+
+        A draft token is kept only if every one before it was; with a rate p per token (this
+        choice's recent record, started at two kept of three), the k-th is kept with p**k.
+        """
+        rate = (self._kept + 2.0) / (self._seen + 3.0)
+        if needed <= 0.0:
+            return self.limits.n_max
+        if rate <= needed:
+            return 0
+        return max(1, int(np.log(needed) / np.log(rate)))
+
+    def _lookup(self, length: int) -> tuple[np.ndarray, int]:
+        """What followed the latest earlier place of the history's last n tokens, and that n (0: none).
+
+        A match that runs into the history's end continues as a loop of what lies between
+        (text repeating itself repeats on).
+        """
+        tokens, size = self._tokens, self._size
+        for n in NGRAM_SIZES:
+            if size <= n:
+                continue
+            key = tokens[size - n : size]
+            # Ends of earlier occurrences of the key's last token, then those whose n-gram matches,
+            # each followed by at least one token.
+            ends = np.flatnonzero(tokens[n - 1 : size - 1] == key[-1]) + (n - 1)
+            for back in range(1, n):
+                if len(ends) == 0:
+                    break
+                ends = ends[tokens[ends - back] == key[-1 - back]]
+            if len(ends):
+                start = int(ends[-1]) + 1  # the latest occurrence
+                return tokens[start + np.arange(length) % (size - start)], n
+        return _NONE, 0
+
+
+_NONE = np.zeros(0, dtype=np.int32)

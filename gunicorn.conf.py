@@ -5,7 +5,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from app.serving import key_limits, peers
+from app.serving import key_limits, peers, prefix_board
 from app.settings import cpu
 from app.settings.config import Config
 from app.settings.models import model_for_new_worker
@@ -58,6 +58,7 @@ if peers.table is None:  # the first start, not a reload
     peers.table = peers.PeerTable()
     worker_board.board = worker_board.WorkerBoard(peers.SLOTS)  # the status page's figures, per slot
     key_limits.limits = key_limits.KeyLimits(peers.SLOTS)  # per-key limits, held across workers
+    prefix_board.board = prefix_board.PrefixBoard(peers.SLOTS)  # what each worker caches, for routing
     # prometheus_client's multiprocess mode: one directory shared by the workers,
     # emptied at start so no earlier run's figures linger (kept across reloads).
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
@@ -109,6 +110,7 @@ def child_exit(server, worker):
 
     peers.table.release(worker.llm_slot)
     worker_board.board.clear(worker.llm_slot)
+    prefix_board.board.clear(worker.llm_slot)
     key_limits.limits.clear_worker(worker.llm_slot)  # a killed worker's generations are over
     multiprocess.mark_process_dead(worker.pid)
 

@@ -25,7 +25,7 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     from app import api
     from app.engine.embedding_engine import EmbeddingEngine
     from app.engine.engine import Engine
-    from app.serving import peers
+    from app.serving import peers, prefix_board
     from app.telemetry import metrics, request_log, worker_board
     from app.telemetry.engine_figures import EngineFigures
 
@@ -43,7 +43,13 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
         if worker is not None:
             worker.capacity = 1 if config.embedding else config.parallel
         figures = (
-            EngineFigures(worker.publish, worker.became_ready, worker_board.board, worker.slot)
+            EngineFigures(
+                worker.publish,
+                worker.became_ready,
+                worker_board.board,
+                worker.slot,
+                prefix_board.publisher(worker.slot),
+            )
             if worker
             else EngineFigures()
         )

@@ -7,7 +7,7 @@ import queue
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from gevent import monkey
@@ -16,6 +16,7 @@ from app.engine import drafts, recovery, scheduling, shared_prompt
 from app.engine.batch import TokenBatch
 from app.engine.context import BatchContext, Sampler
 from app.engine.generation import Delivery
+from app.engine.prefix_blocks import block_hashes
 from app.engine.sequence import Choice, Job, Sequence
 from app.engine.thinking import BudgetedSampler
 from app.engine.threads import ThreadGovernor
@@ -40,6 +41,8 @@ class StepReport:
     sampled: int = 0  # tokens generated (one per sequence sampled, more with drafts kept)
     drafted: int = 0  # draft tokens verified (speculative decoding)
     accepted: int = 0  # of which kept
+    # Sequences whose cells hold other tokens than last reported: (seq_id, their block hashes).
+    blocks: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class Batcher:
         self._tick = 0
         self._reused = 0
         self._drafts_off = False  # for one step, after drafts did not fit the KV cache
+        self._reported: dict[int, object] = {}  # per sequence: what its cells held when last reported
         self.governor = ThreadGovernor(model.shape.n_threads, model.set_threads)
 
     def submit(self, job: Job | None) -> None:
@@ -98,7 +102,7 @@ class Batcher:
         except Exception:  # noqa: BLE001 - a failed step must not end the loop or strand a client
             delivery.extend(recovery.fail_all(self.sequences, self.model, traceback.format_exc()))
             report = StepReport(0, 0, 0, 0.0, self.governor.threads)
-        self._deliver(delivery, report)
+        self._deliver(delivery, replace(report, blocks=self._changed_blocks()))
         return True
 
     def _take(self, job: Job | None, delivery: Delivery) -> bool:
@@ -217,6 +221,18 @@ class Batcher:
                     shared_prompt.orphan_followers(self.sequences, s)
         threads = self.governor.threads
         return StepReport(self._busy(), batch.size, reused, seconds, threads, sampled, drafted, accepted)
+
+    def _changed_blocks(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
+        """Block hashes of the sequences whose cells changed: a new prompt taken, an answer ended,
+        a cache dropped. A busy sequence reports its prompt (its cells will hold it)."""
+        changed = []
+        for s in self.sequences:
+            key: object = ("busy", id(s.choice)) if s.choice is not None else len(s.cached)
+            if self._reported.get(s.seq_id) != key:
+                self._reported[s.seq_id] = key
+                tokens = s.choice.request.prompt_tokens if s.choice is not None else s.cached
+                changed.append((s.seq_id, tuple(block_hashes(tokens))))
+        return tuple(changed)
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)

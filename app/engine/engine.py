@@ -119,6 +119,8 @@ class Engine(LoadingEngine[LoadedModel]):
         self.observer.stepped(report.busy, report.decoded, report.reused, report.threads, report.sampled)
         if report.drafted:
             self.observer.drafted(report.drafted, report.accepted)
+        for seq_id, hashes in report.blocks:
+            self.observer.cached_blocks(seq_id, self.parallel, list(hashes))
 
     def _load(self) -> LoadedModel:
         cfg = self.config

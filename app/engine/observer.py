@@ -17,6 +17,9 @@ class EngineObserver:
     def drafted(self, drafted: int, accepted: int) -> None:
         """A step verified `drafted` draft tokens (speculative decoding) and kept `accepted`."""
 
+    def cached_blocks(self, seq_id: int, sequences: int, hashes: list[int]) -> None:
+        """Sequence `seq_id` (of `sequences`) now caches the prefix these block hashes stand for."""
+
     def load_changed(self, admitted: int, running: int, load: int) -> None:
         """`admitted` requests held; `running` choices have a sequence; `load` choices hold or want one."""
 

@@ -47,17 +47,21 @@ def place(views: Sequence[CacheView], prompt: Sequence[int], reuse_cache: bool, 
 
     The free sequence whose own cache shares most of the prompt (a conversation's next
     turn) is taken if it shares enough. Otherwise: with cells of its own per sequence,
-    the lowest free id, because llama.cpp runs a batch as one graph only over
-    consecutive sequence ids; with one `pooled` cache, the least recently used
-    sequence, keeping longest the caches other conversations may come back to, and a
-    longer prefix held by any other sequence, busy or not, is borrowed (sharing cells
-    of one pool costs nothing). At least one prompt token is always left to evaluate,
-    so that there are logits to sample from.
+    the lowest free id whose cache is empty, else the lowest free id, because llama.cpp
+    runs a batch as one graph only over consecutive sequence ids; with one `pooled`
+    cache, the least recently used sequence, keeping longest the caches other
+    conversations may come back to, and a longer prefix held by any other sequence,
+    busy or not, is borrowed (sharing cells of one pool costs nothing). At least one
+    prompt token is always left to evaluate, so that there are logits to sample from.
     """
     free = [v for v in views if v.free]
     if not free:
         raise ValueError("no free sequence")
-    fallback = min(free, key=lambda v: v.last_used if pooled else v.seq_id)
+    # Cells per sequence: an empty sequence first (with the cache on), so a cached
+    # conversation is not dropped while there is room elsewhere; then the lowest id.
+    fallback = min(
+        free, key=lambda v: v.last_used if pooled else (reuse_cache and len(v.cached) > 0, v.seq_id)
+    )
     if not reuse_cache or not prompt:
         return Placement(fallback.seq_id, 0)
     most = len(prompt) - 1

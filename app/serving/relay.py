@@ -14,7 +14,8 @@ from flask import Request, Response
 
 from app.engine.engine import Engine
 from app.engine.loading import LoadingEngine
-from app.serving import disconnect, peers
+from app.engine.prefix_blocks import block_hashes
+from app.serving import disconnect, peers, prefix_board
 from app.settings.config import Config
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,37 @@ def to_model_holder(request: Request, model: int, config: Config) -> Response | 
         return None
     opened = _open(request, config, worker.table, peer[0])
     return None if opened is None else _as_response(request.environ, *opened)
+
+
+def to_cached_peer(request: Request, engine: LoadingEngine[Any], prompt: list[int]) -> Response | None:
+    """Relay `request` to the worker whose cache holds a longer prefix of `prompt` than this one's.
+
+    The cost model: a prefix block is 64 tokens evaluated (on a CPU, about a tenth of a
+    second), a relay a local socket's round trip (about a millisecond), so any longer
+    cached prefix is worth the hop; but waiting for a sequence costs a whole answer, so
+    only a worker with a free sequence is considered (else this worker, and load, decide).
+    """
+    worker, board = peers.this_worker, prefix_board.board
+    if worker is None or board is None or is_relayed(request) or not engine.config.route_by_cache:
+        return None
+    blocks = block_hashes(prompt)
+    here = board.cached_tokens(worker.slot, blocks)
+    best: tuple[int, int, int] | None = None  # cached tokens, free sequences, slot
+    for peer in worker.table.peers():
+        if peer.slot == worker.slot or not (peer.live and peer.ready and peer.model == worker.model):
+            continue
+        cached = board.cached_tokens(peer.slot, blocks)
+        if peer.room > 0 and cached > here and (best is None or (cached, peer.room) > best[:2]):
+            best = (cached, peer.room, peer.slot)
+    if best is None:
+        return None
+    opened = _open(request, engine.config, worker.table, best[2])
+    if opened is None:
+        return None
+    log.info(
+        "sent to worker slot %d, whose cache holds %d prompt tokens (this one: %d)", best[2], best[0], here
+    )
+    return _as_response(request.environ, *opened)
 
 
 def to_idle_peer(request: Request, engine: LoadingEngine[Any]) -> Response | None:

@@ -117,6 +117,13 @@ class Config:
         "1 starts a prompt from the longest prefix already in the KV cache (a chat's next turn "
         "evaluates only the new turn); 0 evaluates every prompt in full",
     )
+    route_by_cache: bool = setting(
+        "LLM_ROUTE_BY_CACHE",
+        values.flag,
+        "1",
+        "1 sends a request to the worker whose KV cache holds the longest prefix of its prompt "
+        "(a conversation's next turn to its history) if that worker has a free sequence; 0: by load only",
+    )
     max_queue: int = setting(
         "LLM_MAX_QUEUE",
         values.non_negative_int,

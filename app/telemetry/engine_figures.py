@@ -20,8 +20,9 @@ class EngineFigures(EngineObserver):
         ready: Callable[[], object] | None = None,
         board: WorkerBoard | None = None,
         slot: int = 0,
+        publish_blocks: Callable[[int, int, list[int]], object] | None = None,
     ) -> None:
-        self._publish, self._ready = publish, ready
+        self._publish, self._ready, self._publish_blocks = publish, ready, publish_blocks
         self._board, self._slot = board, slot
         self._busy_threads: tuple[int, int] | None = None  # the gauges' values, set only on a change
 
@@ -41,6 +42,10 @@ class EngineFigures(EngineObserver):
         metrics.SPEC_ACCEPTED_TOKENS.inc(accepted)
         if self._board is not None:
             self._board.add_drafts(self._slot, drafted, accepted)
+
+    def cached_blocks(self, seq_id: int, sequences: int, hashes: list[int]) -> None:
+        if self._publish_blocks is not None:
+            self._publish_blocks(seq_id, sequences, hashes)
 
     def load_changed(self, admitted: int, running: int, load: int) -> None:
         waiting = max(0, load - running)

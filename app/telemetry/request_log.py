@@ -96,6 +96,7 @@ def _access_line(rid: str, method: str, route: str, model: str, status: int, sta
         "duration": round(seconds, 4),
         "prompt_tokens": stats.prompt_tokens,
         "completion_tokens": stats.completion_tokens,
+        "cached_tokens": stats.cached_tokens,
         "ttft": None if stats.ttft is None else round(stats.ttft, 4),
         "cancelled": stats.cancelled,
     }

@@ -12,6 +12,7 @@ class RequestStats:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens served from the KV cache (the most of any choice)
     ttft: float | None = None
     cancelled: bool = False
     rejected: bool = False

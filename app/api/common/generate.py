@@ -71,7 +71,9 @@ def generate(
 ) -> Response:
     """Generate every choice (here, or on a peer with room) and answer as the body's `stream` asks."""
     stats: RequestStats = g.stats
-    relayed = relay.to_idle_peer(request, engine)
+    relayed = relay.to_cached_peer(request, engine, requests[0].prompt_tokens) or relay.to_idle_peer(
+        request, engine
+    )
     if relayed is not None:
         stats.relayed = True
         return relayed
@@ -103,6 +105,7 @@ def _chunks(generation: Generation, stats: RequestStats) -> Iterator[Chunk | Non
             if chunk.text:
                 stats.on_text()
             stats.count_tokens(chunk.index, chunk.completion_tokens)
+            stats.cached_tokens = max(stats.cached_tokens, chunk.cached_tokens)
             if chunk.finish_reason == "cancelled":
                 raise _HungUp
             _raise_if_failed(chunk)

@@ -37,6 +37,13 @@ def test_one_prompt_token_is_always_left_to_evaluate() -> None:
     assert place([view(0, PROMPT + [11])], PROMPT, reuse_cache=True, pooled=False) == Placement(0, 9)
 
 
+def test_with_cells_per_sequence_an_empty_sequence_goes_before_a_cached_one() -> None:
+    views = [view(0, [5, 6, 7], last_used=1), view(1, [8, 9], last_used=2), view(2, []), view(3, [])]
+    assert place(views, PROMPT, reuse_cache=True, pooled=False) == Placement(2, 0)
+    full = [view(0, [5, 6, 7], last_used=9), view(1, [8, 9], last_used=2)]
+    assert place(full, PROMPT, reuse_cache=True, pooled=False) == Placement(0, 0)  # none empty: lowest id
+
+
 def test_a_small_overlap_is_not_worth_keeping_a_sequence_for() -> None:
     # Sequence 2 shares one token of ten (below the 10% bar): with cells per sequence the
     # lowest free id is taken, which keeps the batch's sequence ids together.

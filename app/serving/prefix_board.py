@@ -1,0 +1,59 @@
+"""Which prompt prefixes each worker's KV cache holds, as block hashes in memory shared by all workers.
+
+A conversation's next turn is cheap only where its history is cached. Each worker
+writes, per sequence, the chained hashes of the 64-token blocks its cells hold
+(app/engine/prefix_blocks.py); any worker reads every other's, to send a request
+where its longest prefix is (relay.py). One writer per row, on its hub; a reader may
+see a row half-written, which costs at most one request a worse choice of worker.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Callable
+
+import numpy as np
+
+from app.engine.prefix_blocks import BLOCK
+
+ENTRIES = 8192  # hashes per worker (64 KiB): 8 sequences of 64k tokens, or 256 of 2k
+
+
+class PrefixBoard:
+    """Per worker slot, rows of block hashes (0: empty), one row per sequence of that worker."""
+
+    def __init__(self, slots: int) -> None:
+        self._memory = mmap.mmap(-1, slots * ENTRIES * 8)  # MAP_SHARED | MAP_ANONYMOUS: shared through fork
+        self._hashes = np.frombuffer(self._memory, dtype=np.uint64).reshape(slots, ENTRIES)
+
+    def publish(self, slot: int, row: int, rows: int, hashes: list[int]) -> None:
+        """Row `row` of `rows` (the worker's sequences) now holds these blocks; the first ones if too many."""
+        width = ENTRIES // rows
+        line = self._hashes[slot, row * width : (row + 1) * width]
+        kept = hashes[:width]
+        line[len(kept) :] = 0
+        line[: len(kept)] = np.asarray(kept, dtype=np.uint64)
+
+    def clear(self, slot: int) -> None:
+        """Master, when a worker has exited: its cache went with it."""
+        self._hashes[slot, :] = 0
+
+    def cached_tokens(self, slot: int, prompt_blocks: list[int]) -> int:
+        """How many leading tokens of a prompt (given as its block hashes) the worker in `slot` holds."""
+        if not prompt_blocks:
+            return 0
+        present = np.isin(np.asarray(prompt_blocks, dtype=np.uint64), self._hashes[slot])
+        leading = len(present) if present.all() else int(np.argmin(present))
+        return leading * BLOCK
+
+
+def publisher(slot: int) -> Callable[[int, int, list[int]], None] | None:
+    """What the worker in `slot` calls as its sequences' cells change (None outside gunicorn)."""
+    shared = board
+    if shared is None:
+        return None
+    return lambda row, rows, hashes: shared.publish(slot, row, rows, hashes)
+
+
+# Made by the master before fork (gunicorn.conf.py), inherited by every worker; None outside gunicorn.
+board: PrefixBoard | None = None

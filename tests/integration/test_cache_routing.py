@@ -1,0 +1,90 @@
+"""Cache-aware routing on two real workers: a conversation's next turn goes where its history is cached."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.servers import Server
+from tests.support.waits import wait_until
+
+SYSTEM = (
+    "You are a patient tutor. Explain things in short sentences, give one example each time, and "
+    "finish with a question that checks the student understood. " * 6
+)  # about 200 tokens: three whole blocks of 64 before the first user turn
+
+
+def served_by(server: Server, request_id: str) -> int:
+    """The pid of the worker whose access line carries `request_id` (the worker that served it)."""
+    pattern = re.compile(rf"\[(\d+)\] \[INFO\] \[{request_id}\] app\.access")
+
+    def found() -> int | None:
+        match = pattern.search(server.output())
+        return int(match.group(1)) if match else None
+
+    return wait_until(found, timeout=30, what=f"the access line of {request_id}")
+
+
+def connection_to(server: Server, pid: int, other: bool) -> httpx.Client:
+    """A keep-alive connection that gunicorn gave to the worker `pid` (or, `other`, to another)."""
+    for _ in range(40):
+        client = httpx.Client(base_url=server.url, timeout=120)
+        request_id = uuid.uuid4().hex
+        client.get("/v1/models", headers={"X-Request-ID": request_id})
+        if (served_by(server, request_id) != pid) == other:
+            return client
+        client.close()
+    raise AssertionError("gunicorn never gave a connection to the wanted worker")
+
+
+def turn(client: httpx.Client, messages: list[dict[str, str]]) -> tuple[str, dict[str, Any]]:
+    request_id = uuid.uuid4().hex
+    body = {"messages": messages, "max_tokens": 24, "temperature": 0}
+    answer = client.post("/v1/chat/completions", json=body, headers={"X-Request-ID": request_id})
+    assert answer.status_code == 200, answer.text
+    return request_id, answer.json()
+
+
+@pytest.mark.parametrize("routing", ["1", "0"])
+def test_the_next_turn_lands_where_the_history_is_cached(
+    start_server: Callable[..., Server], routing: str
+) -> None:
+    server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_ROUTE_BY_CACHE=routing)
+    with httpx.Client(base_url=server.url, timeout=120) as first:
+        conversations = first_turns(server, first)
+        holder = served_by(server, conversations[0][0])
+        assert {served_by(server, request_id) for request_id, _ in conversations} == {holder}
+    # Every next turn arrives at the other worker.
+    elsewhere = connection_to(server, holder, other=True)
+    try:
+        for _, messages in conversations:
+            request_id, answer = turn(elsewhere, messages)
+            cached = answer["usage"]["prompt_tokens_details"]["cached_tokens"]
+            if routing == "1":
+                assert served_by(server, request_id) == holder
+                assert cached >= 128, answer["usage"]  # the history, but where the answer re-tokenizes
+            else:
+                assert served_by(server, request_id) != holder and cached == 0
+    finally:
+        elsewhere.close()
+    relays = server.output().count("whose cache holds")
+    assert relays == (3 if routing == "1" else 0)
+
+
+def first_turns(server: Server, client: httpx.Client) -> list[tuple[str, list[dict[str, str]]]]:
+    """Three conversations' first turns, on one connection (so one worker); each ready for its next."""
+    conversations = []
+    for topic in ("a noun", "gravity", "a prime number"):
+        # A system prompt of its own: the only cache it can hit is its own history.
+        system = f"Today's topic is {topic}. {SYSTEM}"
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": f"What is {topic}?"}]
+        request_id, answer = turn(client, messages)
+        messages.append({"role": "assistant", "content": answer["choices"][0]["message"]["content"]})
+        messages.append({"role": "user", "content": "Give me another example, please."})
+        conversations.append((request_id, messages))
+    return conversations

@@ -14,9 +14,10 @@ from gevent import monkey
 
 from app.engine import drafts, recovery, scheduling, shared_prompt
 from app.engine.batch import TokenBatch
+from app.engine.cache_report import CacheReport
 from app.engine.context import BatchContext, Sampler
 from app.engine.generation import Delivery
-from app.engine.prefix_blocks import block_hashes
+from app.engine.host_cache import PUBLISHED, HostCache
 from app.engine.sequence import Choice, Job, Sequence
 from app.engine.thinking import BudgetedSampler
 from app.engine.threads import ThreadGovernor
@@ -51,6 +52,7 @@ class BatcherSettings:
     reuse_cache: bool  # start a prompt from a cached prefix (prompt cache)
     max_seconds: float  # wall time of one choice; 0: no limit
     drafts: DraftLimits | None = None  # n-gram speculative decoding, unless a request says otherwise
+    cache_ram_bytes: int = 0  # sequences' states kept in host memory when new prompts take them
 
 
 class Batcher:
@@ -74,7 +76,10 @@ class Batcher:
         self._tick = 0
         self._reused = 0
         self._drafts_off = False  # for one step, after drafts did not fit the KV cache
-        self._reported: dict[int, object] = {}  # per sequence: what its cells held when last reported
+        self._cache_report = CacheReport()
+        self.host_cache = HostCache(settings.cache_ram_bytes) if settings.cache_ram_bytes else None
+        # Rows of the routing board: one per sequence, then the host cache's kept states.
+        self.board_rows = len(self.sequences) + (PUBLISHED if self.host_cache else 0)
         self.governor = ThreadGovernor(model.shape.n_threads, model.set_threads)
 
     def submit(self, job: Job | None) -> None:
@@ -102,7 +107,9 @@ class Batcher:
         except Exception:  # noqa: BLE001 - a failed step must not end the loop or strand a client
             delivery.extend(recovery.fail_all(self.sequences, self.model, traceback.format_exc()))
             report = StepReport(0, 0, 0, 0.0, self.governor.threads)
-        self._deliver(delivery, replace(report, blocks=self._changed_blocks()))
+        self._deliver(
+            delivery, replace(report, blocks=self._cache_report.changes(self.sequences, self.host_cache))
+        )
         return True
 
     def _take(self, job: Job | None, delivery: Delivery) -> bool:
@@ -136,14 +143,18 @@ class Batcher:
             choice = target.start(job, 0, sampler, deadline, self._tick, drafter)
             choice.pending, choice.leader = choice.pending[:0], leader
             return
+        reused = placement.reuse
         if placement.donor is not None:
             self.model.forget(target.seq_id, 0, -1)
             # Within one unified cache this copies no data, only which sequences own the cells.
             self.model.share(placement.donor, target.seq_id, 0, placement.reuse)
+        elif self.host_cache is not None and reuse:
+            reused = self.host_cache.swap(self.model, target.seq_id, target.cached, prompt, reused)
+            self.model.forget(target.seq_id, reused, -1)
         else:
             self.model.forget(target.seq_id, placement.reuse, -1)
-        target.start(job, placement.reuse, sampler, deadline, self._tick, drafter)
-        self._reused += placement.reuse
+        target.start(job, reused, sampler, deadline, self._tick, drafter)
+        self._reused += reused
 
     def _holding(self) -> list[tuple[Sequence, Choice]]:
         """The busy sequences, in id order, each with the choice it holds."""
@@ -221,18 +232,6 @@ class Batcher:
                     shared_prompt.orphan_followers(self.sequences, s)
         threads = self.governor.threads
         return StepReport(self._busy(), batch.size, reused, seconds, threads, sampled, drafted, accepted)
-
-    def _changed_blocks(self) -> tuple[tuple[int, tuple[int, ...]], ...]:
-        """Block hashes of the sequences whose cells changed: a new prompt taken, an answer ended,
-        a cache dropped. A busy sequence reports its prompt (its cells will hold it)."""
-        changed = []
-        for s in self.sequences:
-            key: object = ("busy", id(s.choice)) if s.choice is not None else len(s.cached)
-            if self._reported.get(s.seq_id) != key:
-                self._reported[s.seq_id] = key
-                tokens = s.choice.request.prompt_tokens if s.choice is not None else s.cached
-                changed.append((s.seq_id, tuple(block_hashes(tokens))))
-        return tuple(changed)
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)

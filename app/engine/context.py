@@ -80,6 +80,12 @@ class BatchContext(Protocol):
     def clear(self) -> None:
         """Drop every sequence's cells."""
 
+    def save_state(self, seq_id: int) -> bytes:
+        """The sequence's cells as llama.cpp saves them (to restore later, maybe into another sequence)."""
+
+    def load_state(self, seq_id: int, state: bytes) -> None:
+        """Put cells saved by `save_state` into the (empty) sequence `seq_id`."""
+
     def sampler(self, request: GenerationRequest, end_tokens: list[int]) -> Sampler:
         """A sampler for one choice of `request` (ending tokens banned while `min_tokens` asks)."""
 

@@ -119,8 +119,9 @@ class Engine(LoadingEngine[LoadedModel]):
         self.observer.stepped(report.busy, report.decoded, report.reused, report.threads, report.sampled)
         if report.drafted:
             self.observer.drafted(report.drafted, report.accepted)
-        for seq_id, hashes in report.blocks:
-            self.observer.cached_blocks(seq_id, self.parallel, list(hashes))
+        rows = self._batcher.board_rows if self._batcher is not None else self.parallel
+        for row, hashes in report.blocks:
+            self.observer.cached_blocks(row, rows, list(hashes))
 
     def _load(self) -> LoadedModel:
         cfg = self.config
@@ -128,7 +129,9 @@ class Engine(LoadingEngine[LoadedModel]):
         shape = ContextShape(cfg.parallel, cfg.n_ctx, cfg.kv_size, cfg.n_batch, cfg.n_threads, *kv_types)
         model = LoadedModel(cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split, cfg.chat_template)
         drafts = DraftLimits(cfg.spec_max) if cfg.spec_type == "ngram" else None
-        settings = BatcherSettings(cfg.prefill_chunk, cfg.prompt_cache, cfg.max_generation_seconds, drafts)
+        settings = BatcherSettings(
+            cfg.prefill_chunk, cfg.prompt_cache, cfg.max_generation_seconds, drafts, cfg.cache_ram_mb << 20
+        )
         self._batcher = Batcher(model, settings, self._post)
         return model
 

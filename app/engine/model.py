@@ -101,6 +101,17 @@ class LoadedModel:
     def clear(self) -> None:
         llama_cpp.llama_memory_clear(self.memory, True)
 
+    def save_state(self, seq_id: int) -> bytes:
+        size = llama_cpp.llama_state_seq_get_size(self.ctx, seq_id)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(self.ctx, buffer, size, seq_id)
+        return bytes(memoryview(buffer)[:written])
+
+    def load_state(self, seq_id: int, state: bytes) -> None:
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if llama_cpp.llama_state_seq_set_data(self.ctx, buffer, len(state), seq_id) != len(state):
+            raise RuntimeError(f"llama.cpp could not restore a saved state into sequence {seq_id}")
+
     def sampler(self, request: GenerationRequest, end_tokens: list[int]) -> SequenceSampler:
         return SequenceSampler(request, self.ctx, self.model.vocab, self.n_vocab, end_tokens)
 

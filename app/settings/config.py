@@ -117,6 +117,13 @@ class Config:
         "1 starts a prompt from the longest prefix already in the KV cache (a chat's next turn "
         "evaluates only the new turn); 0 evaluates every prompt in full",
     )
+    cache_ram_mb: int = setting(
+        "LLM_CACHE_RAM_MB",
+        values.non_negative_int,
+        "1024",
+        "MiB of host memory per worker keeping sequences' KV states when new prompts take their cells, "
+        "restored on a prefix hit (llama-server's --cache-ram); 0: off",
+    )
     route_by_cache: bool = setting(
         "LLM_ROUTE_BY_CACHE",
         values.flag,

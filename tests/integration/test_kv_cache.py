@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import llama_cpp
+import numpy as np
 import pytest
 
+from app.engine.batch import TokenBatch
 from app.engine.context import ContextShape
 from app.engine.model import LoadedModel
 from app.settings.values import default_model_path
@@ -48,3 +50,57 @@ def test_a_quantized_cache_serves_and_says_so(start_server: Callable[..., Server
     # Another quantization (and so other arithmetic) is another system_fingerprint.
     assert answer.system_fingerprint and answer.system_fingerprint.startswith("fp_")
     assert "KV cells of q8_0/q8_0" in server.output()
+
+
+def test_a_state_kept_in_host_memory_comes_back_as_llama_cpp_computed_it() -> None:
+    model = LoadedModel(default_model_path(), ContextShape(2, 512, 1024, 512, 2))
+    try:
+        prompt = model.tokenizer.tokenize("The river ran past the mill, " * 12, True, False)
+
+        def evaluate() -> bytes:
+            model.clear()
+            batch = TokenBatch(512)
+            batch.add_run(np.asarray(prompt, dtype=np.int32), 0, 0, logits_last=True)
+            assert model.decode(batch) == 0
+            return model.save_state(0)
+
+        kept, recomputed = evaluate(), evaluate()
+        assert kept == recomputed  # llama.cpp evaluates the same prompt to the same cells
+        model.clear()
+        model.load_state(0, kept)
+        assert model.save_state(0) == kept
+
+        def next_logits() -> np.ndarray:
+            batch = TokenBatch(8)
+            batch.add(prompt[-1], len(prompt), 0, True)
+            assert model.decode(batch) == 0
+            row = llama_cpp.llama_get_logits_ith(model.ctx, 0)
+            return np.ctypeslib.as_array(row, shape=(model.n_vocab,)).copy()
+
+        restored = next_logits()
+        evaluate()
+        assert np.array_equal(restored, next_logits())
+    finally:
+        model.close()
+
+
+def test_a_conversation_pushed_out_of_its_sequence_is_restored_and_answers_as_recomputed(
+    start_server: Callable[..., Server],
+) -> None:
+    history = [{"role": "user", "content": "Describe a lighthouse in the fog, in detail. " * 8}]
+    other = [{"role": "user", "content": "Name three birds."}]
+    answers = {}
+    for ram in ("64", "0"):
+        server = start_server(LLM_WORKERS="1", LLM_PARALLEL="1", LLM_CACHE_RAM_MB=ram)
+        with openai_client(server) as client:
+            ask = dict(model="SmolLM2-135M-Instruct.Q4_1", max_tokens=16, temperature=0)
+            first = client.chat.completions.create(messages=history, **ask)
+            client.chat.completions.create(messages=other, **ask)  # takes the only sequence
+            turn = [*history, {"role": "assistant", "content": first.choices[0].message.content},
+                    {"role": "user", "content": "And at night?"}]  # fmt: skip
+            again = client.chat.completions.create(messages=turn, **ask)
+        assert again.usage and again.usage.prompt_tokens_details
+        answers[ram] = (again.choices[0].message.content, again.usage.prompt_tokens_details.cached_tokens)
+    # Restored from memory, or evaluated again but for the template's default system prompt.
+    assert answers["64"][1] >= 64 + answers["0"][1] and answers["0"][1] < 64
+    assert answers["64"][0] == answers["0"][0]

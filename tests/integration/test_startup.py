@@ -59,6 +59,7 @@ BAD_SETTINGS = [
         ("LLM_DEFAULT_MAX_TOKENS", "99999"),
         ("LLM_SSE_KEEPALIVE", "soon"),
         ("LLM_MAX_GENERATION_SECONDS", "forever"),
+        ("LLM_CACHE_RAM_MB", "-1"),
         ("LLM_ROUTE_BY_CACHE", "maybe"),
         ("LLM_MAX_QUEUE", "many"),
         ("LLM_QUEUE_TIMEOUT", "-1"),

@@ -8,6 +8,7 @@ tracked per sequence, so a test sees what was decoded where.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from app.engine.batch import TokenBatch
@@ -119,6 +120,13 @@ class FakeContext:
 
     def clear(self) -> None:
         self.cells.clear()
+
+    def save_state(self, seq_id: int) -> bytes:
+        return json.dumps(sorted(self.cells.get(seq_id, {}).items())).encode()
+
+    def load_state(self, seq_id: int, state: bytes) -> None:
+        assert not self.cells.get(seq_id), "llama.cpp restores into an empty sequence"
+        self.cells[seq_id] = {position: token for position, token in json.loads(state)}
 
     def sampler(self, request: GenerationRequest, end_tokens: list[int]) -> CountingSampler:
         assert end_tokens == [END]

@@ -1,0 +1,56 @@
+"""The host-memory prompt cache on the counting fake: cells kept when taken, given back on a prefix hit."""
+
+from __future__ import annotations
+
+from app.engine.batcher import Batcher, BatcherSettings
+from app.engine.host_cache import HostCache
+from tests.unit.engine.fake_context import FakeContext, job
+from tests.unit.engine.test_batcher import Run
+
+HISTORY = list(range(1, 81))  # 80 tokens: a whole block of 64 and some
+
+
+def run_with_host_cache(context: FakeContext, limit: int = 1 << 20) -> Run:
+    run = Run(context)
+    run.batcher = Batcher(context, BatcherSettings(16, True, 0, cache_ram_bytes=limit), run._deliver)
+    return run
+
+
+def test_a_conversation_pushed_out_of_its_sequence_comes_back_from_host_memory() -> None:
+    context = FakeContext(parallel=1, n_ctx=256, n_batch=64)
+    run = run_with_host_cache(context)
+    first = job(HISTORY, max_tokens=3)  # the counting model answers 81, 82, 83
+    run.submit(first)
+    run.until_idle()
+    other = job([90, 91, 92], max_tokens=2)  # takes the only sequence: the history is kept in memory
+    run.submit(other)
+    run.until_idle()
+    assert run.batcher.host_cache is not None and run.batcher.host_cache.used > 0
+    again = job(HISTORY + [81, 82, 5, 6], max_tokens=2)  # the next turn
+    decodes_before = len(context.decodes)
+    run.submit(again)
+    run.until_idle()
+    assert run.ending(again).cached_tokens == 82  # the history and the answer, restored
+    evaluated = [r.token for r in context.decodes[decodes_before]]
+    assert evaluated == [5, 6]  # only the new turn is evaluated
+    assert run.text(again) == "<7><8>"
+    assert [context.cells[0][p] for p in range(85)] == [*HISTORY, 81, 82, 5, 6, 7]
+
+
+def test_kept_states_stay_within_the_limit_and_the_oldest_goes_first() -> None:
+    context = FakeContext(parallel=1, n_ctx=256, n_batch=64)
+    other = [t + 100 for t in HISTORY]
+    context.cells[0] = dict(enumerate(other))
+    room = len(context.save_state(0))  # the larger of the two states
+    context.cells[0] = dict(enumerate(HISTORY))
+    cache = HostCache(limit_bytes=room + 10)
+    cache.save(context, 0, HISTORY)
+    assert cache.used == len(context.save_state(0))
+    context.cells[0] = dict(enumerate(other))
+    cache.save(context, 0, other)  # no room for both: the first goes
+    assert cache.restore(context, 0, [*HISTORY, 1], reusable=0) == 0
+    context.cells[0] = {}
+    assert cache.restore(context, 0, [*other, 1], reusable=0) == 80
+    short = HostCache(limit_bytes=1 << 20)
+    short.save(context, 0, HISTORY[:10])  # under a block: not worth keeping
+    assert short.used == 0

@@ -16,6 +16,7 @@ from app.engine import drafts, recovery, scheduling, shared_prompt
 from app.engine.batch import TokenBatch
 from app.engine.cache_report import CacheReport
 from app.engine.context import BatchContext, Sampler
+from app.engine.draft_model import DraftModel
 from app.engine.generation import Delivery
 from app.engine.host_cache import PUBLISHED, HostCache
 from app.engine.sequence import Choice, Job, Sequence
@@ -64,9 +65,14 @@ class Batcher:
     """
 
     def __init__(
-        self, model: BatchContext, settings: BatcherSettings, deliver: Callable[[Delivery, StepReport], None]
+        self,
+        model: BatchContext,
+        settings: BatcherSettings,
+        deliver: Callable[[Delivery, StepReport], None],
+        draft_model: DraftModel | None = None,
     ) -> None:
         self.model = model
+        self.draft_model = draft_model  # speculative decoding with a smaller model, if one is loaded
         self.settings = settings
         self._deliver = deliver
         self._inbox = NativeQueue()
@@ -136,7 +142,7 @@ class Batcher:
         sampler: Sampler = self.model.sampler(job.request, self._end_tokens)
         if job.request.thinking_budget is not None:
             sampler = BudgetedSampler(sampler, job.request.thinking_budget, self.model.tokenizer)
-        drafter = drafts.drafter_for(job.request, self.settings.drafts)
+        drafter = drafts.drafter_for(job.request, self.settings.drafts, self.draft_model)
         leader = None if scoring else shared_prompt.leader_for(self.sequences, prompt)
         if leader is not None:  # it will share the leader's cells once they are evaluated
             self.model.forget(target.seq_id, 0, -1)
@@ -175,7 +181,7 @@ class Batcher:
         budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))
         shares = dict(scheduling.share_prompt([(s.seq_id, len(c.pending)) for s, c in prefilling], budget))
         room = batch.capacity - len(generating) - sum(shares.values())
-        drafted = 0 if self._drafts_off else drafts.propose(holding, generating, room)
+        drafted = 0 if self._drafts_off else drafts.propose(holding, generating, room, self.draft_model)
         self._drafts_off = False
         taken: list[tuple[Sequence, Choice, np.ndarray]] = []
         scored: list[tuple[Sequence, Choice, int, int, int]] = []  # prompt_logprobs: row, position, size

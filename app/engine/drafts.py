@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import logging
+
+import numpy as np
+
+from app.engine.draft_model import DraftModel, ModelDrafter
 from app.engine.sequence import Choice, Sequence
-from app.engine.speculation import NgramDrafter
+from app.engine.speculation import Drafter, NgramDrafter
 from app.engine.types import DraftLimits, GenerationRequest
 
+log = logging.getLogger("app.engine.batcher")
 
-def drafter_for(request: GenerationRequest, default: DraftLimits | None) -> NgramDrafter | None:
-    """The request's own draft limits, else the server's; none for one token, or when off."""
+
+def drafter_for(
+    request: GenerationRequest, default: DraftLimits | None, draft_model: DraftModel | None
+) -> Drafter | None:
+    """The request's own draft limits, else the server's; none for one token, or when off.
+    With a draft model loaded, it drafts; else the choice's own n-grams do."""
     limits = request.drafts if request.drafts is not None else default
     if limits is None or limits.n_max <= 0 or request.max_tokens < 2:
         return None
-    return NgramDrafter(request.prompt_tokens, len(request.prompt_tokens) + request.max_tokens, limits)
+    kind = ModelDrafter if draft_model is not None else NgramDrafter
+    return kind(request.prompt_tokens, len(request.prompt_tokens) + request.max_tokens, limits)
 
 
-def propose(holding: list[tuple[Sequence, Choice]], generating: set[int], room: int) -> int:
+def propose(
+    holding: list[tuple[Sequence, Choice]], generating: set[int], room: int, draft_model: DraftModel | None
+) -> int:
     """Drafts for the generating choices that keep a drafter, within `room` batch rows; their total.
 
     The more sequences share the step, the more a draft row costs beside the tokens it may
@@ -25,11 +38,28 @@ def propose(holding: list[tuple[Sequence, Choice]], generating: set[int], room: 
     """
     needed = len(generating) / (len(generating) + 1)
     total = 0
+    wanted: list[tuple[int, np.ndarray, int]] = []  # the draft model's work: sequence, history, length
     for s, choice in holding:
-        if s.seq_id not in generating or choice.drafter is None or room - total <= 0:
+        drafter = choice.drafter
+        if s.seq_id not in generating or drafter is None or room - total <= 0:
             continue
         # No further than the choice may still generate: one token is sampled besides.
         left = min(room - total, choice.request.max_tokens - choice.count - 1)
-        choice.draft = choice.drafter.propose(left, needed) if left > 0 else choice.draft[:0]
-        total += len(choice.draft)
+        if left <= 0:
+            continue
+        if isinstance(drafter, NgramDrafter):
+            choice.draft = drafter.propose(left, needed)
+            total += len(choice.draft)
+        elif length := abs(drafter.plan(left, needed)):
+            wanted.append((s.seq_id, drafter.history, length))
+            total += length
+    if wanted and draft_model is not None:
+        try:
+            made = draft_model.draft(wanted)
+        except RuntimeError:  # drafts are a shortcut: without them the step goes on as plain decoding
+            log.exception("the draft model failed; this step goes without drafts")
+            return total - sum(length for _, _, length in wanted)
+        for s, choice in holding:
+            if s.seq_id in made:
+                choice.draft = made[s.seq_id]
     return total

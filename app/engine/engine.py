@@ -7,6 +7,7 @@ from collections import deque
 
 from app.engine.batcher import Batcher, BatcherSettings, StepReport
 from app.engine.context import ContextShape
+from app.engine.draft_model import DraftModel
 from app.engine.errors import QueueFullError
 from app.engine.generation import Delivery, Generation
 from app.engine.loading import LoadingEngine
@@ -128,11 +129,20 @@ class Engine(LoadingEngine[LoadedModel]):
         kv_types = (cfg.cache_type_k, cfg.cache_type_v)
         shape = ContextShape(cfg.parallel, cfg.n_ctx, cfg.kv_size, cfg.n_batch, cfg.n_threads, *kv_types)
         model = LoadedModel(cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split, cfg.chat_template)
-        drafts = DraftLimits(cfg.spec_max) if cfg.spec_type == "ngram" else None
+        draft_model = None
+        if cfg.spec_type == "draft" and cfg.spec_draft:
+            draft_model = DraftModel(cfg.spec_draft, cfg.parallel, cfg.n_ctx, cfg.n_threads)
+            try:
+                draft_model.check_vocabulary(model.model)
+            except ValueError as exc:
+                draft_model.close()
+                model.close()
+                raise ValueError(f"draft model {cfg.spec_draft}: {exc}") from None
+        drafts = DraftLimits(cfg.spec_max) if cfg.spec_type != "none" else None
         settings = BatcherSettings(
             cfg.prefill_chunk, cfg.prompt_cache, cfg.max_generation_seconds, drafts, cfg.cache_ram_mb << 20
         )
-        self._batcher = Batcher(model, settings, self._post)
+        self._batcher = Batcher(model, settings, self._post, draft_model)
         return model
 
     def _loaded_with(self, model: LoadedModel) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 
 from app.engine.context import BatchContext, Sampler
 from app.engine.generation import Generation
-from app.engine.speculation import NgramDrafter
+from app.engine.speculation import Drafter
 from app.engine.text_assembly import TextAssembler
 from app.engine.types import Chunk, GenerationRequest, TokenLogprob
 
@@ -39,7 +39,7 @@ class Choice:
     pending: np.ndarray  # prompt tokens still to evaluate
     assembler: TextAssembler
     leader: Sequence | None = None  # same prompt, evaluated by that sequence (n > 1)
-    drafter: NgramDrafter | None = None  # speculative decoding: proposes this choice's next tokens
+    drafter: Drafter | None = None  # speculative decoding: proposes this choice's next tokens
     draft: np.ndarray = field(default_factory=lambda: _NO_DRAFT)  # proposed for this step, after last_token
     last_token: int = -1  # sampled, not yet decoded
     row: int = -1  # the row of the current batch to sample from, if any
@@ -90,7 +90,7 @@ class Sequence:
         sampler: Sampler,
         deadline: float,
         tick: int,
-        drafter: NgramDrafter | None,
+        drafter: Drafter | None,
     ) -> Choice:
         """Take a choice whose first `reused` prompt tokens are already in this sequence's cache."""
         prompt = job.request.prompt_tokens

@@ -1,10 +1,11 @@
-"""N-gram (prompt-lookup) drafting: tokens a choice will likely write next, read from its own history.
+"""Drafting for speculative decoding: a choice's history, its record of drafts kept, and the n-gram kind.
 
 An answer that repeats its input (a code edit, a rewrite, an extraction, a quote)
-writes again what it or its prompt wrote before. The drafter finds the latest earlier
-place where the choice's last few tokens appeared and proposes the tokens that followed
-them there; the batcher verifies the proposal in the same decode as everyone's next
-token, and keeps the part the sampler agrees with.
+writes again what it or its prompt wrote before. The n-gram drafter finds the latest
+earlier place where the choice's last few tokens appeared and proposes the tokens that
+followed them there; a model drafter has a smaller model write them (draft_model.py).
+The batcher verifies the proposal in the same decode as everyone's next token, and
+keeps the part the sampler agrees with.
 
 A rejected draft token costs a decode row for nothing, about half a step on a CPU, so
 each choice drafts only as far as its record says pays: its draft length grows while
@@ -25,7 +26,7 @@ MAX_PAUSE = 32  # steps a choice may wait after drafts refused in a row
 MEMORY = 0.8  # how much of its record a choice keeps at each verdict: recent drafts weigh most
 
 
-class NgramDrafter:
+class Drafter:
     """One choice's history (prompt, then what it generated) and its drafting record."""
 
     def __init__(self, prompt: Sequence[int], room: int, limits: DraftLimits) -> None:
@@ -46,26 +47,27 @@ class NgramDrafter:
             self._tokens[self._size] = token
             self._size += 1
 
-    def propose(self, room: int, accept_rate_needed: float) -> np.ndarray:
-        """Up to `room` tokens that may follow the history, or none.
+    @property
+    def history(self) -> np.ndarray:
+        """The prompt and every token generated so far."""
+        return self._tokens[: self._size]
+
+    def plan(self, room: int, accept_rate_needed: float) -> int:
+        """How many tokens to draft this step (0: none; a negative -1: a one-token try only).
 
         `accept_rate_needed`: the share of draft tokens that must be kept for drafting to
         pay in this step (higher when more sequences share it). A choice drafts no further
         than its own record says will be kept; one whose record does not pay still tries a
-        single token now and then (its pauses see to how often), and only where its last
-        tokens repeat a whole 4-gram, the sign of text being copied.
+        single token now and then (its pauses see to how often).
         """
         if self._pause > 0:
             self._pause -= 1
-            return _NONE
+            return 0
         affordable = self._affordable(accept_rate_needed)
         length = min(room, self.length, max(1, affordable))
         if length < max(1, self.limits.n_min):
-            return _NONE
-        draft, matched = self._lookup(length)
-        if affordable == 0:
-            return draft[:1] if matched == NGRAM_SIZES[0] else _NONE
-        return draft
+            return 0
+        return length if affordable else -1
 
     def verified(self, drafted: int, accepted: int) -> None:
         """The batcher's verdict on the last draft: `accepted` of its `drafted` tokens were kept."""
@@ -94,6 +96,21 @@ class NgramDrafter:
         if rate <= needed:
             return 0
         return max(1, int(np.log(needed) / np.log(rate)))
+
+
+class NgramDrafter(Drafter):
+    """Drafts what followed the latest earlier place of the choice's last few tokens."""
+
+    def propose(self, room: int, accept_rate_needed: float) -> np.ndarray:
+        """Up to `room` tokens that may follow the history, or none; a one-token try only where the
+        last tokens repeat a whole 4-gram, the sign of text being copied."""
+        length = self.plan(room, accept_rate_needed)
+        if length == 0:
+            return _NONE
+        draft, matched = self._lookup(abs(length))
+        if length < 0:
+            return draft[:1] if matched == NGRAM_SIZES[0] else _NONE
+        return draft
 
     def _lookup(self, length: int) -> tuple[np.ndarray, int]:
         """What followed the latest earlier place of the history's last n tokens, and that n (0: none).

@@ -40,7 +40,8 @@ class Config:
         parse_models,
         "",
         'Several models: a JSON list of {"id", "path", "workers"} (and optional n_ctx, parallel, '
-        "chat_template, chat_format, pooling, embedding, cache_type_k, cache_type_v, spec_type, spec_max); "
+        "chat_template, chat_format, pooling, embedding, cache_type_k, cache_type_v, spec_type, spec_max, "
+        "draft); "
         "default: LLM_MODEL_PATH on every worker",
         optional=True,
     )
@@ -102,7 +103,16 @@ class Config:
         values.choice(*SPEC_TYPES),
         "ngram",
         "Speculative decoding: ngram drafts a choice's next tokens from its own prompt and output "
-        "and verifies them in the batch (answers that repeat their input come faster); none: off",
+        "and verifies them in the batch (answers that repeat their input come faster); draft: a "
+        "smaller model (LLM_SPEC_DRAFT) drafts them; none: off",
+    )
+    spec_draft: str | None = setting(
+        "LLM_SPEC_DRAFT",
+        values.model_file,
+        "",
+        "GGUF of a smaller model with the same vocabulary that drafts for LLM_SPEC_TYPE=draft "
+        '(llama-server\'s --model-draft; "draft" in an LLM_MODELS entry)',
+        optional=True,
     )
     spec_max: int = setting(
         "LLM_SPEC_MAX",
@@ -255,7 +265,10 @@ class Config:
         """Read and validate every setting; the first bad one raises ConfigError."""
         environ = os.environ if environ is None else environ
         parsed = {name: spec.read(environ.get(spec.env, "")) for name, spec in SETTINGS.items()}
-        return cls(**derive.derive(parsed))
+        config = cls(**derive.derive(parsed))
+        for index in range(1, len(config.models)):  # every entry's own settings, checked at start too
+            config.for_model(index)
+        return config
 
     def check_devices(self, max_devices: int) -> None:
         """Refuse a tensor split that names more devices than the llama.cpp build has."""

@@ -57,9 +57,23 @@ def _worker_model(parsed: Parsed) -> None:
     parsed.update(pooling=spec.pooling, embedding=spec.embedding, chat_format=spec.chat_format)
     parsed.update(cache_type_k=spec.cache_type_k or parsed["cache_type_k"])
     parsed.update(cache_type_v=spec.cache_type_v or parsed["cache_type_v"])
-    parsed.update(
-        spec_type=spec.spec_type or parsed["spec_type"], spec_max=spec.spec_max or parsed["spec_max"]
-    )
+    _speculation(parsed, spec)
+
+
+def _speculation(parsed: Parsed, spec: ModelSpec) -> None:
+    """The entry's speculative decoding; an entry that names a draft model drafts with it unless it
+    says otherwise, and drafting with a model needs one."""
+    parsed.update(spec_max=spec.spec_max or parsed["spec_max"], spec_draft=spec.draft or parsed["spec_draft"])
+    parsed.update(spec_type=spec.spec_type or ("draft" if spec.draft else parsed["spec_type"]))
+    if parsed["spec_type"] == "draft" and not parsed["spec_draft"]:
+        where = (
+            f"LLM_MODELS {spec.describe(parsed['model_index'])}"
+            if parsed["models_given"]
+            else "LLM_SPEC_TYPE"
+        )
+        raise ConfigError(
+            f'{where}: speculative decoding with a draft model needs one (LLM_SPEC_DRAFT or "draft")'
+        )
 
 
 def _threads(parsed: Parsed) -> None:

@@ -13,10 +13,11 @@ from app.settings import values
 POOLINGS = ("mean", "cls", "last")
 # llama-server's --cache-type-k/-v choices; each is a ggml type llama.cpp can store a KV cell in.
 KV_TYPES = ("f16", "f32", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
-SPEC_TYPES = ("none", "ngram")  # speculative decoding: off, or drafts from the choice's own tokens
+# Speculative decoding: off, drafts from the choice's own tokens, or from a smaller model.
+SPEC_TYPES = ("none", "ngram", "draft")
 _KEYS = {
     "id", "path", "workers", "n_ctx", "parallel", "chat_template", "chat_format", "pooling", "embedding",
-    "cache_type_k", "cache_type_v", "spec_type", "spec_max",
+    "cache_type_k", "cache_type_v", "spec_type", "spec_max", "draft",
 }  # fmt: skip
 _NUMBERS = (
     ("workers", 1, 64, 1), ("n_ctx", 1, 1 << 20, None), ("parallel", 1, 256, None),
@@ -41,6 +42,7 @@ class ModelSpec:
     cache_type_v: str | None = None  # else LLM_CACHE_TYPE_V
     spec_type: str | None = None  # else LLM_SPEC_TYPE
     spec_max: int | None = None  # else LLM_SPEC_MAX
+    draft: str | None = None  # a smaller GGUF with the same vocabulary, drafting (else LLM_SPEC_DRAFT)
 
     def describe(self, index: int) -> str:
         return f"entry {index} ({self.id!r})" if self.id else f"entry {index}"
@@ -96,12 +98,19 @@ def _entry(entry: Any, index: int) -> ModelSpec:
             raise ValueError(f"{where}: {key} must be one of {', '.join(KV_TYPES)}")
     if entry.get("spec_type") is not None and entry["spec_type"] not in SPEC_TYPES:
         raise ValueError(f"{where}: spec_type must be one of {', '.join(SPEC_TYPES)}")
+    draft = None
+    if entry.get("draft") is not None:
+        try:
+            draft = values.model_file(entry["draft"] if isinstance(entry["draft"], str) else "")
+        except ValueError as exc:
+            raise ValueError(f"{where}: draft {exc}") from None
     if not isinstance(entry.get("embedding", False), bool):
         raise ValueError(f"{where}: embedding must be true or false")
     return ModelSpec(
         entry["id"].strip(), path, numbers["workers"] or 1, numbers["n_ctx"], numbers["parallel"],
         entry.get("chat_template"), entry.get("pooling"), entry.get("embedding", False), chat_format,
         entry.get("cache_type_k"), entry.get("cache_type_v"), entry.get("spec_type"), numbers["spec_max"],
+        draft,
     )  # fmt: skip
 
 

@@ -51,6 +51,7 @@ BAD_SETTINGS = [
         ("LLM_CACHE_TYPE_V", "int8"),
         ("LLM_SPEC_TYPE", "draft-model"),
         ("LLM_SPEC_MAX", "0"),
+        ("LLM_SPEC_DRAFT", "/nonexistent/draft.gguf"),
         ("LLM_PROMPT_CACHE", "sometimes"),
         ("LLM_WORKERS", "0"),
         ("LLM_BIND", "nowhere"),
@@ -100,6 +101,23 @@ def test_unloadable_model_halts_the_server(tmp_path: Path) -> None:
     assert result.returncode == 3
     assert f"LLM_MODEL_PATH={broken}: llama.cpp could not load it" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_draft_model_with_another_vocabulary_halts_the_server(tmp_path: Path) -> None:
+    bert = tiny_bert.write(tmp_path / "tiny-bert.gguf")
+    result = start({"LLM_SPEC_TYPE": "draft", "LLM_SPEC_DRAFT": str(bert)})
+    assert result.returncode == 3
+    (line,) = [line for line in result.stderr.splitlines() if "could not load it" in line]
+    assert f"draft model {bert}: the draft model has" in line and "tokens, the model 49152" in line
+    assert "Traceback" not in result.stderr
+
+
+def test_drafting_with_a_model_needs_one() -> None:
+    result = start({"LLM_SPEC_TYPE": "draft"})
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(
+        "configuration error: LLM_SPEC_TYPE: speculative decoding with a draft"
+    )
 
 
 def test_good_configuration_starts(start_server: Callable[..., Server]) -> None:

@@ -46,6 +46,14 @@ def test_a_good_list() -> None:
             entries({"id": "a", "path": FAKE_MODEL, "cache_type_v": "q3_k"}),
             "entry 0 ('a'): cache_type_v must be one of f16, f32, bf16, q8_0",
         ),
+        (
+            entries({"id": "a", "path": FAKE_MODEL, "draft": "/nonexistent.gguf"}),
+            "entry 0 ('a'): draft no such file",
+        ),
+        (
+            entries({"id": "a", "path": FAKE_MODEL, "spec_type": "eagle"}),
+            "spec_type must be one of none, ngram, draft",
+        ),
         (entries({"id": "a", "path": FAKE_MODEL, "colour": "red"}), "entry 0 ('a'): unknown key 'colour'"),
     ],
 )
@@ -77,6 +85,16 @@ def test_kv_cache_types_per_entry_or_from_the_variables() -> None:
     first, second = config.for_model(0), config.for_model(1)
     assert (first.cache_type_k, first.cache_type_v) == ("q4_0", "q8_0")
     assert (second.cache_type_k, second.cache_type_v) == ("f16", "q8_0")
+
+
+def test_an_entry_with_a_draft_model_drafts_with_it() -> None:
+    raw = entries({"id": "a", "path": FAKE_MODEL, "draft": FAKE_MODEL}, {"id": "b", "path": FAKE_MODEL})
+    config = settings(LLM_MODELS=raw, LLM_SPEC_MAX="4")
+    first, second = config.for_model(0), config.for_model(1)
+    assert (first.spec_type, first.spec_draft, first.spec_max) == ("draft", FAKE_MODEL, 4)
+    assert (second.spec_type, second.spec_draft) == ("ngram", None)
+    with pytest.raises(ConfigError, match=r"LLM_MODELS entry 1 \('b'\): speculative decoding with a draft"):
+        settings(LLM_MODELS=raw, LLM_SPEC_TYPE="draft")
 
 
 def test_new_workers_fill_the_model_furthest_below_its_share() -> None:

@@ -24,6 +24,8 @@ from app.engine.types import DraftLimits
 NGRAM_SIZES = (4, 3, 2)  # tried longest first: a longer match is the likelier continuation
 MAX_PAUSE = 32  # steps a choice may wait after drafts refused in a row
 MEMORY = 0.8  # how much of its record a choice keeps at each verdict: recent drafts weigh most
+MAX_EXTENT = 48  # tokens a match is followed back at most
+LONG_MATCH = 8  # a match this long drafts even while the choice pauses after refusals
 
 
 class Drafter:
@@ -84,13 +86,17 @@ class Drafter:
             self.length = min(2, self.limits.n_max)
             self._pause = min(MAX_PAUSE, 1 << self._refusals)
 
+    def _rate(self) -> float:
+        """The share of draft tokens kept, recent ones weighing most (one of two to start with)."""
+        return (self._kept + 1.0) / (self._seen + 2.0)
+
     def _affordable(self, needed: float) -> int:
         """The longest draft whose last token is still likelier to be kept than `needed` (0: none).
 
         A draft token is kept only if every one before it was; with a rate p per token (this
-        choice's recent record, started at two kept of three), the k-th is kept with p**k.
+        choice's recent record, started at one kept of two), the k-th is kept with p**k.
         """
-        rate = (self._kept + 2.0) / (self._seen + 3.0)
+        rate = self._rate()
         if needed <= 0.0:
             return self.limits.n_max
         if rate <= needed:
@@ -99,21 +105,35 @@ class Drafter:
 
 
 class NgramDrafter(Drafter):
-    """Drafts what followed the latest earlier place of the choice's last few tokens."""
+    """Drafts what followed the earlier place that best matches the choice's last tokens.
+
+    How far back the match runs says how likely its continuation is: text being copied
+    matches for dozens of tokens, a chance repeat for two or three. A match of e tokens
+    is taken to predict each next token with a chance of e / (e + 2), or the choice's
+    record, whichever is higher, and the draft runs as far as that chance pays.
+    """
 
     def propose(self, room: int, accept_rate_needed: float) -> np.ndarray:
-        """Up to `room` tokens that may follow the history, or none; a one-token try only where the
-        last tokens repeat a whole 4-gram, the sign of text being copied."""
-        length = self.plan(room, accept_rate_needed)
-        if length == 0:
+        """Up to `room` tokens that may follow the history, or none."""
+        paused = self._pause > 0
+        self._pause = max(0, self._pause - 1)
+        draft, extent = self._lookup(min(room, self.limits.n_max))
+        if not len(draft) or (paused and extent < LONG_MATCH):
             return _NONE
-        draft, matched = self._lookup(abs(length))
-        if length < 0:
-            return draft[:1] if matched == NGRAM_SIZES[0] else _NONE
-        return draft
+        chance = max(self._rate(), extent / (extent + 2))
+        if accept_rate_needed <= 0.0:
+            length = len(draft)
+        elif chance > accept_rate_needed:
+            length = max(1, int(np.log(accept_rate_needed) / np.log(chance)))
+        else:  # a one-token try, alone, where a whole 4-gram repeats
+            length = 1 if accept_rate_needed <= 0.5 and extent >= NGRAM_SIZES[0] else 0
+        if length < max(1, self.limits.n_min):
+            return _NONE
+        return draft[:length]
 
     def _lookup(self, length: int) -> tuple[np.ndarray, int]:
-        """What followed the latest earlier place of the history's last n tokens, and that n (0: none).
+        """What followed the earlier place whose tokens match the history's end the furthest back
+        (the latest of those), and how many tokens match (0: none).
 
         A match that runs into the history's end continues as a loop of what lies between
         (text repeating itself repeats on).
@@ -122,17 +142,20 @@ class NgramDrafter(Drafter):
         for n in NGRAM_SIZES:
             if size <= n:
                 continue
-            key = tokens[size - n : size]
-            # Ends of earlier occurrences of the key's last token, then those whose n-gram matches,
-            # each followed by at least one token.
-            ends = np.flatnonzero(tokens[n - 1 : size - 1] == key[-1]) + (n - 1)
-            for back in range(1, n):
-                if len(ends) == 0:
+            # Ends of earlier occurrences of the last token, each followed by at least one token;
+            # then, a token further back each time, those that still match.
+            ends = np.flatnonzero(tokens[n - 1 : size - 1] == tokens[size - 1]) + (n - 1)
+            back = 1
+            while len(ends) and back < min(MAX_EXTENT, size):
+                matching = ends[
+                    (ends >= back) & (tokens[np.maximum(ends - back, 0)] == tokens[size - 1 - back])
+                ]
+                if len(matching) == 0 and back >= n:
                     break
-                ends = ends[tokens[ends - back] == key[-1 - back]]
+                ends, back = matching, back + 1
             if len(ends):
-                start = int(ends[-1]) + 1  # the latest occurrence
-                return tokens[start + np.arange(length) % (size - start)], n
+                start = int(ends[-1]) + 1
+                return tokens[start + np.arange(length) % (size - start)], back
         return _NONE, 0
 
 

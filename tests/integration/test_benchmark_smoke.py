@@ -71,3 +71,35 @@ def test_batcher_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     rows = [line for line in ran.stdout.splitlines() if line.startswith(("| /", f"| {other}"))]
     assert [row.split(" | ")[0] for row in rows] == [f"| {ROOT}", f"| {other}"], ran.stdout
     assert all(row.endswith("| 1 |") for row in rows), ran.stdout
+
+
+def test_speculation_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "speculation.md"
+    ran = bench("speculation", "--repeats", "1", "--edit-tokens", "8", "--max-tokens", "8", "--slots", "2",
+                "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    rows = ("| ours, no drafts |", "| ours, n-gram drafts |", "| llama-server, no drafts |",
+            "| llama-server, ngram-simple |", "| llama-server, ngram-mod |",
+            "| f16 |", "| q8_0 |")  # fmt: skip
+    for row in rows:
+        assert row in text, row
+    targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
+    assert (
+        len(targets) == 8
+    )  # the edit twice, the stories twice, the KV type thrice, and llama-server's modes
+    assert all(row.endswith(("| met |", "| — |")) or "| missed" in row for row in targets), targets
+
+
+def test_conversations_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "conversations.md"
+    ran = bench("conversations", "--repeats", "1", "--conversations", "2", "--turns", "2",
+                "--max-tokens", "4", "--slots", "2", "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for row in ("| ours, routed by cache |", "| ours, routed by load |", "| 2 llama-servers behind nginx |"):
+        assert row in text, row
+    targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
+    assert len(targets) == 2 and all(row.endswith("| met |") or "| missed" in row for row in targets), targets

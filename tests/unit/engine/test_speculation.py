@@ -20,30 +20,30 @@ def test_the_drafter_proposes_what_followed_the_latest_match() -> None:
     assert NgramDrafter([1, 2, 3, 4], 64, LIMITS).propose(8, 0.0).tolist() == []  # nothing repeats
 
 
-def test_a_draft_grows_while_accepted_whole_and_pauses_after_refusals() -> None:
-    drafter = NgramDrafter([7, 8] * 20, 200, DraftLimits(n_max=16))
-    assert len(drafter.propose(16, 0.0)) == 2  # starts short
-    drafter.verified(2, 2)
-    assert len(drafter.propose(16, 0.0)) == 4
-    drafter.verified(4, 4)
-    drafter.verified(8, 8)
-    assert len(drafter.propose(16, 0.0)) == 16
-    drafter.verified(16, 3)  # refused after three: drafts as far as was kept
-    assert len(drafter.propose(16, 0.0)) == 3
-    drafter.verified(3, 0)  # refused outright: waits two steps, then tries short again
-    assert [len(drafter.propose(16, 0.0)) for _ in range(3)] == [0, 0, 2]
+def test_a_long_match_drafts_far_and_a_short_one_little() -> None:
+    copied = list(range(10, 50))  # 40 tokens, then the first 30 of them again: text being copied
+    long_match = NgramDrafter([*copied, 99, *copied[:30]], 200, DraftLimits(n_max=16))
+    # 30 tokens match: each next one is taken as kept with a chance of 30/32.
+    assert long_match.propose(16, accept_rate_needed=0.5).tolist() == list(range(40, 50))
+    assert len(long_match.propose(16, accept_rate_needed=0.8)) == 3  # a busier step: shorter
+    short_match = NgramDrafter([5, 6, 7, 1, 2, 9, 9, 3, 1, 2], 200, DraftLimits(n_max=16))
+    assert short_match.propose(16, accept_rate_needed=0.5).tolist() == []  # two tokens: not worth it
 
 
-def test_a_busy_step_asks_more_of_a_choices_record() -> None:
-    drafter = NgramDrafter([7, 8] * 20, 200, DraftLimits(n_max=16))
-    drafter.length = 16
-    drafter.verified(10, 5)  # kept about half
-    assert len(drafter.propose(16, accept_rate_needed=0.1)) > 1
-    # Where the record does not pay, a single token where a whole 4-gram repeats, as here...
-    assert len(drafter.propose(16, accept_rate_needed=0.8)) == 1
-    # ... but not where only the last two tokens do.
-    assert len(NgramDrafter([1, 2, 3, 9, 2, 3], 20, LIMITS).propose(8, accept_rate_needed=0.8)) == 0
-    assert len(NgramDrafter([1, 2, 3, 9, 2, 3], 20, LIMITS).propose(8, accept_rate_needed=0.5)) == 1
+def test_after_a_refusal_a_choice_pauses_but_not_where_text_is_copied() -> None:
+    looping = NgramDrafter([7, 8, 9, 6] * 3, 200, DraftLimits(n_max=16))  # 11 tokens match
+    looping.verified(4, 0)  # refused outright: a pause of two steps...
+    assert len(looping.propose(16, 0.5)) > 0  # ... which a long match ignores
+    chance = NgramDrafter([1, 2, 3, 4, 9, 1, 2, 3, 4], 200, DraftLimits(n_max=16))  # 4 tokens match
+    chance.verified(4, 0)
+    assert [len(chance.propose(16, 0.5)) for _ in range(3)] == [0, 0, 1]  # a one-token try after it
+
+
+def test_where_neither_match_nor_record_pays_only_a_one_token_try_and_only_alone() -> None:
+    drafter = NgramDrafter([1, 2, 3, 4, 9, 1, 2, 3, 4], 20, LIMITS)  # a 4-gram repeats, no further
+    assert len(drafter.propose(8, accept_rate_needed=0.5)) == 1
+    assert len(drafter.propose(8, accept_rate_needed=0.8)) == 0  # shared with 4 others: no
+    assert len(NgramDrafter([1, 2, 3, 9, 2, 3], 20, LIMITS).propose(8, accept_rate_needed=0.5)) == 0
 
 
 def test_a_draft_is_verified_in_the_step_and_its_refused_cells_are_dropped() -> None:

@@ -41,7 +41,9 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert "### One stream beside a busy process" in text and "### Memory" in text
     assert "A second worker adds" in text
     targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
-    assert len(targets) == 6  # 1 client, one stream against raw and llama-server, contention twice, failures
+    # Throughput and TTFT at 1 and 2 clients, one stream against raw and llama-server, contention
+    # twice, failures.
+    assert len(targets) == 9
     assert all(row.endswith("| met |") or "| missed" in row for row in targets), targets
     assert png.read_bytes().startswith(b"\x89PNG")
 

@@ -101,7 +101,7 @@ class Config:
     spec_type: str = setting(
         "LLM_SPEC_TYPE",
         values.choice(*SPEC_TYPES),
-        "ngram",
+        "none",
         "Speculative decoding: ngram drafts a choice's next tokens from its own prompt and output "
         "and verifies them in the batch (answers that repeat their input come faster); draft: a "
         "smaller model (LLM_SPEC_DRAFT) drafts them; none: off",

@@ -26,7 +26,9 @@ NEAR_TIE = 0.1
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
     # No prompt cache: a cached prefix is other arithmetic too, which is not what is compared here.
-    instance = Server(LLM_WORKERS="1", LLM_N_THREADS="2", LLM_PROMPT_CACHE="0", LLM_PARALLEL="6").wait_ready()
+    instance = Server(
+        LLM_WORKERS="1", LLM_N_THREADS="2", LLM_PROMPT_CACHE="0", LLM_PARALLEL="6", LLM_SPEC_TYPE="ngram"
+    ).wait_ready()
     yield instance
     log = instance.output()
     instance.stop()
@@ -144,10 +146,10 @@ def test_bad_draft_settings_are_a_400_naming_the_field(server: Server, fields: d
     assert answer.json()["error"]["param"] == param
 
 
-def test_drafts_on_a_server_that_speculates_by_default_never_and_the_metrics(
+def test_drafts_on_a_server_that_does_not_speculate_by_default_and_the_metrics(
     start_server: Callable[..., Server],
 ) -> None:
-    quiet = start_server(LLM_WORKERS="1", LLM_SPEC_TYPE="none")
+    quiet = start_server(LLM_WORKERS="1")  # LLM_SPEC_TYPE=none, the default
     assert drafts(quiet) == {"type": "none", "draft_tokens": 0, "accepted_tokens": 0, "acceptance_rate": None}
     chat(quiet, REPEATING)
     assert drafts(quiet)["draft_tokens"] == 0

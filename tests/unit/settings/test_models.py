@@ -92,7 +92,7 @@ def test_an_entry_with_a_draft_model_drafts_with_it() -> None:
     config = settings(LLM_MODELS=raw, LLM_SPEC_MAX="4")
     first, second = config.for_model(0), config.for_model(1)
     assert (first.spec_type, first.spec_draft, first.spec_max) == ("draft", FAKE_MODEL, 4)
-    assert (second.spec_type, second.spec_draft) == ("ngram", None)
+    assert (second.spec_type, second.spec_draft) == ("none", None)
     with pytest.raises(ConfigError, match=r"LLM_MODELS entry 1 \('b'\): speculative decoding with a draft"):
         settings(LLM_MODELS=raw, LLM_SPEC_TYPE="draft")
 

@@ -93,9 +93,14 @@ class Tally:
         chunk = json.loads(line[6:])
         if chunk.get("usage"):
             self.usage_tokens = chunk["usage"]["completion_tokens"]
-        if any(choice.get("text") for choice in chunk.get("choices", [])):
+        if any(self.text_of(choice) for choice in chunk.get("choices", [])):
             self.texts += 1
             self.first, self.last = self.first or now, now
+
+    @staticmethod
+    def text_of(choice: dict) -> str | None:
+        """A completion's text (a chat's comes as `delta.content`: ChatTally)."""
+        return choice.get("text")
 
     def result(self) -> Stream | None:
         if self.first is None or self.last is None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import time
 
 from bench.measure import Stream, Tally
 
@@ -105,16 +104,9 @@ def edit_request(index: int, max_tokens: int, **fields: object) -> dict[str, obj
 class ChatTally(Tally):
     """A Tally of chat chunks: text arrives as `delta.content`."""
 
-    def feed(self, line: str | bytes) -> None:
-        if not line.startswith(b"data: {" if isinstance(line, bytes) else "data: {"):
-            return
-        now = time.perf_counter()
-        chunk = json.loads(line[6:])
-        if chunk.get("usage"):
-            self.usage_tokens = chunk["usage"]["completion_tokens"]
-        if any((c.get("delta") or {}).get("content") for c in chunk.get("choices", [])):
-            self.texts += 1
-            self.first, self.last = self.first or now, now
+    @staticmethod
+    def text_of(choice: dict) -> str | None:
+        return (choice.get("delta") or {}).get("content")
 
 
 def chat_stream(url: str, body: dict[str, object]) -> Stream:

@@ -5,11 +5,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from app.serving import key_limits, peers, prefix_board
+from app.serving import drain, key_limits, peers, prefix_board
 from app.settings import cpu
 from app.settings.config import Config
 from app.settings.models import model_for_new_worker
-from app.settings.startup import exit_on_bad_config
+from app.settings.startup import exit_on_bad_config, guard_reload
 from app.telemetry import worker_board
 
 # Validated here, in the master, so a bad value stops start-up with one line.
@@ -21,7 +21,9 @@ bind = _config.bind
 # WEB_CONCURRENCY or GUNICORN_CMD_ARGS apply.
 if _config.workers_given or _config.models_given:
     workers = _config.workers
-worker_class = "gevent"
+# gunicorn's gevent worker, closing connections while the instance drains and idle
+# keep-alive connections when it stops (app/serving/worker.py).
+worker_class = "app.serving.worker.DrainingGeventWorker"
 worker_connections = 1000
 # Each worker loads its own model after fork: CUDA contexts and OpenMP pools
 # do not survive fork, and gevent patches only inside the worker.
@@ -59,6 +61,7 @@ if peers.table is None:  # the first start, not a reload
     worker_board.board = worker_board.WorkerBoard(peers.SLOTS)  # the status page's figures, per slot
     key_limits.limits = key_limits.KeyLimits(peers.SLOTS)  # per-key limits, held across workers
     prefix_board.board = prefix_board.PrefixBoard(peers.SLOTS)  # what each worker caches, for routing
+    drain.flag = drain.DrainFlag()  # raised by SIGTERM: every worker turns not-ready
     # prometheus_client's multiprocess mode: one directory shared by the workers,
     # emptied at start so no earlier run's figures linger (kept across reloads).
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
@@ -77,6 +80,13 @@ def on_starting(server):
             file=sys.stderr,
         )
         sys.exit(2)
+
+
+def when_ready(server):
+    # SIGTERM drains (not-ready at once, streams finish, then stop); a SIGHUP with a bad
+    # setting keeps the running workers rather than stopping the master (app/serving/drain.py).
+    drain.install(server, peers.table, _config.graceful_timeout)
+    guard_reload(server)
 
 
 def pre_fork(server, worker):

@@ -45,6 +45,7 @@ class StepReport:
     accepted: int = 0  # of which kept
     # Sequences whose cells hold other tokens than last reported: (seq_id, their block hashes).
     blocks: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    cells_in_use: int = 0  # KV cells held by sequences with a choice (idle sequences' cache is free room)
 
 
 @dataclass(frozen=True)
@@ -113,9 +114,9 @@ class Batcher:
         except Exception:  # noqa: BLE001 - a failed step must not end the loop or strand a client
             delivery.extend(recovery.fail_all(self.sequences, self.model, traceback.format_exc()))
             report = StepReport(0, 0, 0, 0.0, self.governor.threads)
-        self._deliver(
-            delivery, replace(report, blocks=self._cache_report.changes(self.sequences, self.host_cache))
-        )
+        blocks = self._cache_report.changes(self.sequences, self.host_cache)
+        in_use = sum(len(s.cached) for s in self.sequences if s.busy)
+        self._deliver(delivery, replace(report, blocks=blocks, cells_in_use=in_use))
         return True
 
     def _take(self, job: Job | None, delivery: Delivery) -> bool:

@@ -37,6 +37,7 @@ class Engine(LoadingEngine[LoadedModel]):
         self._queued = 0  # requests waiting for their first sequence
         self._batcher: Batcher | None = None
         self._last_load: tuple[int, int, int] | None = None  # as last told to the observer
+        self._cells_in_use = 0  # KV cells held by choices, as last told to the observer
 
     @property
     def load(self) -> int:
@@ -118,6 +119,9 @@ class Engine(LoadingEngine[LoadedModel]):
             generation.push(chunk)
         self._dispatch()
         self.observer.stepped(report.busy, report.decoded, report.reused, report.threads, report.sampled)
+        if report.cells_in_use != self._cells_in_use:
+            self._cells_in_use = report.cells_in_use
+            self.observer.kv_in_use(report.cells_in_use)
         if report.drafted:
             self.observer.drafted(report.drafted, report.accepted)
         rows = self._batcher.board_rows if self._batcher is not None else self.parallel

@@ -14,6 +14,9 @@ class EngineObserver:
     def kv_sized(self, memory: KvMemory) -> None:
         """The context's KV cache is made: its cells, their types and bytes."""
 
+    def kv_in_use(self, cells: int) -> None:
+        """Sequences with a choice now hold `cells` KV cells (told on a change)."""
+
     def drafted(self, drafted: int, accepted: int) -> None:
         """A step verified `drafted` draft tokens (speculative decoding) and kept `accepted`."""
 

@@ -36,6 +36,10 @@ class EngineFigures(EngineObserver):
         if self._board is not None:
             self._board.record_kv(self._slot, memory.cells, memory.total_bytes)
 
+    def kv_in_use(self, cells: int) -> None:
+        if self._board is not None:
+            self._board.record_kv_in_use(self._slot, cells)
+
     def drafted(self, drafted: int, accepted: int) -> None:
         metrics.SPEC_DRAFTS.inc()
         metrics.SPEC_DRAFT_TOKENS.inc(drafted)

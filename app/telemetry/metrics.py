@@ -17,6 +17,9 @@ from prometheus_client import (
     multiprocess,
 )
 
+from app.telemetry import worker_board
+from app.telemetry.model_server import ModelServerCollector
+
 if TYPE_CHECKING:
     from app.telemetry.request_stats import RequestStats
 
@@ -134,6 +137,8 @@ def scrape() -> Response:
     if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
         registry = CollectorRegistry()  # fresh per scrape, as the multiprocess docs require
         multiprocess.MultiProcessCollector(registry)
+        if worker_board.board is not None:  # the model server protocol, over every worker
+            registry.register(ModelServerCollector(worker_board.board))
     else:
         registry = REGISTRY  # a single process (tests with Flask's client)
     return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)

@@ -21,7 +21,8 @@ import greenlet
 
 WINDOW = 60  # seconds of token counts kept per worker
 _HEAD = struct.Struct("qqqd")  # running choices, waiting choices, live greenlets, when they were counted
-_KV = struct.Struct("qqqq")  # KV cells and their bytes; draft tokens verified and kept, since start
+# KV cells and their bytes; draft tokens verified and kept, since start; KV cells choices hold now
+_KV = struct.Struct("qqqqq")
 _BUCKET = struct.Struct("qq")  # a second (Unix time), tokens generated during it
 _ROW = _HEAD.size + _KV.size + WINDOW * _BUCKET.size
 _BUCKETS = _HEAD.size + _KV.size  # where a row's buckets start
@@ -40,10 +41,26 @@ class WorkerFigures:
     kv_bytes: int = 0
     drafted: int = 0  # speculative decoding: draft tokens verified
     accepted: int = 0  # and kept
+    kv_in_use: int = 0  # KV cells held by choices now
 
     @property
     def tokens_per_second(self) -> float:
         return round(self.tokens_last_minute / WINDOW, 2)
+
+
+@dataclass(frozen=True)
+class PoolFigures:
+    """The figures of every worker together."""
+
+    running: int  # choices holding a sequence
+    waiting: int  # choices queued for one
+    kv_cells: int  # KV cells of every loaded generation worker
+    kv_in_use: int  # of which choices hold
+
+    @property
+    def kv_usage(self) -> float:
+        """Cells in use over cells available, 0-1 (0 before any model has loaded)."""
+        return self.kv_in_use / self.kv_cells if self.kv_cells else 0.0
 
 
 class WorkerBoard:
@@ -65,13 +82,20 @@ class WorkerBoard:
 
     def record_kv(self, slot: int, cells: int, size: int) -> None:
         """The worker's KV cache, once its model is loaded: cells and bytes."""
-        _, _, drafted, accepted = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
-        _KV.pack_into(self._memory, slot * _ROW + _HEAD.size, cells, size, drafted, accepted)
+        _, _, drafted, accepted, in_use = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
+        _KV.pack_into(self._memory, slot * _ROW + _HEAD.size, cells, size, drafted, accepted, in_use)
+
+    def record_kv_in_use(self, slot: int, in_use: int) -> None:
+        """KV cells the worker's choices hold now."""
+        cells, size, drafted, accepted, _ = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
+        _KV.pack_into(self._memory, slot * _ROW + _HEAD.size, cells, size, drafted, accepted, in_use)
 
     def add_drafts(self, slot: int, drafted: int, accepted: int) -> None:
         """Count draft tokens verified and kept."""
-        cells, size, old_drafted, old_accepted = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
-        values = (cells, size, old_drafted + drafted, old_accepted + accepted)
+        cells, size, old_drafted, old_accepted, in_use = _KV.unpack_from(
+            self._memory, slot * _ROW + _HEAD.size
+        )
+        values = (cells, size, old_drafted + drafted, old_accepted + accepted, in_use)
         _KV.pack_into(self._memory, slot * _ROW + _HEAD.size, *values)
 
     def add_tokens(self, slot: int, tokens: int, now: float | None = None) -> None:
@@ -86,13 +110,21 @@ class WorkerBoard:
         """The figures of the worker in `slot`, tokens counted over the minute up to `now`."""
         second = int(time.time() if now is None else now)
         running, waiting, greenlets, counted_at = _HEAD.unpack_from(self._memory, slot * _ROW)
-        kv_cells, kv_bytes, drafted, accepted = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
+        kv = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
         start = slot * _ROW + _BUCKETS
         buckets = (_BUCKET.unpack_from(self._memory, start + i * _BUCKET.size) for i in range(WINDOW))
         tokens = sum(count for stamped, count in buckets if second - WINDOW < stamped <= second)
-        return WorkerFigures(
-            running, waiting, greenlets, counted_at, tokens, kv_cells, kv_bytes, drafted, accepted
-        )
+        return WorkerFigures(running, waiting, greenlets, counted_at, tokens, *kv)
+
+    def totals(self) -> PoolFigures:
+        """Every worker's load and KV cache added up: the instance as one model server sees it."""
+        running = waiting = cells = in_use = 0
+        for slot in range(len(self._memory) // _ROW):  # a free slot's row is zeros
+            slot_running, slot_waiting, _, _ = _HEAD.unpack_from(self._memory, slot * _ROW)
+            slot_cells, _, _, _, slot_in_use = _KV.unpack_from(self._memory, slot * _ROW + _HEAD.size)
+            running, waiting = running + slot_running, waiting + slot_waiting
+            cells, in_use = cells + slot_cells, in_use + slot_in_use
+        return PoolFigures(running, waiting, cells, in_use)
 
     def clear(self, slot: int) -> None:
         """Master, when a worker has exited: its replacement in `slot` starts from nothing."""

@@ -4,57 +4,33 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import pytest
 
+from app.settings.config import Config
 from tests.support.busy import model_busy
 from tests.support.procs import worker_holding, worker_pids
-from tests.support.rawhttp import fetch, open_request, read_chunk, read_head, request_bytes
+from tests.support.rawhttp import (
+    RawStream,
+    fetch,
+    finish_reason,
+    open_request,
+    read_chunk,
+    read_head,
+    request_bytes,
+)
 from tests.support.servers import Server
-from tests.support.waits import wait_until
+from tests.support.waits import wait_for_log, wait_until
 
 LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "stream": True}
 SHORT = {"prompt": "1, 2, 3,", "max_tokens": 150, "temperature": 0, "stream": True}
-
-
-class RawStream:
-    """A streamed request on a raw socket, read at the test's pace: first its start, later the rest."""
-
-    def __init__(self, port: int, body: dict, sock: socket.socket | None = None) -> None:
-        self.sock = sock or open_request(port, "POST", "/v1/completions", body)
-        self.reader = self.sock.makefile("rb")
-        self.chunks: list[bytes] = []
-
-    def started(self) -> RawStream:
-        """Once the 200 and the first generated event have arrived: the stream is under way."""
-        status, _ = read_head(self.reader)
-        assert status == 200
-        while not (self.chunks and self.chunks[-1].startswith(b"data: {")):
-            chunk = read_chunk(self.reader)
-            assert chunk is not None, self.chunks
-            self.chunks.append(chunk)
-        return self
-
-    def rest(self) -> list[bytes]:
-        """Every chunk until the end of the body (or of the connection); closes the socket."""
-        try:
-            while (chunk := read_chunk(self.reader)) is not None:
-                self.chunks.append(chunk)
-        except (OSError, ValueError):
-            self.chunks.append(b"<connection lost>")
-        self.reader.close()
-        self.sock.close()
-        return self.chunks
-
-
-def finish_reason(chunks: list[bytes]) -> str | None:
-    events = [json.loads(c[6:]) for c in chunks if c.startswith(b"data: {")]
-    return events[-1]["choices"][0]["finish_reason"] if events else None
 
 
 def test_generation_wall_time_limit_ends_with_length(start_server: Callable[..., Server]) -> None:
@@ -77,14 +53,75 @@ def test_cheap_requests_answer_while_every_worker_generates(start_server: Callab
         assert not first.is_set() and not second.is_set()  # both still generating
 
 
-def test_sigterm_lets_streams_finish_and_refuses_new_connections(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_GRACEFUL_TIMEOUT="30")
+def test_sigterm_drains_stays_alive_then_exits_without_waiting_for_idle_connections(
+    start_server: Callable[..., Server],
+) -> None:
+    server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_GRACEFUL_TIMEOUT="120")
+    idle = socket.create_connection(("127.0.0.1", server.port))  # a proxy's pooled keep-alive connection
+    idle.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    idle_reader = idle.makefile("rb")
+    assert read_head(idle_reader)[0] == 200
     stream = RawStream(server.port, SHORT).started()
     os.kill(server.process.pid, signal.SIGTERM)
-    wait_until(lambda: refuses_connections(server.port), what="the listener closing")
+    wait_until(lambda: fetch(server.port, "GET", "/health/ready").status == 503, what="not ready")
+    assert fetch(server.port, "GET", "/health").status == 200
+    refused = fetch(
+        server.port, "POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert refused.status == 503 and refused.header("retry-after") == "1"
+    assert json.loads(refused.body)["error"]["type"] == "service_unavailable"
     chunks = stream.rest()
     assert chunks[-1] == b"data: [DONE]\n\n" and finish_reason(chunks) == "length"
+    ended = time.monotonic()
+    # The idle connection is closed at stop, so it does not hold the workers for the grace.
+    assert server.process.wait(timeout=60) == 0
+    assert time.monotonic() - ended < 30
+    idle.settimeout(5)
+    assert idle_reader.read() == b'{"status":"ok"}\n'  # the rest of its answer, then the end: closed
+    idle_reader.close()
+    idle.close()
+    assert refuses_connections(server.port)
+    assert "drained: no request is generating" in server.output()
+
+
+def test_drain_ends_at_the_graceful_timeout_when_a_stream_outlasts_it(
+    start_server: Callable[..., Server],
+) -> None:
+    server = start_server(LLM_GRACEFUL_TIMEOUT="2")
+    stream = RawStream(server.port, {**LONG, "ignore_eos": True}).started()
+    os.kill(server.process.pid, signal.SIGTERM)
+    told = time.monotonic()
     assert server.process.wait(timeout=30) == 0
+    assert time.monotonic() - told < 15  # the grace, not a second one for the workers
+    assert stream.rest()[-1] == b"<connection lost>" or finish_reason(stream.chunks) is None
+    assert "still generating after 2s" in server.output()
+
+
+def test_sighup_with_a_bad_setting_keeps_the_running_workers(tmp_path: Path) -> None:
+    model = tmp_path / "model.gguf"
+    shutil.copyfile(Config.from_env().model_path, model)
+    server = Server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_MODEL_PATH=str(model)).wait_ready()
+    try:
+        workers = set(worker_pids(server.process.pid))
+        broken = tmp_path / "broken"
+        broken.write_bytes(b"not a model")
+        os.replace(model, tmp_path / "good.gguf")  # the running workers keep the file they mapped
+        os.replace(broken, model)
+        os.kill(server.process.pid, signal.SIGHUP)
+        wait_for_log(server, "configuration error on reload, the workers carry on as they were")
+        assert server.process.poll() is None and set(worker_pids(server.process.pid)) == workers
+        assert fetch(server.port, "POST", "/v1/completions", {**SHORT, "stream": False}).status == 200
+        # Once the file is right again, a SIGHUP reloads as usual.
+        os.replace(tmp_path / "good.gguf", model)
+        os.kill(server.process.pid, signal.SIGHUP)
+        wait_until(lambda: not workers & set(worker_pids(server.process.pid)), 30, "new workers")
+        server.wait_ready()
+        assert fetch(server.port, "POST", "/v1/completions", {**SHORT, "stream": False}).status == 200
+    finally:
+        log = server.output()
+        server.stop()
+    errors = [line for line in log.splitlines() if "[ERROR]" in line or "Traceback" in line]
+    assert len(errors) == 1 and "is not a GGUF model file" in errors[0], log
 
 
 def test_sighup_reload_fails_no_in_flight_request(start_server: Callable[..., Server]) -> None:

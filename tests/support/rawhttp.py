@@ -85,3 +85,38 @@ def fetch(
         else:
             body_bytes = reader.read()
         return RawResponse(status, head, body_bytes, chunks)
+
+
+class RawStream:
+    """A streamed request on a raw socket, read at the test's pace: first its start, later the rest."""
+
+    def __init__(self, port: int, body: dict, sock: socket.socket | None = None) -> None:
+        self.sock = sock or open_request(port, "POST", "/v1/completions", body)
+        self.reader = self.sock.makefile("rb")
+        self.chunks: list[bytes] = []
+
+    def started(self) -> RawStream:
+        """Once the 200 and the first generated event have arrived: the stream is under way."""
+        status, _ = read_head(self.reader)
+        assert status == 200
+        while not (self.chunks and self.chunks[-1].startswith(b"data: {")):
+            chunk = read_chunk(self.reader)
+            assert chunk is not None, self.chunks
+            self.chunks.append(chunk)
+        return self
+
+    def rest(self) -> list[bytes]:
+        """Every chunk until the end of the body (or of the connection); closes the socket."""
+        try:
+            while (chunk := read_chunk(self.reader)) is not None:
+                self.chunks.append(chunk)
+        except (OSError, ValueError):
+            self.chunks.append(b"<connection lost>")
+        self.reader.close()
+        self.sock.close()
+        return self.chunks
+
+
+def finish_reason(chunks: list[bytes]) -> str | None:
+    events = [json.loads(c[6:]) for c in chunks if c.startswith(b"data: {")]
+    return events[-1]["choices"][0]["finish_reason"] if events else None

@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify
 
 from app.api.common.errors import ModelNotFoundError, ServiceUnavailableError
-from app.serving import peers
+from app.serving import drain, peers
 from app.settings.config import Config
 from app.settings.current import current_config
 from app.telemetry import worker_board
@@ -61,6 +61,8 @@ def health() -> Response:
 @bp.get("/health/ready")
 def ready() -> Response:
     """Readiness: 200 once this worker's model is loaded and every served model has a ready worker."""
+    if drain.draining():  # leave the load balancer's pool at once; /health stays 200 until exit
+        raise ServiceUnavailableError("The server is shutting down.")
     engine = current_app.extensions["engine"]
     if not engine.ready:
         detail = "failed to load (see the server log)" if engine.load_error else "loading"

@@ -1,0 +1,29 @@
+"""While the instance drains (SIGTERM), new work is a 503 and every connection closes after its answer."""
+
+from __future__ import annotations
+
+from flask import Flask, Response, request
+
+from app.api.common.errors import ServiceUnavailableError
+from app.serving import drain, relay
+
+
+def _refuse_new_work() -> None:
+    # A request relayed by a peer was admitted before the drain began; it runs.
+    if drain.draining() and request.method == "POST" and request.path.startswith("/v1/"):
+        if not relay.is_relayed(request):
+            raise ServiceUnavailableError("The server is shutting down; retry, another instance will answer.")
+
+
+def _close_after(response: Response) -> Response:
+    # So that clients and proxies take their next request elsewhere rather than keep a
+    # connection to an instance about to go (a 503's retry included).
+    if drain.draining():
+        response.headers["Connection"] = "close"
+    return response
+
+
+def init_app(app: Flask) -> None:
+    """Refuse new work while draining (before keys: a key's limit is not spent on a refusal)."""
+    app.before_request(_refuse_new_work)
+    app.after_request(_close_after)

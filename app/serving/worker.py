@@ -1,0 +1,52 @@
+"""gunicorn's gevent worker, made to drain: connections close after their answer, idle ones go at stop.
+
+gunicorn ignores a Connection header set by the application, so closing connections
+while the instance drains (app/serving/drain.py) has to happen here, where the
+request is. And gunicorn's graceful stop waits for every open connection, including
+keep-alive connections that idle between requests (a proxy's pool, an SDK's): those
+would hold a stopping worker until LLM_GRACEFUL_TIMEOUT. They carry no request, so
+they are closed when the worker is told to stop; connections with a request finish.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gevent
+from gunicorn.workers.ggevent import GeventWorker  # type: ignore[import-untyped]
+
+from app.serving import drain
+
+
+class DrainingGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn has no type hints
+    """A gevent worker that knows which of its connections are between requests."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._connections: set[gevent.Greenlet] = set()  # one greenlet per open connection
+        self._answering: set[gevent.Greenlet] = set()  # of which, those with a request under way
+
+    def handle(self, listener: Any, client: Any, addr: Any) -> None:
+        me = gevent.getcurrent()
+        self._connections.add(me)
+        try:
+            super().handle(listener, client, addr)
+        finally:
+            self._connections.discard(me)
+
+    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
+        if drain.draining():
+            req.must_close = True  # gunicorn then answers with Connection: close, and closes
+        me = gevent.getcurrent()
+        self._answering.add(me)
+        try:
+            return super().handle_request(listener_name, req, sock, addr)
+        finally:
+            self._answering.discard(me)
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)  # stop accepting; gunicorn waits for open connections
+        idle = self._connections - self._answering
+        if idle:  # from a greenlet of its own, as this runs in a signal handler
+            # StopIteration is how gunicorn's keep-alive loop ends a connection quietly.
+            gevent.spawn(gevent.killall, list(idle), exception=StopIteration, block=False)

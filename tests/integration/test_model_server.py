@@ -1,0 +1,134 @@
+"""The inference gateway's model server protocol on three real pods (gunicorn instances on loopback).
+
+A scraper reads each pod's /metrics as the endpoint picker does (tests/support/picker.py)
+every 50 ms, its base tick, while one pod is loaded past its sequences; the figures
+must rise there alone, agree with /health/workers, and fall back to rest. A pod sent
+SIGTERM must report not-ready within a second while its streams finish.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.integration.conftest import assert_clean
+from tests.support.picker import PodMetrics, scrape
+from tests.support.rawhttp import RawStream, fetch, finish_reason
+from tests.support.servers import Server
+from tests.support.waits import wait_until
+
+# Generates exactly max_tokens, so a stream holds its sequence for a known stretch.
+BUSY = {"prompt": "Once upon a time", "max_tokens": 160, "ignore_eos": True, "temperature": 0}
+
+
+@pytest.fixture(scope="module")
+def pods() -> Iterator[list[Server]]:
+    """Three pods: the first with two workers (its figures are sums), two with one."""
+    started = [
+        Server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_PARALLEL="2"),
+        Server(LLM_WORKERS="1", LLM_N_THREADS="1", LLM_PARALLEL="2"),
+        Server(LLM_WORKERS="1", LLM_N_THREADS="1", LLM_PARALLEL="2"),
+    ]
+    for pod in started:
+        pod.wait_ready()
+    yield started
+    logs = [pod.output() for pod in started]
+    for pod in started:
+        pod.stop()
+    for log in logs:
+        assert_clean(log)
+
+
+class Picker:
+    """Scrapes every pod each 50 ms in the background, keeping what it read."""
+
+    def __init__(self, pods: list[Server]) -> None:
+        self.pods = pods
+        self.seen: list[list[PodMetrics]] = [[] for _ in pods]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        clients = [httpx.Client() for _ in self.pods]
+        try:
+            while not self._stop.wait(0.05):
+                for index, pod in enumerate(self.pods):
+                    self.seen[index].append(scrape(pod.url, clients[index]))
+        finally:
+            for client in clients:
+                client.close()
+
+    def __enter__(self) -> Picker:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def workers_sum(pod: Server) -> tuple[int, int]:
+    """Running and waiting choices over the pod's workers, from /health/workers."""
+    listed = httpx.get(pod.url + "/health/workers", timeout=5).json()["data"]
+    return sum(w["running"] for w in listed), sum(w["waiting"] for w in listed)
+
+
+def test_cache_config_counts_every_workers_cells(pods: list[Server]) -> None:
+    for pod in pods:
+        listed = httpx.get(pod.url + "/health/workers", timeout=5).json()["data"]
+        cells = sum(w["kv_cache"]["cells"] for w in listed)
+        at_rest = scrape(pod.url)
+        assert at_rest == PodMetrics(0, 0, 0.0, 64, cells // 64)
+
+
+def test_picker_sees_load_rise_on_the_loaded_pod_alone_and_fall_to_rest(pods: list[Server]) -> None:
+    loaded, sequences = pods[0], 4  # two workers of two sequences
+    with Picker(pods) as picker:
+        streams = [
+            threading.Thread(
+                target=httpx.post,
+                args=(loaded.url + "/v1/completions",),
+                kwargs={"json": BUSY, "timeout": 120},
+            )
+            for _ in range(sequences + 3)
+        ]
+        for stream in streams:
+            stream.start()
+        # With every sequence busy and three requests queued, the figures hold still long
+        # enough to compare the picker's reading with the workers' own.
+        wait_until(lambda: workers_sum(loaded) == (sequences, 3), 30, "every sequence busy, three queued")
+        agreed = wait_until(
+            lambda: (m := scrape(loaded.url)).running == sequences and m.waiting == 3 and m, 10, "agreement"
+        )
+        assert 0 < agreed.kv_usage < 1
+        for stream in streams:
+            stream.join()
+        wait_until(lambda: picker.seen[0] and picker.seen[0][-1].running == 0, 10, "the picker seeing rest")
+    first = picker.seen[0]
+    assert max(m.running for m in first) == sequences
+    assert max(m.waiting for m in first) == 3
+    assert max(m.kv_usage for m in first) > 0
+    assert first[-1] == PodMetrics(0, 0, 0.0, first[-1].block_size, first[-1].num_blocks)
+    for idle in picker.seen[1:]:  # the other pods were never loaded
+        assert idle and all(m.running == m.waiting == 0 and m.kv_usage == 0 for m in idle)
+
+
+def test_a_pod_sent_sigterm_is_not_ready_within_a_second_and_finishes_its_stream(pods: list[Server]) -> None:
+    pod = pods[2]
+    stream = RawStream(pod.port, {**BUSY, "stream": True}).started()
+    os.kill(pod.process.pid, signal.SIGTERM)
+    told = time.monotonic()
+    wait_until(lambda: fetch(pod.port, "GET", "/health/ready").status == 503, 5, "not ready")
+    assert time.monotonic() - told < 1.0
+    assert fetch(pod.port, "GET", "/health").status == 200  # alive: the kubelet does not restart it
+    refused = fetch(pod.port, "POST", "/v1/completions", {**BUSY, "max_tokens": 1})
+    assert refused.status == 503 and refused.header("connection") == "close"
+    chunks = stream.rest()
+    assert chunks[-1] == b"data: [DONE]\n\n" and finish_reason(chunks) == "length"
+    assert pod.process.wait(timeout=30) == 0

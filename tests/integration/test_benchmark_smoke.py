@@ -105,3 +105,19 @@ def test_conversations_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         assert row in text, row
     targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
     assert len(targets) == 2 and all(row.endswith("| met |") or "| missed" in row for row in targets), targets
+
+
+def test_scrape_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "scrape.md"
+    ran = bench("scrape", "--repeats", "1", "--tokens", "8", "--slots", "2", "--rest-seconds", "0.5",
+                "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    rows = [
+        line
+        for line in text.splitlines()
+        if line.startswith(("| ours (2 workers) |", "| llama.cpp llama-server |"))
+    ]
+    assert len(rows) == 2 and all(" / " in row for row in rows), text
+    assert "picker's tick (50 ms): met" in text or "picker's tick (50 ms): missed" in text

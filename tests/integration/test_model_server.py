@@ -1,4 +1,4 @@
-"""The inference gateway's model server protocol on three real pods (gunicorn instances on loopback).
+"""The inference gateway's model server protocol on three pods on loopback (containers, or gunicorn).
 
 A scraper reads each pod's /metrics as the endpoint picker does (tests/support/picker.py)
 every 50 ms, its base tick, while one pod is loaded past its sequences; the figures
@@ -8,8 +8,6 @@ SIGTERM must report not-ready within a second while its streams finish.
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -18,22 +16,26 @@ import httpx
 import pytest
 
 from tests.integration.conftest import assert_clean
+from tests.support.containers import Container
 from tests.support.picker import PodMetrics, scrape
+from tests.support.pods import ProcessPod, start_pod
 from tests.support.rawhttp import RawStream, fetch, finish_reason
-from tests.support.servers import Server
 from tests.support.waits import wait_until
 
 # Generates exactly max_tokens, so a stream holds its sequence for a known stretch.
 BUSY = {"prompt": "Once upon a time", "max_tokens": 160, "ignore_eos": True, "temperature": 0}
 
 
+Pod = Container | ProcessPod
+
+
 @pytest.fixture(scope="module")
-def pods() -> Iterator[list[Server]]:
+def pods() -> Iterator[list[Pod]]:
     """Three pods: the first with two workers (its figures are sums), two with one."""
     started = [
-        Server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_PARALLEL="2"),
-        Server(LLM_WORKERS="1", LLM_N_THREADS="1", LLM_PARALLEL="2"),
-        Server(LLM_WORKERS="1", LLM_N_THREADS="1", LLM_PARALLEL="2"),
+        start_pod(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_PARALLEL="2"),
+        start_pod(LLM_WORKERS="1", LLM_N_THREADS="1", LLM_PARALLEL="2"),
+        start_pod(LLM_WORKERS="1", LLM_N_THREADS="1", LLM_PARALLEL="2"),
     ]
     for pod in started:
         pod.wait_ready()
@@ -48,7 +50,7 @@ def pods() -> Iterator[list[Server]]:
 class Picker:
     """Scrapes every pod each 50 ms in the background, keeping what it read."""
 
-    def __init__(self, pods: list[Server]) -> None:
+    def __init__(self, pods: list[Pod]) -> None:
         self.pods = pods
         self.seen: list[list[PodMetrics]] = [[] for _ in pods]
         self._stop = threading.Event()
@@ -73,13 +75,13 @@ class Picker:
         self._thread.join(timeout=10)
 
 
-def workers_sum(pod: Server) -> tuple[int, int]:
+def workers_sum(pod: Pod) -> tuple[int, int]:
     """Running and waiting choices over the pod's workers, from /health/workers."""
     listed = httpx.get(pod.url + "/health/workers", timeout=5).json()["data"]
     return sum(w["running"] for w in listed), sum(w["waiting"] for w in listed)
 
 
-def test_cache_config_counts_every_workers_cells(pods: list[Server]) -> None:
+def test_cache_config_counts_every_workers_cells(pods: list[Pod]) -> None:
     for pod in pods:
         listed = httpx.get(pod.url + "/health/workers", timeout=5).json()["data"]
         cells = sum(w["kv_cache"]["cells"] for w in listed)
@@ -87,7 +89,7 @@ def test_cache_config_counts_every_workers_cells(pods: list[Server]) -> None:
         assert at_rest == PodMetrics(0, 0, 0.0, 64, cells // 64)
 
 
-def test_picker_sees_load_rise_on_the_loaded_pod_alone_and_fall_to_rest(pods: list[Server]) -> None:
+def test_picker_sees_load_rise_on_the_loaded_pod_alone_and_fall_to_rest(pods: list[Pod]) -> None:
     loaded, sequences = pods[0], 4  # two workers of two sequences
     with Picker(pods) as picker:
         streams = [
@@ -119,10 +121,10 @@ def test_picker_sees_load_rise_on_the_loaded_pod_alone_and_fall_to_rest(pods: li
         assert idle and all(m.running == m.waiting == 0 and m.kv_usage == 0 for m in idle)
 
 
-def test_a_pod_sent_sigterm_is_not_ready_within_a_second_and_finishes_its_stream(pods: list[Server]) -> None:
+def test_a_pod_sent_sigterm_is_not_ready_within_a_second_and_finishes_its_stream(pods: list[Pod]) -> None:
     pod = pods[2]
     stream = RawStream(pod.port, {**BUSY, "stream": True}).started()
-    os.kill(pod.process.pid, signal.SIGTERM)
+    pod.terminate()
     told = time.monotonic()
     wait_until(lambda: fetch(pod.port, "GET", "/health/ready").status == 503, 5, "not ready")
     assert time.monotonic() - told < 1.0
@@ -131,4 +133,4 @@ def test_a_pod_sent_sigterm_is_not_ready_within_a_second_and_finishes_its_stream
     assert refused.status == 503 and refused.header("connection") == "close"
     chunks = stream.rest()
     assert chunks[-1] == b"data: [DONE]\n\n" and finish_reason(chunks) == "length"
-    assert pod.process.wait(timeout=30) == 0
+    assert pod.exit_code(timeout=30) == 0

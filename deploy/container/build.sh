@@ -3,7 +3,7 @@
 # from Debian's packages, deploy/container/base.sh). PODMAN_BUILD_FLAGS: podman's own.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-image=${IMAGE:-localhost/llm-server:latest}
+image=${IMAGE:-localhost/llm-server:local}
 base=${BASE:-}
 if [ -z "$base" ]; then
   base=localhost/llm-server-base:bookworm

@@ -6,7 +6,9 @@ The inference gateway's picker scrapes every pod's /metrics each 50 ms. Ours (tw
 gunicorn workers, their figures summed at each scrape) beside llama-server (`--metrics`),
 interleaved: the latency of a scrape at rest and while every sequence of every worker
 generates with more requests queued, and the load's decode speed with the picker
-scraping and without (what the scrapes cost generation).
+scraping and without (what the scrapes cost generation). Ours twice: reading every
+worker's counters at each scrape (the default), and with LLM_METRICS_MAX_AGE=1 (the
+Kubernetes base's setting: counters up to a second old, the picker's gauges fresh).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from bench import llama_server, references
 from bench.run import progress, rotate
 from tests.support.servers import Service
 
-OURS, CPP = "ours (2 workers)", "llama.cpp llama-server"
+OURS, AGED, CPP = "ours (2 workers)", "ours, LLM_METRICS_MAX_AGE=1", "llama.cpp llama-server"
 TICK = 0.05  # the picker's base refresh interval
 TARGET_P99 = 0.050  # a scrape must not outlast the picker's tick under full load
 
@@ -36,6 +38,7 @@ def start(args: argparse.Namespace) -> dict[str, Service]:
     try:
         parallel = {"LLM_PARALLEL": str(args.slots // 2)}
         started[OURS] = references.ours(2, 1, args.n_ctx, **parallel)
+        started[AGED] = references.ours(2, 1, args.n_ctx, LLM_METRICS_MAX_AGE="1", **parallel)
         started[CPP] = llama_server.start(args.model, 2, args.slots, args.n_ctx, ("--metrics",))
     except BaseException:
         for service in started.values():
@@ -139,15 +142,19 @@ def report(
             f"| {name} | {ms[0]:.1f} / {ms[1]:.1f} | {ms[2]:.1f} / {ms[3]:.1f} | "
             f"{len(rest[name]) + len(busy[name])} | {plain:.1f} | {scraped:.1f} |"
         )
-    p99 = quantile(busy[OURS], 0.99)
-    verdict = "met" if p99 <= TARGET_P99 else "missed"
-    cost = 1 - statistics.median(speed[(OURS, True)]) / statistics.median(speed[(OURS, False)])
-    lines += [
-        "",
-        f"- Target: ours' p99 under full load within the picker's tick ({TARGET_P99 * 1000:.0f} ms): "
-        f"{verdict} ({p99 * 1000:.1f} ms).",
-        f"- What 20 scrapes a second cost ours' decoding: {cost * 100:+.1f} % (below 0: noise).",
-    ]
+    lines.append("")
+    for name in rest:
+        p99 = quantile(busy[name], 0.99)
+        cost = 1 - statistics.median(speed[(name, True)]) / statistics.median(speed[(name, False)])
+        target = ""
+        if name != CPP:
+            verdict = "met" if p99 <= TARGET_P99 else "missed"
+            tick = f"{TARGET_P99 * 1000:.0f} ms"
+            target = f"target p99 under full load within the picker's tick ({tick}): {verdict}; "
+        lines.append(
+            f"- {name}: {target}p99 {p99 * 1000:.1f} ms; 20 scrapes a second cost decoding "
+            f"{cost * 100:+.1f} % (below 0: noise)."
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -211,6 +211,13 @@ class Config:
     metrics_auth: bool = setting(
         "LLM_METRICS_AUTH", values.flag, "0", "1 makes /metrics and /health/workers need an API key too"
     )
+    metrics_max_age: float = setting(
+        "LLM_METRICS_MAX_AGE",
+        values.non_negative_float,
+        "0",
+        "Seconds a worker may answer /metrics with its last reading of the counters and histograms "
+        "(the model server gauges are read at every scrape); 0: every scrape reads all",
+    )
     ui: bool = setting(
         "LLM_UI", values.flag, "1", "0 turns off the chat page at / and the status page at /status (API only)"
     )

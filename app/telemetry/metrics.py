@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING
 
 from flask import Blueprint, Response
@@ -17,6 +18,7 @@ from prometheus_client import (
     multiprocess,
 )
 
+from app.settings.current import current_config
 from app.telemetry import worker_board
 from app.telemetry.model_server import ModelServerCollector
 
@@ -131,14 +133,36 @@ def record_request(route: str, status: int, stats: RequestStats, model: str, sec
         REJECTED.inc()
 
 
+class _Reading:
+    """This worker's last reading of every worker's counters and histograms, and when it was made."""
+
+    at: float = -1e9
+    text: bytes = b""
+
+
+_last = _Reading()
+
+
+def _workers_reading(max_age: float) -> bytes:
+    # Merging every worker's files is most of a scrape's cost; an endpoint picker scrapes
+    # 20 times a second for its gauges (always fresh below), while the counters and
+    # histograms serve Prometheus every few seconds: LLM_METRICS_MAX_AGE lets them age.
+    now = time.monotonic()
+    if max_age <= 0 or now - _last.at >= max_age:
+        registry = CollectorRegistry()  # fresh per reading, as the multiprocess docs require
+        multiprocess.MultiProcessCollector(registry)
+        _last.at, _last.text = now, generate_latest(registry)
+    return _last.text
+
+
 @bp.get("/metrics")
 def scrape() -> Response:
     """Metrics of every worker, in Prometheus' text format."""
-    if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
-        registry = CollectorRegistry()  # fresh per scrape, as the multiprocess docs require
-        multiprocess.MultiProcessCollector(registry)
-        if worker_board.board is not None:  # the model server protocol, over every worker
-            registry.register(ModelServerCollector(worker_board.board))
-    else:
-        registry = REGISTRY  # a single process (tests with Flask's client)
-    return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
+    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:  # a single process (tests with Flask's client)
+        return Response(generate_latest(REGISTRY), mimetype=CONTENT_TYPE_LATEST)
+    text = _workers_reading(current_config().metrics_max_age)
+    if worker_board.board is not None:  # the model server protocol, over every worker
+        live = CollectorRegistry()
+        live.register(ModelServerCollector(worker_board.board))
+        text += generate_latest(live)
+    return Response(text, mimetype=CONTENT_TYPE_LATEST)

@@ -64,6 +64,9 @@ def configure_logging(json_lines: bool) -> None:
     root.setLevel(logging.INFO)
 
 
+_QUIET_ROUTES = frozenset({"/metrics", "/health", "/health/ready"})
+
+
 def _begin() -> None:
     incoming = request.headers.get("X-Request-ID", "")
     g.request_id = incoming if _SAFE_ID.fullmatch(incoming) else uuid.uuid4().hex
@@ -88,6 +91,11 @@ def _access_line(rid: str, method: str, route: str, model: str, status: int, sta
     if stats.relayed:
         return
     seconds = time.monotonic() - stats.started
+    # Probes and scrapes come every few seconds (an endpoint picker: 20 a second); their
+    # lines would bury the requests. They are still counted, and any failure is logged.
+    if status == 200 and route in _QUIET_ROUTES:
+        metrics.record_request(route, status, stats, model, seconds)
+        return
     fields = {
         "method": method,
         "route": route,

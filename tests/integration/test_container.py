@@ -14,7 +14,10 @@ from tests.support.clients import openai_client
 from tests.support.rawhttp import RawStream, fetch, finish_reason
 from tests.support.waits import wait_until
 
-pytestmark = pytest.mark.skipif(containers.unavailable() is not None, reason=str(containers.unavailable()))
+pytestmark = [
+    pytest.mark.skipif(containers.unavailable() is not None, reason=str(containers.unavailable())),
+    pytest.mark.timeout(900),  # the first test builds the image: a Debian base, then the two stages
+]
 
 
 @pytest.fixture(scope="module")

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
 
 from tests.integration.conftest import assert_clean
 from tests.support.containers import Container
-from tests.support.picker import PodMetrics, scrape
+from tests.support.picker import PodMetrics, read_first_series, scrape
 from tests.support.pods import ProcessPod, start_pod
 from tests.support.rawhttp import RawStream, fetch, finish_reason
+from tests.support.servers import Server
 from tests.support.waits import wait_until
+
+pytestmark = pytest.mark.timeout(900)  # the first test may build the image for its pods
 
 # Generates exactly max_tokens, so a stream holds its sequence for a known stretch.
 BUSY = {"prompt": "Once upon a time", "max_tokens": 160, "ignore_eos": True, "temperature": 0}
@@ -134,3 +137,31 @@ def test_a_pod_sent_sigterm_is_not_ready_within_a_second_and_finishes_its_stream
     chunks = stream.rest()
     assert chunks[-1] == b"data: [DONE]\n\n" and finish_reason(chunks) == "length"
     assert pod.exit_code(timeout=30) == 0
+
+
+def test_gauges_stay_fresh_while_counters_age_and_scrapes_write_no_access_lines(
+    start_server: Callable[..., Server],
+) -> None:
+    server = start_server(LLM_METRICS_MAX_AGE="600", LLM_N_THREADS="1")
+
+    def completions_counted() -> float:
+        families = read_first_series(httpx.get(server.url + "/metrics", timeout=5).text)
+        lines = httpx.get(server.url + "/metrics", timeout=5).text.splitlines()
+        assert families["vllm:num_requests_running"][0] == "gauge"
+        return sum(float(line.split()[-1]) for line in lines if 'route="/v1/completions"' in line)
+
+    before = completions_counted()
+    stream = RawStream(server.port, {**BUSY, "stream": True}).started()
+    assert scrape(server.url).running == 1  # read at this scrape
+    chunks = stream.rest()
+    assert finish_reason(chunks) == "length"
+    wait_until(lambda: scrape(server.url).running == 0, 10, "the gauge back at rest")
+    assert completions_counted() == before  # the reading made before the request, up to 600 s old
+    log = server.output()
+    assert "route=/v1/completions" in log
+    quiet = [
+        line
+        for line in log.splitlines()
+        if "route=/metrics" in line or "status=200" in line and "/health" in line
+    ]
+    assert not quiet  # counted, not logged (a 503 while loading is)

@@ -66,6 +66,7 @@ BAD_SETTINGS = [
         ("LLM_QUEUE_TIMEOUT", "-1"),
         ("LLM_API_KEYS_FILE", "/nonexistent/keys"),
         ("LLM_METRICS_AUTH", "perhaps"),
+        ("LLM_METRICS_MAX_AGE", "-1"),
         ("LLM_UI", "on"),
         ("LLM_CORS_ORIGINS", "not-an-origin"),
         ("LLM_LOG_FORMAT", "yaml"),

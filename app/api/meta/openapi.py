@@ -119,14 +119,14 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     spec.path(
         path="/health",
         operations=_get(
-            "Liveness: answers at once, even while the model generates",
+            "Liveness: answers at once, even while the model generates or the server drains",
             {200: json_answer("Alive.", "Health")},
         ),
     )
     spec.path(
         path="/health/ready",
         operations=_get(
-            "Readiness: 200 once a worker holding each model has loaded it",
+            "Readiness: 200 once a worker holding each model has loaded it; 503 while loading or draining",
             {200: json_answer("Ready.", "Health"), **error_responses(503)},
         ),
     )

@@ -151,6 +151,24 @@ def test_input_tokens_and_clear_400s(server: Server, client: openai.OpenAI) -> N
     assert accepted.metadata == {"k": "v"} and accepted.store is True
 
 
+def test_what_needs_a_response_store_is_refused_and_says_why(client: openai.OpenAI) -> None:
+    refusals = (({"background": True}, "background"), ({"conversation": "conv_1"}, "conversation"))
+    for refused, param in refusals:
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.responses.create(model=MODEL, input="Hi", **refused)
+        assert caught.value.body["param"] == param and "keeps no" in caught.value.body["message"]
+    for ask in (
+        lambda: client.responses.retrieve("resp_123"),
+        lambda: client.responses.delete("resp_123"),
+        lambda: client.responses.input_items.list("resp_123"),
+        lambda: client.responses.cancel("resp_123"),
+    ):
+        with pytest.raises(openai.NotFoundError) as missing:
+            ask()
+        assert missing.value.body["param"] == "response_id"
+        assert "No response with id 'resp_123' is stored" in missing.value.body["message"]
+
+
 def test_error_after_the_200_is_response_failed(start_server: Callable[..., Server]) -> None:
     server = start_server(LLM_PARALLEL="1", LLM_QUEUE_TIMEOUT="1", LLM_SSE_KEEPALIVE="0.3")
     with model_busy(server.port):

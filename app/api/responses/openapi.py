@@ -202,3 +202,10 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             error_responses(*POST_ERRORS),  # no queue here, but the key's limits count this request too
         ),
     )
+    response_id = {"name": "response_id", "in": "path", "required": True, "schema": _STR}
+    stored = {"parameters": [response_id], "responses": error_responses(401, 404)}
+    summary = "A stored response: none is ever stored here, so a 404 that says so"
+    operation = {"summary": summary, **stored}
+    spec.path(path="/v1/responses/{response_id}", operations={"get": operation, "delete": operation})
+    spec.path(path="/v1/responses/{response_id}/input_items", operations={"get": operation})
+    spec.path(path="/v1/responses/{response_id}/cancel", operations={"post": operation})

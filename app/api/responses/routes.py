@@ -1,4 +1,7 @@
-"""`POST /v1/responses` and `POST /v1/responses/input_tokens`: the Responses API, stateless."""
+"""`POST /v1/responses` and `POST /v1/responses/input_tokens`: the Responses API, stateless.
+
+The routes of stored responses answer a 404 that says why, rather than a generic one.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from flask import Blueprint, Response, jsonify
 
 from app.api.common import conversation, structured_output
 from app.api.common.body import generating_engine, parse_body
+from app.api.common.errors import NotFoundError
 from app.api.common.generate import generate
 from app.api.common.planning import plan_choices
 from app.api.responses import conversion
@@ -48,3 +52,16 @@ def count_input_tokens() -> Response:
     chat = conversion.chat_body(body)
     prompt = conversation.prompt(generating_engine().tokenizer, conversion.messages(body), chat)
     return jsonify({"object": "response.input_tokens", "input_tokens": len(prompt.tokens)})
+
+
+@bp.get("/v1/responses/<response_id>")
+@bp.delete("/v1/responses/<response_id>")
+@bp.get("/v1/responses/<response_id>/input_items")
+@bp.post("/v1/responses/<response_id>/cancel")
+def stored_response(response_id: str) -> Response:
+    """No response is ever stored here: say so, whatever is asked of one."""
+    raise NotFoundError(
+        f"No response with id '{response_id}' is stored: this server keeps no responses "
+        "(store is accepted and ignored). Send the whole conversation in input instead.",
+        param="response_id",
+    )

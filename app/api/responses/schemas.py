@@ -162,6 +162,8 @@ class ResponseRequestSchema(BaseSchema):
     user = fields.String(allow_none=True)
     store = StrictBoolean(allow_none=True)  # accepted; nothing is stored
     previous_response_id = fields.String(allow_none=True)
+    background = StrictBoolean(allow_none=True)
+    conversation = fields.Raw(allow_none=True)  # an id, or {"id": ...}
     include = fields.List(fields.String(), allow_none=True)
     truncation = fields.String(allow_none=True, validate=validate.OneOf(["auto", "disabled"]))
     reasoning = fields.Dict(allow_none=True)  # its `effort` goes to the chat template
@@ -169,10 +171,21 @@ class ResponseRequestSchema(BaseSchema):
     @validates_schema
     def stateless(self, data: dict[str, Any], **kwargs: Any) -> None:
         """This server keeps no responses, so it cannot continue one; tool choices must name tools."""
+        # Refused rather than ignored: each needs a response store this server does not keep.
         if data.get("previous_response_id"):
             raise ValidationError(
                 "this server keeps no state: send the whole conversation in input instead",
                 "previous_response_id",
+            )
+        if data.get("conversation") is not None:
+            raise ValidationError(
+                "this server keeps no conversations: send the whole conversation in input instead",
+                "conversation",
+            )
+        if data.get("background"):
+            raise ValidationError(
+                "this server keeps no responses to poll later: leave background unset (stream instead)",
+                "background",
             )
         choice = data.get("tool_choice")
         names = {tool["name"] for tool in data.get("tools") or []}

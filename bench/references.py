@@ -38,7 +38,17 @@ def install_peer() -> Path:
     requirements = ROOT / "bench" / "requirements-peer.txt"
     if not marker.exists() or marker.read_text() != requirements.read_text():
         venv.create(PEER_VENV, with_pip=True, clear=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", str(requirements)], check=True)
+        # llama-cpp-python as ours is built (deploy/llama-cpp/wheel.sh: no AMX kernels, which crash).
+        wheels = subprocess.run(
+            ["bash", str(ROOT / "deploy" / "llama-cpp" / "wheel.sh"), str(python)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--find-links", wheels, "-r", str(requirements)],
+            check=True,
+        )
         marker.write_text(requirements.read_text())
     return python
 

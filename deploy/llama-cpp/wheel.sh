@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# llama-cpp-python's wheel, built once per machine and version with our CMake options;
+# prints the folder that holds it (for pip's --find-links). `wheel.sh --cmake-args`
+# prints the options alone (the benchmark builds llama-server with the same ones).
+#
+# Why not pip's own cache: it keys a built wheel by the sdist alone, whatever CMAKE_ARGS
+# were, so a wheel built without these options would be reused silently.
+#
+# The options: llama.cpp tuned for this CPU, but without its AMX kernels. On Sapphire
+# Rapids machines (AMX_INT8) ggml moves the weights to an AMX buffer and its matmul
+# segfaults on the first prompt of more than one token (seen here with SmolLM2's Q4_1;
+# ggml-org/llama.cpp#20824, open, and stanfordnlp/dspy#10079, which had to do the same).
+# LLAMA_CMAKE_ARGS replaces them (e.g. "-DGGML_NATIVE=OFF" for a portable build).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+args="-DGGML_NATIVE=ON"
+if [ "$(uname -m)" = x86_64 ]; then
+  no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  args="$args '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
+fi
+args="${LLAMA_CMAKE_ARGS:-$args}"
+if [ "${1:-}" = --cmake-args ]; then
+  echo "$args"
+  exit 0
+fi
+
+python="${1:?usage: wheel.sh PYTHON | --cmake-args}"
+version="$(sed -n 's/^llama_cpp_python==//p' requirements.txt)"
+key="$(printf '%s|%s|%s' "$version" "$args" "$("$python" -c 'import sys; print(sys.version_info[:2])')" \
+  | sha256sum | cut -c1-16)"
+dir="${XDG_CACHE_HOME:-$HOME/.cache}/llm-server/wheels/$key"
+if ! compgen -G "$dir/llama_cpp_python-$version-*.whl" >/dev/null; then
+  echo "building llama-cpp-python $version ($args): about 5 minutes on 2 cores" >&2
+  rm -rf "$dir.partial"
+  CMAKE_ARGS="$args" "$python" -m pip wheel --quiet --no-cache-dir --no-deps \
+    "llama_cpp_python==$version" -w "$dir.partial" >&2
+  rm -rf "$dir" && mv "$dir.partial" "$dir"
+fi
+echo "$dir"

@@ -10,6 +10,7 @@ from app.settings import cpu
 from app.settings.config import Config
 from app.settings.models import model_for_new_worker
 from app.settings.startup import exit_on_bad_config, guard_reload
+from app.store import startup as store_startup
 from app.telemetry import worker_board
 
 # Validated here, in the master, so a bad value stops start-up with one line.
@@ -57,6 +58,8 @@ control_socket_disable = True  # several instances may share a host (tests, mult
 # through fork, and a private socket per worker for relayed requests. Kept in the
 # module so a reload (SIGHUP), which re-reads this file, keeps the same table.
 if peers.table is None:  # the first start, not a reload
+    # The store's schema brought up to date once, here, before any worker opens it.
+    store_startup.exit_unless_migrated(_config.store)
     peers.table = peers.PeerTable()
     worker_board.board = worker_board.WorkerBoard(peers.SLOTS)  # the status page's figures, per slot
     key_limits.limits = key_limits.KeyLimits(peers.SLOTS)  # per-key limits, held across workers

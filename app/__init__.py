@@ -11,6 +11,18 @@ from app.settings.config import Config
 from app.settings.current import install
 
 
+def _store(config: Config, under_gunicorn: bool) -> Any:
+    """The worker's store (None with LLM_STORE=off). Under gunicorn, the master migrated it already."""
+    if not config.store:
+        return None
+    from app.store import migrate
+    from app.store.opening import open_store
+
+    if not under_gunicorn:
+        migrate.upgrade(config.store_url)
+    return open_store(config.store_url, config.store_ttl)
+
+
 class _InOrderJSON(DefaultJSONProvider):
     sort_keys = False  # keep OpenAI's field order, as clients print it
 
@@ -58,6 +70,7 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
         if worker is not None and worker_board.board is not None:
             worker_board.sample_greenlets(worker_board.board, worker.slot)
     app.extensions["engine"] = engine
+    app.extensions["store"] = _store(config, under_gunicorn=worker is not None)
 
     request_log.init_app(app)  # first, so that even a 401 has an id and an access line
     api.init_app(app)

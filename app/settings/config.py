@@ -218,6 +218,34 @@ class Config:
         "Seconds a worker may answer /metrics with its last reading of the counters and histograms "
         "(the model server gauges are read at every scrape); 0: every scrape reads all",
     )
+    store: bool = setting(
+        "LLM_STORE",
+        values.switch,
+        "on",
+        "off: keep nothing (store is accepted and ignored; previous_response_id is refused)",
+    )
+    data_dir: str = setting(
+        "LLM_DATA_DIR",
+        values.directory,
+        values.default_data_dir,
+        "Folder of the server's own data: the store's SQLite file (default: "
+        "$XDG_DATA_HOME/llm-server, else ~/.local/share/llm-server)",
+    )
+    store_url: str = setting(
+        "LLM_STORE_URL",
+        values.store_url,
+        "",
+        "Database of stored responses: sqlite:///path or postgresql://user:password@host/db "
+        "(default: sqlite:///LLM_DATA_DIR/store.sqlite3)",
+        secret=True,
+        optional=True,
+    )
+    store_ttl: int = setting(
+        "LLM_STORE_TTL",
+        values.duration,
+        "30d",
+        "How long stored data is kept (3600, 90s, 15m, 12h, 30d); 0: for ever",
+    )
     ui: bool = setting(
         "LLM_UI", values.flag, "1", "0 turns off the chat page at / and the status page at /status (API only)"
     )

@@ -16,7 +16,17 @@ Parsed = dict[str, Any]  # setting name -> value, as Config takes them
 def derive(raw: Parsed) -> Parsed:
     """The parsed variables (`raw`, plus `model_index`) completed and cross-checked, for Config(**...)."""
     parsed = {**raw, "raw": raw, "model_index": raw.get("model_index", 0)}
-    for step in (_keys, _models, _workers, _worker_model, _threads, _batch_room, _kv_cells, _token_limits):
+    for step in (
+        _keys,
+        _models,
+        _workers,
+        _worker_model,
+        _threads,
+        _batch_room,
+        _kv_cells,
+        _token_limits,
+        _store,
+    ):
         step(parsed)
     return parsed
 
@@ -112,3 +122,9 @@ def _token_limits(parsed: Parsed) -> None:
             f"LLM_DEFAULT_MAX_TOKENS={parsed['default_max_tokens']}: "
             f"must not exceed the max_tokens limit ({limit})"
         )
+
+
+def _store(parsed: Parsed) -> None:
+    """Without LLM_STORE_URL, a SQLite file in LLM_DATA_DIR."""
+    if parsed["store_url"] is None:
+        parsed["store_url"] = f"sqlite:///{Path(parsed['data_dir']) / 'store.sqlite3'}"

@@ -56,5 +56,8 @@ def checked_config() -> Config:
 
 
 def describe_settings() -> list[tuple[str, str, str]]:
-    """(variable, default, meaning) rows for the README's configuration table."""
-    return [(s.env, s.default_text() if s.env != "LLM_MODEL_PATH" else "", s.help) for s in SETTINGS.values()]
+    """(variable, default, meaning) rows for the README's configuration table.
+
+    A default worked out on the machine (a path) is left to the meaning to describe.
+    """
+    return [(s.env, "" if callable(s.default) else s.default, s.help) for s in SETTINGS.values()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -92,6 +93,49 @@ def flag(raw: str) -> bool:
     if raw.lower() not in ("0", "1", "true", "false", "yes", "no"):
         raise ValueError("must be 0 or 1")
     return raw.lower() in ("1", "true", "yes")
+
+
+def switch(raw: str) -> bool:
+    """on/off (or any of flag's spellings)."""
+    if raw.lower() in ("on", "off"):
+        return raw.lower() == "on"
+    try:
+        return flag(raw)
+    except ValueError:
+        raise ValueError("must be on or off") from None
+
+
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(raw: str) -> int:
+    """Whole seconds, written as 3600, 90s, 15m, 12h or 30d."""
+    match = re.fullmatch(r"(\d+)\s*([smhd]?)", raw.strip().lower())
+    if not match:
+        raise ValueError("must be a duration such as 3600, 90s, 15m, 12h or 30d")
+    return int(match[1]) * _SECONDS[match[2] or "s"]
+
+
+def store_url(raw: str) -> str:
+    """A database URL SQLAlchemy can open: sqlite:///path or postgresql://user:pass@host/db."""
+    scheme = raw.partition("://")[0].lower()
+    if scheme.split("+")[0] not in ("sqlite", "postgresql", "postgres"):
+        raise ValueError("must be a sqlite:///path or postgresql://user:password@host:port/db URL")
+    return raw
+
+
+def directory(raw: str) -> str:
+    """A folder path (~ expanded); created when first needed."""
+    path = Path(raw).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{raw} is not a directory")
+    return str(path)
+
+
+def default_data_dir() -> str:
+    """$XDG_DATA_HOME/llm-server, else ~/.local/share/llm-server."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return str(Path(base) / "llm-server")
 
 
 def text(raw: str) -> str:

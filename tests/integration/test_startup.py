@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +25,12 @@ def start(env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProce
     return subprocess.run(
         [str(GUNICORN), "-c", "gunicorn.conf.py", "wsgi:app"],
         cwd=ROOT,
-        env={**os.environ, "LLM_BIND": f"127.0.0.1:{free_port()}", **env},
+        env={
+            **os.environ,
+            "LLM_BIND": f"127.0.0.1:{free_port()}",
+            "LLM_DATA_DIR": tempfile.mkdtemp(prefix="test-data-"),
+            **env,
+        },
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -67,6 +73,10 @@ BAD_SETTINGS = [
         ("LLM_API_KEYS_FILE", "/nonexistent/keys"),
         ("LLM_METRICS_AUTH", "perhaps"),
         ("LLM_METRICS_MAX_AGE", "-1"),
+        ("LLM_STORE", "maybe"),
+        ("LLM_DATA_DIR", str(ROOT / "wsgi.py")),
+        ("LLM_STORE_URL", "mysql://user@localhost/db"),
+        ("LLM_STORE_TTL", "soon"),
         ("LLM_UI", "on"),
         ("LLM_CORS_ORIGINS", "not-an-origin"),
         ("LLM_LOG_FORMAT", "yaml"),
@@ -93,6 +103,27 @@ def test_every_setting_has_a_bad_value_case() -> None:
     covered = {case.values[0] for case in BAD_SETTINGS}
     # LLM_MODEL_ID has no bad value: any non-blank text is an id, and blank means the default.
     assert covered | {"LLM_MODEL_ID"} == {setting.env for setting in SETTINGS.values()}
+
+
+@pytest.mark.parametrize(
+    ("env", "named", "reason"),
+    [
+        ({"LLM_STORE_URL": "postgresql://llm:pw@127.0.0.1:{port}/llm"}, "LLM_STORE_URL", "refused"),
+        ({"LLM_DATA_DIR": "/proc/llm-server"}, "LLM_DATA_DIR", "cannot create the folder"),
+    ],
+    ids=["unreachable-database", "data-dir-not-writable"],
+)
+def test_a_store_that_cannot_be_opened_stops_start_up_with_one_line(
+    env: dict[str, str], named: str, reason: str
+) -> None:
+    env = {key: value.format(port=free_port()) for key, value in env.items()}
+    result = start(env)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"configuration error: {named}: the store cannot be opened: ")
+    assert reason in lines[0] and "pw" not in lines[0]
+    assert "Traceback" not in result.stderr
 
 
 def test_unloadable_model_halts_the_server(tmp_path: Path) -> None:

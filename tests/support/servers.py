@@ -102,7 +102,8 @@ class Server(Service):
         super().__init__(
             [str(GUNICORN), "-c", "gunicorn.conf.py", *args, "wsgi:app"],
             port,
-            {"LLM_BIND": f"127.0.0.1:{port}", **env},
+            # Each server its own store unless a test shares one (as two instances on a host would).
+            {"LLM_BIND": f"127.0.0.1:{port}", "LLM_DATA_DIR": tempfile.mkdtemp(prefix="test-data-"), **env},
         )
 
     def wait_ready(self, path: str = "/health/ready", timeout: float = 60, answers: int = 0) -> Server:

@@ -100,7 +100,7 @@ class FakeGeneration:
 
 
 def make_config(**overrides: Any) -> Config:
-    env = {"LLM_MODEL_PATH": FAKE_MODEL, "LLM_MODEL_ID": MODEL_ID, "LLM_N_CTX": "64"}
+    env = {"LLM_MODEL_PATH": FAKE_MODEL, "LLM_MODEL_ID": MODEL_ID, "LLM_N_CTX": "64", "LLM_STORE": "off"}
     env.update(overrides)
     return Config.from_env(env)
 

@@ -22,8 +22,8 @@ ERRORS = {
     "(`code: rate_limit_exceeded`); retry after `Retry-After` seconds.",
     500: "An unexpected server error (details are in the server log).",
     503: "The model is not loaded yet, no worker holding it is ready, the request waited longer than "
-    "LLM_QUEUE_TIMEOUT (`code: queue_timeout`), or the KV cache is full (`code: kv_cache_full`); "
-    "retry after `Retry-After` seconds.",
+    "LLM_QUEUE_TIMEOUT (`code: queue_timeout`), the KV cache is full (`code: kv_cache_full`), or the "
+    "response store cannot be reached (`code: store_unavailable`); retry after `Retry-After` seconds.",
 }
 ERRORS[529] = ERRORS[503]
 _RETRY = (429, 503, 529)

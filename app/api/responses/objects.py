@@ -59,7 +59,7 @@ def usage(input_tokens: int, output_tokens: int, cached_tokens: int) -> dict[str
 class ResponseShape:
     """One Response's id, time and echoed settings; `render` gives the object at any status."""
 
-    def __init__(self, body: dict[str, Any], model: str) -> None:
+    def __init__(self, body: dict[str, Any], model: str, stored: bool = False) -> None:
         self.id = new_id("resp")
         self.created_at = int(time.time())
         self.model = model
@@ -70,9 +70,9 @@ class ResponseShape:
             "max_output_tokens": body.get("max_output_tokens"),
             "metadata": body.get("metadata") or {},
             "parallel_tool_calls": body.get("parallel_tool_calls", True) is not False,
-            "previous_response_id": None,
+            "previous_response_id": body.get("previous_response_id"),
             "reasoning": {"effort": None, "summary": None},
-            "store": bool(body.get("store")),
+            "store": stored,  # whether it is kept: false with LLM_STORE=off, whatever was asked
             "temperature": _DEFAULTS.temperature if body.get("temperature") is None else body["temperature"],
             "text": {"format": text_format},
             "tool_choice": {"type": "function", **choice} if isinstance(choice, dict) else choice,

@@ -76,7 +76,7 @@ RESPONSE = _object(
         "max_output_tokens": _nullable(_INT),
         "metadata": {"type": "object", "additionalProperties": _STR},
         "parallel_tool_calls": _BOOL,
-        "previous_response_id": {"type": "null"},
+        "previous_response_id": _nullable(_STR),
         "reasoning": {"type": "object"},
         "store": _BOOL,
         "temperature": _NUM,
@@ -163,6 +163,16 @@ COMPONENTS = {
     "ResponseFunctionCallItem": FUNCTION_CALL_ITEM,
     "ResponseReasoningItem": REASONING_ITEM,
     "ResponseInputTokens": _object({"object": {"const": "response.input_tokens"}, "input_tokens": _INT}),
+    "ResponseDeleted": _object({"id": _STR, "object": {"const": "response"}, "deleted": {"const": True}}),
+    "ResponseItemList": _object(
+        {
+            "object": {"const": "list"},
+            "data": {"type": "array", "items": {"type": "object", "required": ["type", "id"]}},
+            "first_id": _nullable(_STR),
+            "last_id": _nullable(_STR),
+            "has_more": _BOOL,
+        }
+    ),
 }
 
 STREAM_DESCRIPTION = (
@@ -187,7 +197,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     spec.path(
         path="/v1/responses",
         operations=post(
-            "Answer input items with a Response (stateless)",
+            "Answer input items with a Response (kept unless store is false or LLM_STORE=off)",
             "ResponseRequest",
             {"description": STREAM_DESCRIPTION, "content": answers},
             error_responses(*POST_ERRORS),
@@ -202,10 +212,50 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             error_responses(*POST_ERRORS),  # no queue here, but the key's limits count this request too
         ),
     )
+    _describe_stored(spec)
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+def _describe_stored(spec: APISpec) -> None:
+    """The stored responses' routes: each a 404 for an id its key did not store (or with LLM_STORE=off)."""
     response_id = {"name": "response_id", "in": "path", "required": True, "schema": _STR}
-    stored = {"parameters": [response_id], "responses": error_responses(401, 404)}
-    summary = "A stored response: none is ever stored here, so a 404 that says so"
-    operation = {"summary": summary, **stored}
-    spec.path(path="/v1/responses/{response_id}", operations={"get": operation, "delete": operation})
-    spec.path(path="/v1/responses/{response_id}/input_items", operations={"get": operation})
-    spec.path(path="/v1/responses/{response_id}/cancel", operations={"post": operation})
+    include = _query("include", {"type": "array", "items": _STR}, "Accepted; nothing more is included.")
+    retrieve = {
+        "summary": "A stored response, as its client last saw it",
+        "parameters": [
+            response_id,
+            _query("stream", _BOOL, "Replay a background response's events (none run here yet: 400)."),
+            _query(
+                "starting_after", {"type": "integer", "minimum": 0}, "With stream: events after this one."
+            ),
+            include,
+        ],
+        "responses": {200: json_answer("The Response.", "Response"), **error_responses(400, 401, 404, 503)},
+    }
+    delete = {
+        "summary": "Forget a stored response and its input items",
+        "parameters": [response_id],
+        "responses": {200: json_answer("Deleted.", "ResponseDeleted"), **error_responses(401, 404, 503)},
+    }
+    items = {
+        "summary": "The input items a stored response answered, a page at a time",
+        "parameters": [
+            response_id,
+            _query("after", _STR, "An item id: the page starts after it."),
+            _query("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Items per page (20)."),
+            _query("order", {"enum": ["asc", "desc"]}, "desc (newest first, the default) or asc."),
+            include,
+        ],
+        "responses": {200: json_answer("A page.", "ResponseItemList"), **error_responses(400, 401, 404, 503)},
+    }
+    cancel = {
+        "summary": "Cancel a background response (none run here yet: a stored one is a 400)",
+        "parameters": [response_id],
+        "responses": error_responses(400, 401, 404, 503),
+    }
+    spec.path(path="/v1/responses/{response_id}", operations={"get": retrieve, "delete": delete})
+    spec.path(path="/v1/responses/{response_id}/input_items", operations={"get": items})
+    spec.path(path="/v1/responses/{response_id}/cancel", operations={"post": cancel})

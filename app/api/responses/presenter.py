@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from app.api.common import sse, tools
@@ -25,8 +25,17 @@ def _status(result: ChoiceResult) -> str:
 class ResponsesPresenter:
     """One Response: the same ids in the stream and in the final object."""
 
-    def __init__(self, shape: ResponseShape, prompt_tokens: int, reader: AnswerReader):
+    def __init__(
+        self,
+        shape: ResponseShape,
+        prompt_tokens: int,
+        reader: AnswerReader,
+        on_final: Callable[[dict[str, Any]], None] | None = None,
+    ):
         self.shape, self.prompt_tokens = shape, prompt_tokens
+        self.on_final = (
+            on_final  # given the finished Response (completed, incomplete or failed), e.g. to store it
+        )
         self.reader = reader
         self.sequence = 0
         self.output: list[dict[str, Any]] = []
@@ -47,7 +56,12 @@ class ResponsesPresenter:
 
     def _final(self, output: list[dict[str, Any]], result: ChoiceResult) -> dict[str, Any]:
         tokens = objects.usage(self.prompt_tokens, result.completion_tokens, result.cached_tokens)
-        return self.shape.render(_status(result), output, tokens)
+        return self._finished(self.shape.render(_status(result), output, tokens))
+
+    def _finished(self, response: dict[str, Any]) -> dict[str, Any]:
+        if self.on_final is not None:
+            self.on_final(response)
+        return response
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
         """created, in_progress, then the output items as they form, then completed or incomplete."""
@@ -114,7 +128,12 @@ class ResponsesPresenter:
     def failure(self, error: APIError) -> bytes:
         """After the 200: response.failed, carrying the error."""
         failed = {"code": _FAILURE_CODES.get(error.status, "server_error"), "message": error.message}
-        return self._event("response.failed", response=self.shape.render("failed", self.output, error=failed))
+        response = self.shape.render("failed", self.output, error=failed)
+        try:
+            self._finished(response)
+        except APIError:
+            pass  # the stream is ending with an error already: the client hears of that one
+        return self._event("response.failed", response=response)
 
     def _event(self, kind: str, /, **fields: Any) -> bytes:
         payload = {"type": kind, "sequence_number": self.sequence, **fields}

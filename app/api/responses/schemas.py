@@ -49,45 +49,49 @@ class InputField(fields.Field[list[dict[str, Any]]]):
     }
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[dict[str, Any]]:
-        if isinstance(value, str):
-            return [{"type": "message", "role": "user", "content": value}]
-        if not isinstance(value, list):
-            raise ValidationError("must be a string or a list of items")
-        return [self._item(item, f"[{i}]") for i, item in enumerate(value)]
+        return normalized_input(value)
 
-    def _item(self, item: Any, where: str) -> dict[str, Any]:
-        if not isinstance(item, dict):
-            raise ValidationError(f"{where}: must be an object")
-        kind = item.get("type", "message")
-        if kind == "message":
-            if item.get("role") not in _ROLES:
-                raise ValidationError(f"{where}.role: must be one of {', '.join(_ROLES)}")
-            return {
-                "type": "message",
-                "role": item["role"],
-                "content": _text_of(item.get("content"), f"{where}.content"),
-            }
-        if kind == "function_call":
-            for key in ("call_id", "name", "arguments"):
-                if not isinstance(item.get(key), str):
-                    raise ValidationError(f"{where}.{key}: must be a string")
-            return {k: item[k] for k in ("type", "call_id", "name", "arguments")}
-        if kind == "function_call_output":
-            if not isinstance(item.get("call_id"), str):
-                raise ValidationError(f"{where}.call_id: must be a string")
-            output = item.get("output")
-            text = output if isinstance(output, str) else _text_of(output, f"{where}.output")
-            return {"type": kind, "call_id": item["call_id"], "output": text}
-        if kind == "reasoning":  # a stateless agent hands the model's reasoning back each turn
-            parts = [
-                part
-                for key in ("content", "summary")
-                if isinstance(item.get(key), list)
-                for part in item[key]
-            ]
-            texts = [str(p["text"]) for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
-            return {"type": kind, "text": "\n".join(texts)}
-        raise ValidationError(f"{where}.type: item type {kind!r} is not supported by this server")
+
+def normalized_input(value: Any) -> list[dict[str, Any]]:
+    """`input` (a string or OpenAI's items) as this server's items: text content, no ids."""
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    if not isinstance(value, list):
+        raise ValidationError("must be a string or a list of items")
+    return [_normalized_item(item, f"[{i}]") for i, item in enumerate(value)]
+
+
+def _normalized_item(item: Any, where: str) -> dict[str, Any]:
+    """One item, checked; stored items (with ids, status, annotations) come back through here too."""
+    if not isinstance(item, dict):
+        raise ValidationError(f"{where}: must be an object")
+    kind = item.get("type", "message")
+    if kind == "message":
+        if item.get("role") not in _ROLES:
+            raise ValidationError(f"{where}.role: must be one of {', '.join(_ROLES)}")
+        return {
+            "type": "message",
+            "role": item["role"],
+            "content": _text_of(item.get("content"), f"{where}.content"),
+        }
+    if kind == "function_call":
+        for key in ("call_id", "name", "arguments"):
+            if not isinstance(item.get(key), str):
+                raise ValidationError(f"{where}.{key}: must be a string")
+        return {k: item[k] for k in ("type", "call_id", "name", "arguments")}
+    if kind == "function_call_output":
+        if not isinstance(item.get("call_id"), str):
+            raise ValidationError(f"{where}.call_id: must be a string")
+        output = item.get("output")
+        text = output if isinstance(output, str) else _text_of(output, f"{where}.output")
+        return {"type": kind, "call_id": item["call_id"], "output": text}
+    if kind == "reasoning":  # a stateless agent hands the model's reasoning back each turn
+        parts = [
+            part for key in ("content", "summary") if isinstance(item.get(key), list) for part in item[key]
+        ]
+        texts = [str(p["text"]) for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return {"type": kind, "text": "\n".join(texts)}
+    raise ValidationError(f"{where}.type: item type {kind!r} is not supported by this server")
 
 
 class FunctionToolSchema(BaseSchema):
@@ -144,7 +148,7 @@ class TextSchema(BaseSchema):
 
 
 class ResponseRequestSchema(BaseSchema):
-    """`POST /v1/responses` (stateless: no stored responses, no previous_response_id)."""
+    """`POST /v1/responses`."""
 
     model = fields.String(allow_none=True)
     input = InputField(required=True)
@@ -160,8 +164,8 @@ class ResponseRequestSchema(BaseSchema):
     text = fields.Nested(TextSchema, allow_none=True)
     metadata = fields.Dict(keys=fields.String(), values=fields.String(), allow_none=True)
     user = fields.String(allow_none=True)
-    store = StrictBoolean(allow_none=True)  # accepted; nothing is stored
-    previous_response_id = fields.String(allow_none=True)
+    store = StrictBoolean(allow_none=True)  # OpenAI's default is true; LLM_STORE=off keeps nothing
+    previous_response_id = fields.String(allow_none=True, validate=validate.Length(min=1, max=80))
     background = StrictBoolean(allow_none=True)
     conversation = fields.Raw(allow_none=True)  # an id, or {"id": ...}
     include = fields.List(fields.String(), allow_none=True)
@@ -169,22 +173,18 @@ class ResponseRequestSchema(BaseSchema):
     reasoning = fields.Dict(allow_none=True)  # its `effort` goes to the chat template
 
     @validates_schema
-    def stateless(self, data: dict[str, Any], **kwargs: Any) -> None:
-        """This server keeps no responses, so it cannot continue one; tool choices must name tools."""
-        # Refused rather than ignored: each needs a response store this server does not keep.
-        if data.get("previous_response_id"):
-            raise ValidationError(
-                "this server keeps no state: send the whole conversation in input instead",
-                "previous_response_id",
-            )
+    def supported(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """What this server does not do yet is refused, not ignored; tool choices must name tools."""
         if data.get("conversation") is not None:
             raise ValidationError(
-                "this server keeps no conversations: send the whole conversation in input instead",
+                "conversations are not supported by this server yet: use previous_response_id, "
+                "or send the whole conversation in input",
                 "conversation",
             )
         if data.get("background"):
             raise ValidationError(
-                "this server keeps no responses to poll later: leave background unset (stream instead)",
+                "background responses are not supported by this server yet: leave background unset "
+                "(stream instead)",
                 "background",
             )
         choice = data.get("tool_choice")
@@ -199,5 +199,24 @@ class InputTokensRequestSchema(ResponseRequestSchema):
     """`POST /v1/responses/input_tokens`: the same input, counted after the chat template."""
 
 
+class InputItemsQuerySchema(BaseSchema):
+    """`GET /v1/responses/{id}/input_items`: a page of the items, as OpenAI pages lists."""
+
+    after = fields.String(validate=validate.Length(min=1, max=80))
+    limit = fields.Integer(load_default=20, validate=validate.Range(1, 100))
+    order = fields.String(load_default="desc", validate=validate.OneOf(["asc", "desc"]))
+    include = fields.List(fields.String())
+
+
+class RetrieveQuerySchema(BaseSchema):
+    """`GET /v1/responses/{id}`: `stream` and `starting_after` replay a background response."""
+
+    stream = fields.Boolean(load_default=False)
+    starting_after = fields.Integer(validate=validate.Range(min=0))
+    include = fields.List(fields.String())
+
+
 response_request_schema = ResponseRequestSchema()
+input_items_query_schema = InputItemsQuerySchema()
+retrieve_query_schema = RetrieveQuerySchema()
 input_tokens_request_schema = InputTokensRequestSchema()

@@ -1,0 +1,25 @@
+"""The store of one worker process: its database engine, its tables' stores, its retention sweep."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.store import retention
+from app.store.database import open_engine
+from app.store.responses import ResponseStore
+
+
+@dataclass
+class Store:
+    """Everything kept for clients, in one database."""
+
+    responses: ResponseStore
+
+
+def open_store(url: str, ttl: int, sweep: bool = True) -> Store:
+    """A store on `url` (already migrated: see app.store.migrate), sweeping expired rows when `sweep`."""
+    engine = open_engine(url)
+    store = Store(ResponseStore(engine, ttl))
+    if sweep:
+        retention.start([store.responses], ttl)
+    return store

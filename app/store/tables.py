@@ -1,0 +1,37 @@
+"""The store's tables, declared once: Alembic's migrations create them, the store reads and writes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Index, String
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# PostgreSQL keeps JSON parsed (jsonb); SQLite keeps it as text.
+Document = JSON().with_variant(JSONB(), "postgresql")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class StoredResponse(Base):
+    """One Response as the client last saw it, with the input items it answered.
+
+    `owner` is the name of the API key that wrote it ("" without keys): every read
+    filters on it, so another key's rows do not exist for a client.
+    """
+
+    __tablename__ = "responses"
+
+    id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    expires_at: Mapped[int | None] = mapped_column(BigInteger, index=True)  # None: kept for ever
+    previous_response_id: Mapped[str | None] = mapped_column(String(80))
+    status: Mapped[str] = mapped_column(String(20))
+    response: Mapped[dict[str, Any]] = mapped_column(Document)
+    input_items: Mapped[list[dict[str, Any]]] = mapped_column(Document)
+
+    __table_args__ = (Index("ix_responses_owner_created", "owner", "created_at"),)

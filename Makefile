@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-test system-packages serve test test-fast lint fuzz clean wheelhouse image
+.PHONY: install install-test system-packages serve test test-fast lint fuzz clean wheelhouse image reference-server
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,8 +49,13 @@ test-fast: lint
 	$(BIN)/pytest -q tests/unit
 
 ## Install, then lint and run the whole test suite.
-test: system-packages lint
+test: system-packages lint reference-server
 	$(BIN)/pytest -ra
+
+## llama.cpp's llama-server, which the benchmarks (and their smoke tests) compare against: built
+## once per machine and version (~10 minutes on 2 cores), here rather than inside a timed test.
+reference-server: install-test
+	$(BIN)/python -c "from bench import llama_server; print(llama_server.binary())"
 
 ## schemathesis over every operation, 1,000 new cases each (~30,000 requests); not part of `make test`.
 ifndef FUZZ_SEED

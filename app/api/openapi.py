@@ -16,6 +16,7 @@ from marshmallow import fields
 from app.api.anthropic import openapi as anthropic
 from app.api.chat import openapi as chat
 from app.api.common.openapi import add_shared_components
+from app.api.conversations import openapi as conversations
 from app.api.embeddings import openapi as embeddings
 from app.api.meta import openapi as meta
 from app.api.responses import openapi as responses
@@ -25,7 +26,7 @@ from app.settings.models import ModelSpec
 
 bp = Blueprint("openapi", __name__)
 
-FAMILIES = (chat, responses, anthropic, embeddings, tokens, meta)
+FAMILIES = (chat, responses, conversations, anthropic, embeddings, tokens, meta)
 DOCUMENT_PATH, DOCS_PATH = "/openapi.json", "/docs"
 
 

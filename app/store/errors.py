@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import logging
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
 from sqlalchemy.exc import SQLAlchemyError
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class StoreError(Exception):
@@ -18,3 +27,17 @@ def reason(exc: SQLAlchemyError) -> str:
     original = getattr(exc, "orig", None) or exc
     text = str(original).strip()
     return text.splitlines()[0] if text else type(original).__name__
+
+
+def guarded(method: Callable[P, R]) -> Callable[P, R]:
+    """A database failure as StoreUnavailableError (logged here with its cause), not a driver's error."""
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except SQLAlchemyError as exc:
+            log.error("the store failed: %s", reason(exc))
+            raise StoreUnavailableError(reason(exc)) from None
+
+    return call

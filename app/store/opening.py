@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.store import retention
+from app.store.conversations import ConversationStore
 from app.store.database import open_engine
-from app.store.responses import ResponseStore
+from app.store.responses import EventLog, ResponseStore
 
 
 @dataclass
@@ -14,12 +15,14 @@ class Store:
     """Everything kept for clients, in one database."""
 
     responses: ResponseStore
+    conversations: ConversationStore
+    events: EventLog  # background responses' streams
 
 
 def open_store(url: str, ttl: int, sweep: bool = True) -> Store:
     """A store on `url` (already migrated: see app.store.migrate), sweeping expired rows when `sweep`."""
     engine = open_engine(url)
-    store = Store(ResponseStore(engine, ttl))
+    store = Store(ResponseStore(engine, ttl), ConversationStore(engine), EventLog(engine))
     if sweep:
         retention.start([store.responses], ttl)
     return store

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import functools
-import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
-from sqlalchemy import Engine, delete, or_, select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import Engine, delete, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.store.database import upsert
-from app.store.errors import StoreUnavailableError, reason
-from app.store.tables import StoredResponse
-
-log = logging.getLogger(__name__)
-P = ParamSpec("P")
-R = TypeVar("R")
+from app.store.errors import guarded
+from app.store.tables import ResponseEvent, StoredResponse
 
 # The longest chain of previous_response_id links followed: far more turns than any
 # context holds, and a bound on the work a client can ask of one request.
@@ -34,27 +26,13 @@ class Turn:
     output: list[dict[str, Any]]
 
 
-def _guarded(method: Callable[P, R]) -> Callable[P, R]:
-    """A database failure as StoreUnavailableError (logged here with its cause), not a driver's error."""
-
-    @functools.wraps(method)
-    def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return method(*args, **kwargs)
-        except SQLAlchemyError as exc:
-            log.error("the store failed: %s", reason(exc))
-            raise StoreUnavailableError(reason(exc)) from None
-
-    return guarded
-
-
 class ResponseStore:
     """The responses table, for one owner at a time (an API key's name, "" without keys)."""
 
     def __init__(self, engine: Engine, ttl: int, clock: Any = time.time) -> None:
         self.engine, self.ttl, self.clock = engine, ttl, clock
 
-    @_guarded
+    @guarded
     def save(
         self,
         owner: str,
@@ -79,26 +57,55 @@ class ResponseStore:
         with self.engine.begin() as connection:
             connection.execute(statement)
 
-    @_guarded
+    @guarded
     def get(self, owner: str, response_id: str) -> dict[str, Any] | None:
+        """The Response; one cancelled while its run has not yet kept its last state says cancelled."""
         row = self._row(owner, response_id)
-        return None if row is None else row.response
+        if row is None:
+            return None
+        if row.status == "cancelled" and row.response.get("status") != "cancelled":
+            return {**row.response, "status": "cancelled"}
+        return row.response
 
-    @_guarded
+    @guarded
     def input_items(self, owner: str, response_id: str) -> list[dict[str, Any]] | None:
         row = self._row(owner, response_id)
         return None if row is None else row.input_items
 
-    @_guarded
+    @guarded
     def delete(self, owner: str, response_id: str) -> bool:
         """Remove one response; False if this owner has none by that id."""
         with Session(self.engine) as session, session.begin():
             result = session.execute(
                 delete(StoredResponse).where(StoredResponse.id == response_id, StoredResponse.owner == owner)
             )
+            if result.rowcount:  # type: ignore[attr-defined]
+                session.execute(delete(ResponseEvent).where(ResponseEvent.response_id == response_id))
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
-    @_guarded
+    @guarded
+    def status(self, response_id: str) -> str | None:
+        """The stored status of a response (any owner): a background run watches it for a cancel."""
+        with Session(self.engine) as session:
+            query = select(StoredResponse.status).where(StoredResponse.id == response_id)
+            return session.execute(query).scalar_one_or_none()
+
+    @guarded
+    def cancel(self, owner: str, response_id: str) -> bool:
+        """Mark a queued or running response cancelled; False if it had already finished."""
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(StoredResponse)
+                .where(
+                    StoredResponse.id == response_id,
+                    StoredResponse.owner == owner,
+                    StoredResponse.status.in_(("queued", "in_progress")),
+                )
+                .values(status="cancelled")
+            )
+            return bool(result.rowcount)
+
+    @guarded
     def chain(self, owner: str, response_id: str) -> list[Turn] | None:
         """Every turn up to and including `response_id`, oldest first; None if a link is missing."""
         turns: list[Turn] = []
@@ -112,7 +119,7 @@ class ResponseStore:
                 next_id = row.previous_response_id
         return turns[::-1]
 
-    @_guarded
+    @guarded
     def remove_expired(self, batch: int = 500) -> int:
         """Delete up to `batch` expired rows (small batches: a writer never holds the database long)."""
         now = int(self.clock())
@@ -121,8 +128,14 @@ class ResponseStore:
             .where(StoredResponse.expires_at.is_not(None), StoredResponse.expires_at <= now)
             .limit(batch)
         )
+        with Session(self.engine) as session:
+            ids = list(session.execute(expired).scalars())
+        if not ids:
+            return 0
+        # Its own transaction, which writes from its first statement (see save).
         with Session(self.engine) as session, session.begin():
-            result = session.execute(delete(StoredResponse).where(StoredResponse.id.in_(expired)))
+            session.execute(delete(ResponseEvent).where(ResponseEvent.response_id.in_(ids)))
+            result = session.execute(delete(StoredResponse).where(StoredResponse.id.in_(ids)))
             return int(result.rowcount)  # type: ignore[attr-defined]
 
     def _row(self, owner: str, response_id: str) -> StoredResponse | None:
@@ -136,3 +149,33 @@ class ResponseStore:
             StoredResponse.owner == owner,
             or_(StoredResponse.expires_at.is_(None), StoredResponse.expires_at > now),
         )
+
+
+class EventLog:
+    """A background response's events in order: written as they happen, read by pollers and resumers."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @guarded
+    def append(self, response_id: str, event: dict[str, Any]) -> None:
+        row = {"response_id": response_id, "sequence_number": event["sequence_number"], "event": event}
+        with self.engine.begin() as connection:
+            connection.execute(insert(ResponseEvent).values(**row))
+
+    @guarded
+    def after(self, response_id: str, sequence_number: int, limit: int = 200) -> list[dict[str, Any]]:
+        """The events numbered above `sequence_number`, in order."""
+        query = (
+            select(ResponseEvent.event)
+            .where(ResponseEvent.response_id == response_id, ResponseEvent.sequence_number > sequence_number)
+            .order_by(ResponseEvent.sequence_number)
+            .limit(limit)
+        )
+        with Session(self.engine) as session:
+            return list(session.execute(query).scalars())
+
+    @guarded
+    def forget(self, response_id: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(delete(ResponseEvent).where(ResponseEvent.response_id == response_id))

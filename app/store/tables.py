@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Index, String
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -35,3 +35,42 @@ class StoredResponse(Base):
     input_items: Mapped[list[dict[str, Any]]] = mapped_column(Document)
 
     __table_args__ = (Index("ix_responses_owner_created", "owner", "created_at"),)
+
+
+class Conversation(Base):
+    """A conversation (OpenAI's Conversations API): its items live in conversation_items.
+
+    As OpenAI's, a conversation is kept until deleted (LLM_STORE_TTL is for responses).
+    """
+
+    __tablename__ = "conversations"
+
+    id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", Document)
+
+
+class ConversationItem(Base):
+    """One item of a conversation; `seq` orders them (it only grows, so appends never read first)."""
+
+    __tablename__ = "conversation_items"
+
+    seq: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    conversation_id: Mapped[str] = mapped_column(
+        String(80), ForeignKey("conversations.id", ondelete="CASCADE"), index=True
+    )
+    item_id: Mapped[str] = mapped_column(String(120))
+    item: Mapped[dict[str, Any]] = mapped_column(Document)
+
+
+class ResponseEvent(Base):
+    """One event of a background response's stream, for a client that polls or resumes it."""
+
+    __tablename__ = "response_events"
+
+    response_id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    sequence_number: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    event: Mapped[dict[str, Any]] = mapped_column(Document)

@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from tests.support.clients import openai_client
+from tests.support.postgres import postgres_server
 from tests.support.servers import Server
 
 
@@ -86,3 +87,38 @@ def page(browser: Any) -> Iterator[Any]:
     yield tab
     context.close()
     assert not errors, errors
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store_backend(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """The settings that point a server at a fresh store of each kind (each module its own)."""
+    if request.param == "sqlite":
+        yield {}  # the default: a SQLite file in the server's LLM_DATA_DIR
+    else:
+        with postgres_server() as url:
+            yield {"LLM_STORE_URL": url}
+
+
+@pytest.fixture(scope="module")
+def store_server(store_backend: dict[str, str]) -> Iterator[Server]:
+    """Two workers sharing the store (every worker writes), two keys (each sees only its own data)."""
+    instance = Server(
+        LLM_WORKERS="2",
+        LLM_N_THREADS="1",
+        LLM_API_KEYS=STORE_KEYS,
+        LLM_DEFAULT_MAX_TOKENS="12",
+        **store_backend,
+    ).wait_ready()
+    yield instance
+    log = instance.output()
+    instance.stop()
+    assert_clean(log)
+    assert "database is locked" not in log, log
+
+
+STORE_KEYS = "alice:key-alice,bob:key-bob"
+
+
+def store_sdk(server: Server, key: str = "key-alice") -> openai.OpenAI:
+    """The openai SDK as one of the store server's keys."""
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0)

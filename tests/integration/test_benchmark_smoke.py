@@ -119,3 +119,20 @@ def test_scrape_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert len(rows) == 3 and all(" / " in row for row in rows), text
     verdicts = [line for line in text.splitlines() if "picker's tick (50 ms): " in line]
     assert len(verdicts) == 2 and all(": met;" in line or ": missed;" in line for line in verdicts), text
+
+
+def test_turns_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "turns.md"
+    ran = bench("turns", "--repeats", "1", "--conversations", "1", "--turns", "2", "--max-tokens", "4",
+                "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for row in (
+        "| ours, previous_response_id |",
+        "| ours, whole history |",
+        "| llama-server, whole history |",
+    ):
+        assert row in text, row
+    (verdict,) = [line for line in text.splitlines() if line.startswith("| previous_response_id within")]
+    assert verdict.endswith("| met |") or verdict.endswith("| missed |"), verdict

@@ -151,13 +151,10 @@ def test_input_tokens_and_clear_400s(server: Server, client: openai.OpenAI) -> N
     assert accepted.metadata == {"k": "v"} and accepted.store is True
 
 
-def test_what_is_not_built_yet_is_refused_and_says_why(client: openai.OpenAI) -> None:
-    refusals = (({"background": True}, "background"), ({"conversation": "conv_1"}, "conversation"))
-    for refused, param in refusals:
-        with pytest.raises(openai.BadRequestError) as caught:
-            client.responses.create(model=MODEL, input="Hi", **refused)
-        body = caught.value.body
-        assert body["param"] == param and "not supported by this server yet" in body["message"]
+def test_unknown_stored_things_are_404s_that_name_them(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as no_conversation:
+        client.responses.create(model=MODEL, input="Hi", conversation="conv_1")
+    assert no_conversation.value.body["param"] == "conversation"
     for ask in (
         lambda: client.responses.retrieve("resp_123"),
         lambda: client.responses.delete("resp_123"),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -16,40 +15,14 @@ import openai
 import pytest
 import sqlalchemy
 
-from tests.support.postgres import postgres_server
+from tests.integration.conftest import store_sdk as sdk
 from tests.support.servers import Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
-KEYS = "alice:key-alice,bob:key-bob"
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def backend(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    """The settings that point a server at a fresh store of each kind."""
-    if request.param == "sqlite":
-        yield {}  # the default: a SQLite file in the server's LLM_DATA_DIR
-    else:
-        with postgres_server() as url:
-            yield {"LLM_STORE_URL": url}
-
-
-@pytest.fixture(scope="module")
-def server(backend: dict[str, str]) -> Iterator[Server]:
-    instance = Server(
-        LLM_WORKERS="2", LLM_N_THREADS="1", LLM_API_KEYS=KEYS, LLM_DEFAULT_MAX_TOKENS="12", **backend
-    ).wait_ready()
-    yield instance
-    log = instance.output()
-    instance.stop()
-    assert "Traceback" not in log and "database is locked" not in log, log
-
-
-def sdk(server: Server, key: str = "key-alice") -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0)
-
-
-def test_a_stored_response_is_retrieved_listed_and_deleted(server: Server) -> None:
-    client = sdk(server)
+def test_a_stored_response_is_retrieved_listed_and_deleted(store_server: Server) -> None:
+    client = sdk(store_server)
     created = client.responses.create(model=MODEL, input="Say hello.", max_output_tokens=8, temperature=0)
     assert created.store is True
     again = client.responses.retrieve(created.id)
@@ -63,8 +36,8 @@ def test_a_stored_response_is_retrieved_listed_and_deleted(server: Server) -> No
     assert gone.value.body["message"] == f"Response with id '{created.id}' not found."
 
 
-def test_a_streamed_response_is_stored_as_it_was_streamed(server: Server) -> None:
-    client = sdk(server)
+def test_a_streamed_response_is_stored_as_it_was_streamed(store_server: Server) -> None:
+    client = sdk(store_server)
     events = list(
         client.responses.create(model=MODEL, input="Count to three.", max_output_tokens=10, stream=True)
     )
@@ -75,8 +48,8 @@ def test_a_streamed_response_is_stored_as_it_was_streamed(server: Server) -> Non
     assert kept.usage is not None and kept.usage.output_tokens == final.usage.output_tokens
 
 
-def test_three_turns_by_previous_response_id_carry_the_whole_conversation(server: Server) -> None:
-    client = sdk(server)
+def test_three_turns_by_previous_response_id_carry_the_whole_conversation(store_server: Server) -> None:
+    client = sdk(store_server)
     turns = ["My name is Ada.", "I live in Paris.", "What is my name?"]
     previous: Any = None
     responses = []
@@ -100,8 +73,8 @@ def test_three_turns_by_previous_response_id_carry_the_whole_conversation(server
     assert [i.content[0].text for i in items.data] == ["What is my name?"]
 
 
-def test_another_key_finds_nothing(server: Server) -> None:
-    alice, bob = sdk(server), sdk(server, "key-bob")
+def test_another_key_finds_nothing(store_server: Server) -> None:
+    alice, bob = sdk(store_server), sdk(store_server, "key-bob")
     created = alice.responses.create(model=MODEL, input="A secret.", max_output_tokens=4)
     for ask in (
         lambda: bob.responses.retrieve(created.id),
@@ -117,16 +90,16 @@ def test_another_key_finds_nothing(server: Server) -> None:
     assert alice.responses.retrieve(created.id).id == created.id  # still there for its owner
 
 
-def test_store_false_keeps_nothing(server: Server) -> None:
-    client = sdk(server)
+def test_store_false_keeps_nothing(store_server: Server) -> None:
+    client = sdk(store_server)
     created = client.responses.create(model=MODEL, input="Forget this.", store=False, max_output_tokens=4)
     assert created.store is False
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(created.id)
 
 
-def test_input_items_come_in_pages_as_openai_pages_them(server: Server) -> None:
-    client = sdk(server)
+def test_input_items_come_in_pages_as_openai_pages_them(store_server: Server) -> None:
+    client = sdk(store_server)
     words = ["one", "two", "three", "four", "five"]
     created = client.responses.create(
         model=MODEL, input=[{"role": "user", "content": w} for w in words], max_output_tokens=4
@@ -140,8 +113,8 @@ def test_input_items_come_in_pages_as_openai_pages_them(server: Server) -> None:
     assert caught.value.body["param"] == "limit"
 
 
-def test_every_worker_writes_at_once(server: Server) -> None:
-    client = sdk(server)
+def test_every_worker_writes_at_once(store_server: Server) -> None:
+    client = sdk(store_server)
 
     def create(n: int) -> str:
         return client.responses.create(model=MODEL, input=f"Number {n}.", max_output_tokens=2).id
@@ -152,24 +125,24 @@ def test_every_worker_writes_at_once(server: Server) -> None:
     assert all(client.responses.retrieve(i).id == i for i in ids)
 
 
-def test_a_stored_response_outlives_a_restart(backend: dict[str, str]) -> None:
-    first = Server(LLM_WORKERS="1", **backend).wait_ready()
+def test_a_stored_response_outlives_a_restart(store_backend: dict[str, str]) -> None:
+    first = Server(LLM_WORKERS="1", **store_backend).wait_ready()
     try:
         created = sdk(first).responses.create(model=MODEL, input="Keep me.", max_output_tokens=4)
     finally:
         first.stop()
-    again = Server(LLM_WORKERS="1", LLM_DATA_DIR=first.env["LLM_DATA_DIR"], **backend).wait_ready()
+    again = Server(LLM_WORKERS="1", LLM_DATA_DIR=first.env["LLM_DATA_DIR"], **store_backend).wait_ready()
     try:
         assert sdk(again).responses.retrieve(created.id).output_text == created.output_text
     finally:
         again.stop()
 
 
-def test_expired_responses_disappear_and_are_swept(backend: dict[str, str]) -> None:
-    server = Server(LLM_WORKERS="1", LLM_STORE_TTL="2s", **backend).wait_ready()
+def test_expired_responses_disappear_and_are_swept(store_backend: dict[str, str]) -> None:
+    server = Server(LLM_WORKERS="1", LLM_STORE_TTL="2s", **store_backend).wait_ready()
     try:
         created = sdk(server).responses.create(model=MODEL, input="Brief.", max_output_tokens=2)
-        url = backend.get("LLM_STORE_URL") or f"sqlite:///{server.env['LLM_DATA_DIR']}/store.sqlite3"
+        url = store_backend.get("LLM_STORE_URL") or f"sqlite:///{server.env['LLM_DATA_DIR']}/store.sqlite3"
         url = url.replace("postgresql://", "postgresql+psycopg://")
         engine = sqlalchemy.create_engine(url)
         count = sqlalchemy.text("SELECT count(*) FROM responses WHERE id = :id")
@@ -207,8 +180,8 @@ def test_with_the_store_off_nothing_is_kept_and_continuing_is_refused() -> None:
         server.stop()
 
 
-def test_bad_queries_are_clear_400s(server: Server) -> None:
-    client = sdk(server)
+def test_bad_queries_are_clear_400s(store_server: Server) -> None:
+    client = sdk(store_server)
     created = client.responses.create(model=MODEL, input="Hi.", max_output_tokens=2)
     headers = {"Authorization": "Bearer key-alice"}
     for path, param in (
@@ -216,7 +189,7 @@ def test_bad_queries_are_clear_400s(server: Server) -> None:
         (f"/v1/responses/{created.id}/input_items?after=msg_nope", "after"),
         (f"/v1/responses/{created.id}?stream=true", "stream"),
     ):
-        answer = httpx.get(server.url + path, headers=headers, timeout=10)
+        answer = httpx.get(store_server.url + path, headers=headers, timeout=10)
         assert answer.status_code == 400 and answer.json()["error"]["param"] == param, answer.text
-    cancel = httpx.post(f"{server.url}/v1/responses/{created.id}/cancel", headers=headers, timeout=10)
+    cancel = httpx.post(f"{store_server.url}/v1/responses/{created.id}/cancel", headers=headers, timeout=10)
     assert cancel.status_code == 400 and "Only a background response" in cancel.json()["error"]["message"]

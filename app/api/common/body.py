@@ -48,16 +48,7 @@ def parse_body(schema: Schema, use: str | None = "generate") -> dict[str, Any]:
     with that worker's response); `use` ("generate", "embed" or None for either) is
     what the route needs the model for.
     """
-    check_accept()
-    try:
-        body = request.get_json(force=True)
-    except BadRequest:
-        raise InvalidRequestError("The request body is not valid JSON.") from None
-    except RecursionError:
-        raise InvalidRequestError("The request body is nested too deeply.") from None
-    if not isinstance(body, dict):
-        raise InvalidRequestError("The request body must be a JSON object.")
-    data: dict[str, Any] = schema.load(body)
+    data = parse_json(schema)
     config = current_config()
     index = model_index(data.get("model"), use)
     spec = config.models[index]
@@ -72,6 +63,21 @@ def parse_body(schema: Schema, use: str | None = "generate") -> dict[str, Any]:
             param="model",
         )
     serve_here_or_relay(index)
+    return data
+
+
+def parse_json(schema: Schema) -> dict[str, Any]:
+    """The JSON object body, validated by `schema` (for any worker: no model involved)."""
+    check_accept()
+    try:
+        body = request.get_json(force=True)
+    except BadRequest:
+        raise InvalidRequestError("The request body is not valid JSON.") from None
+    except RecursionError:
+        raise InvalidRequestError("The request body is nested too deeply.") from None
+    if not isinstance(body, dict):
+        raise InvalidRequestError("The request body must be a JSON object.")
+    data: dict[str, Any] = schema.load(body)
     return data
 
 

@@ -92,11 +92,11 @@ def generate(
     return _whole(generation, stats, presenter)
 
 
-class _HungUp(Exception):  # noqa: N818 - a signal, not an error
+class HungUp(Exception):  # noqa: N818 - a signal, not an error
     """The client has gone: nothing more is written."""
 
 
-def _chunks(generation: Generation, stats: RequestStats) -> Iterator[Chunk | None]:
+def chunks(generation: Generation, stats: RequestStats) -> Iterator[Chunk | None]:
     """The generation's chunks for a presenter: figures noted, failures raised, a hang-up ending it."""
     for chunk in generation:
         if stats.queue_wait is None and generation.started_at is not None:
@@ -107,7 +107,7 @@ def _chunks(generation: Generation, stats: RequestStats) -> Iterator[Chunk | Non
             stats.count_tokens(chunk.index, chunk.completion_tokens)
             stats.cached_tokens = max(stats.cached_tokens, chunk.cached_tokens)
             if chunk.finish_reason == "cancelled":
-                raise _HungUp
+                raise HungUp
             _raise_if_failed(chunk)
         yield chunk
 
@@ -128,7 +128,7 @@ def _whole(generation: Generation, stats: RequestStats, presenter: Presenter) ->
     """Wait for every choice, then answer with the presenter's JSON object."""
     results = {r.index: ChoiceResult(r.index) for r in generation.requests}
     try:
-        for chunk in _chunks(generation, stats):
+        for chunk in chunks(generation, stats):
             if chunk is not None:
                 results[chunk.index].add(chunk)
     except QueueTimeoutError:
@@ -137,7 +137,7 @@ def _whole(generation: Generation, stats: RequestStats, presenter: Presenter) ->
     except relay.Migrated as moved:  # a peer had room while this waited: it answers
         stats.relayed = True
         return moved.response(request.environ)
-    except _HungUp:
+    except HungUp:
         pass
     if generation.cancelled:  # the client hung up (seen by the disconnect watcher): nobody reads this
         stats.cancelled = True
@@ -149,7 +149,7 @@ def _stream(generation: Generation, stats: RequestStats, presenter: Presenter) -
     """The presenter's events, after the headers have gone out."""
     ended = False
     try:
-        yield from presenter.events(_chunks(generation, stats))
+        yield from presenter.events(chunks(generation, stats))
         ended = True
     except relay.Migrated as moved:
         # A peer had room while this waited: only keep-alives have gone out, so its events
@@ -157,7 +157,7 @@ def _stream(generation: Generation, stats: RequestStats, presenter: Presenter) -
         ended = True
         stats.relayed = True
         yield from moved.body()
-    except _HungUp:
+    except HungUp:
         return
     except (APIError, EngineError) as exc:
         ended = True

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import time
-import uuid
 from typing import Any
 
+from app.api.common.items import new_id
 from app.engine.types import Sampling
 
+__all__ = ["new_id"]  # the presenter names every id it makes through here
+
 _DEFAULTS = Sampling()  # what a request that sends no temperature or top_p gets
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex}"
 
 
 def text_part(text: str) -> dict[str, Any]:
@@ -59,13 +57,16 @@ def usage(input_tokens: int, output_tokens: int, cached_tokens: int) -> dict[str
 class ResponseShape:
     """One Response's id, time and echoed settings; `render` gives the object at any status."""
 
-    def __init__(self, body: dict[str, Any], model: str, stored: bool = False) -> None:
+    def __init__(
+        self, body: dict[str, Any], model: str, stored: bool = False, conversation: str | None = None
+    ) -> None:
         self.id = new_id("resp")
         self.created_at = int(time.time())
         self.model = model
         text_format = (body.get("text") or {}).get("format") or {"type": "text"}
         choice = body.get("tool_choice") or "auto"
         self.settings = {
+            "background": bool(body.get("background")),
             "instructions": body.get("instructions"),
             "max_output_tokens": body.get("max_output_tokens"),
             "metadata": body.get("metadata") or {},
@@ -83,6 +84,8 @@ class ResponseShape:
             "top_p": _DEFAULTS.top_p if body.get("top_p") is None else body["top_p"],
             "truncation": body.get("truncation") or "disabled",
         }
+        if conversation is not None:
+            self.settings["conversation"] = {"id": conversation}
         if body.get("user") is not None:  # OpenAI's schema has it a string, or absent
             self.settings["user"] = body["user"]
 

@@ -63,7 +63,7 @@ RESPONSE = _object(
         "id": _STR,
         "object": {"const": "response"},
         "created_at": _INT,
-        "status": {"enum": ["in_progress", "completed", "incomplete", "failed"]},
+        "status": {"enum": ["queued", "in_progress", "completed", "incomplete", "failed", "cancelled"]},
         "completed_at": _nullable(_INT),
         "error": _nullable(_object({"code": _STR, "message": _STR})),
         "incomplete_details": _nullable(_object({"reason": {"const": "max_output_tokens"}})),
@@ -72,6 +72,7 @@ RESPONSE = _object(
             "type": "array",
             "items": _ITEM,
         },
+        "background": _BOOL,
         "instructions": _nullable(_STR),
         "max_output_tokens": _nullable(_INT),
         "metadata": {"type": "object", "additionalProperties": _STR},
@@ -88,6 +89,7 @@ RESPONSE = _object(
     },
     user=_STR,
     usage=_ref("ResponseUsage"),
+    conversation=_object({"id": _STR}),
 )
 _SEQ = {"sequence_number": _INT}
 _WHERE = {"item_id": _STR, "output_index": _INT}
@@ -212,14 +214,14 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             error_responses(*POST_ERRORS),  # no queue here, but the key's limits count this request too
         ),
     )
-    _describe_stored(spec)
+    _describe_stored(spec, answers)
 
 
 def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
 
 
-def _describe_stored(spec: APISpec) -> None:
+def _describe_stored(spec: APISpec, answers: dict[str, Any]) -> None:
     """The stored responses' routes: each a 404 for an id its key did not store (or with LLM_STORE=off)."""
     response_id = {"name": "response_id", "in": "path", "required": True, "schema": _STR}
     include = _query("include", {"type": "array", "items": _STR}, "Accepted; nothing more is included.")
@@ -227,13 +229,19 @@ def _describe_stored(spec: APISpec) -> None:
         "summary": "A stored response, as its client last saw it",
         "parameters": [
             response_id,
-            _query("stream", _BOOL, "Replay a background response's events (none run here yet: 400)."),
+            _query("stream", _BOOL, "A background response's events, replayed then followed live."),
             _query(
                 "starting_after", {"type": "integer", "minimum": 0}, "With stream: events after this one."
             ),
             include,
         ],
-        "responses": {200: json_answer("The Response.", "Response"), **error_responses(400, 401, 404, 503)},
+        "responses": {
+            200: {
+                "description": "The Response, or with stream a background one's events.",
+                "content": answers,
+            },
+            **error_responses(400, 401, 404, 503),
+        },
     }
     delete = {
         "summary": "Forget a stored response and its input items",
@@ -252,9 +260,9 @@ def _describe_stored(spec: APISpec) -> None:
         "responses": {200: json_answer("A page.", "ResponseItemList"), **error_responses(400, 401, 404, 503)},
     }
     cancel = {
-        "summary": "Cancel a background response (none run here yet: a stored one is a 400)",
+        "summary": "Cancel a background response (a foreground one is a 400)",
         "parameters": [response_id],
-        "responses": error_responses(400, 401, 404, 503),
+        "responses": {200: json_answer("The Response.", "Response"), **error_responses(400, 401, 404, 503)},
     }
     spec.path(path="/v1/responses/{response_id}", operations={"get": retrieve, "delete": delete})
     spec.path(path="/v1/responses/{response_id}/input_items", operations={"get": items})

@@ -31,11 +31,13 @@ class ResponsesPresenter:
         prompt_tokens: int,
         reader: AnswerReader,
         on_final: Callable[[dict[str, Any]], None] | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
     ):
         self.shape, self.prompt_tokens = shape, prompt_tokens
         self.on_final = (
             on_final  # given the finished Response (completed, incomplete or failed), e.g. to store it
         )
+        self.on_event = on_event  # given each event's data as it is made (a background run keeps them)
         self.reader = reader
         self.sequence = 0
         self.output: list[dict[str, Any]] = []
@@ -138,6 +140,8 @@ class ResponsesPresenter:
     def _event(self, kind: str, /, **fields: Any) -> bytes:
         payload = {"type": kind, "sequence_number": self.sequence, **fields}
         self.sequence += 1
+        if self.on_event is not None:
+            self.on_event(payload)
         return sse.named_event(kind, payload)
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from app.api.common import conversation, structured_output
+from app.api.common import conversation, sse, storage, structured_output
 from app.api.common.body import generating_engine, parse_body
 from app.api.common.errors import InvalidRequestError
 from app.api.common.generate import generate
 from app.api.common.planning import plan_choices
-from app.api.responses import conversion, stored
+from app.api.responses import background, conversion, stored
 from app.api.responses.objects import ResponseShape
 from app.api.responses.presenter import ResponsesPresenter
 from app.api.responses.schemas import (
@@ -29,7 +29,7 @@ def create_response() -> Response:
     body = parse_body(response_request_schema)
     engine = generating_engine()
     new_input = body["input"]
-    body = {**body, "input": stored.history(body.get("previous_response_id")) + new_input}
+    body = {**body, "input": stored.history(body) + new_input}
     chat = conversion.chat_body(body)
     prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
     grammar, triggers, param = conversion.grammar(
@@ -44,9 +44,11 @@ def create_response() -> Response:
         grammar_triggers=triggers,
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
-    keep = stored.keeper(body, new_input)
-    shape = ResponseShape(body, current_config().model_id, stored=keep is not None)
-    presenter = ResponsesPresenter(shape, len(prompt.tokens), prompt.reader, on_final=keep)
+    keeper = stored.Keeper(body, new_input)
+    shape = ResponseShape(body, current_config().model_id, keeper.responses is not None, keeper.conversation)
+    presenter = ResponsesPresenter(shape, len(prompt.tokens), prompt.reader, on_final=keeper or None)
+    if body.get("background"):
+        return background.start(engine, body, requests, presenter, keeper)
     return generate(engine, body, requests, presenter, len(prompt.tokens))
 
 
@@ -54,6 +56,7 @@ def create_response() -> Response:
 def count_input_tokens() -> Response:
     """How many tokens the input takes after the chat template, tools included."""
     body = parse_body(input_tokens_request_schema)
+    body = {**body, "input": stored.history(body) + body["input"]}  # a continued conversation counts whole
     chat = conversion.chat_body(body)
     prompt = conversation.prompt(generating_engine().tokenizer, conversion.messages(body), chat)
     return jsonify({"object": "response.input_tokens", "input_tokens": len(prompt.tokens)})
@@ -61,42 +64,54 @@ def count_input_tokens() -> Response:
 
 @bp.get("/v1/responses/<response_id>")
 def retrieve_response(response_id: str) -> Response:
-    """A stored Response, as its client last saw it."""
-    query = stored.query(retrieve_query_schema)
+    """A stored Response as its client last saw it; a background one's events with `stream=true`."""
+    query = storage.query(retrieve_query_schema)
     responses = stored.found(response_id)
-    if query["stream"]:
+    with storage.reachable():
+        response = responses.get(storage.owner(), response_id)
+    if not query["stream"]:
+        return jsonify(response)
+    if not (response or {}).get("background"):
         raise InvalidRequestError(
-            "Only a background response can be streamed again; this one ran in the foreground "
-            "(and background is not supported by this server yet).",
+            "Only a background response can be streamed again; this one ran in the foreground.",
             param="stream",
         )
-    with stored.reachable():
-        return jsonify(responses.get(stored.owner(), response_id))
+    kept = storage.kept()
+    assert kept is not None  # found() answered 404 otherwise
+    after = query.get("starting_after", -1)
+    keepalive = current_config().sse_keepalive
+    return sse.stream_response(background.tail(kept.events, responses, response_id, after, keepalive))
 
 
 @bp.delete("/v1/responses/<response_id>")
 def delete_response(response_id: str) -> Response:
     """Forget a stored Response and its input items."""
     responses = stored.found(response_id)
-    with stored.reachable():
-        responses.delete(stored.owner(), response_id)
+    with storage.reachable():
+        responses.delete(storage.owner(), response_id)
     return jsonify({"id": response_id, "object": "response", "deleted": True})
 
 
 @bp.get("/v1/responses/<response_id>/input_items")
 def list_input_items(response_id: str) -> Response:
     """The input items a stored Response answered, a page at a time."""
-    query = stored.query(input_items_query_schema)
+    query = storage.query(input_items_query_schema)
     responses = stored.found(response_id)
-    with stored.reachable():
-        items = responses.input_items(stored.owner(), response_id) or []
+    with storage.reachable():
+        items = responses.input_items(storage.owner(), response_id) or []
     return jsonify(stored.page(items, query.get("after"), query["limit"], query["order"]))
 
 
 @bp.post("/v1/responses/<response_id>/cancel")
 def cancel_response(response_id: str) -> Response:
-    """Only a background response can be cancelled, and none runs in the background here yet."""
-    stored.found(response_id)
-    raise InvalidRequestError(
-        "Only a background response can be cancelled; this one has already finished.", param="response_id"
-    )
+    """Stop a background response; one that has finished is answered as it is."""
+    responses = stored.found(response_id)
+    with storage.reachable():
+        response = responses.get(storage.owner(), response_id) or {}
+        if not response.get("background"):
+            raise InvalidRequestError(
+                "Only a background response can be cancelled; this one ran in the foreground.",
+                param="response_id",
+            )
+        responses.cancel(storage.owner(), response_id)
+        return jsonify(responses.get(storage.owner(), response_id))

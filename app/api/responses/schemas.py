@@ -7,29 +7,8 @@ from typing import Any
 from marshmallow import ValidationError, fields, validate, validates_schema
 
 from app.api.common.fields import StrictBoolean, StrictInteger, count, number
+from app.api.common.items import normalized_input
 from app.api.common.schemas import BaseSchema
-
-_ROLES = ("user", "assistant", "system", "developer")
-_TEXT_PARTS = ("input_text", "output_text")
-
-
-def _text_of(content: Any, where: str) -> str:
-    """A message's content, a string or a list of input_text/output_text parts, as one string."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise ValidationError(f"{where}: must be a string or a list of content parts")
-    texts = []
-    for index, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind not in _TEXT_PARTS:
-            raise ValidationError(
-                f"{where}[{index}]: content part type {kind!r} is not supported; use input_text"
-            )
-        if not isinstance(part.get("text"), str):
-            raise ValidationError(f"{where}[{index}].text: must be a string")
-        texts.append(part["text"])
-    return "".join(texts)
 
 
 class InputField(fields.Field[list[dict[str, Any]]]):
@@ -50,48 +29,6 @@ class InputField(fields.Field[list[dict[str, Any]]]):
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[dict[str, Any]]:
         return normalized_input(value)
-
-
-def normalized_input(value: Any) -> list[dict[str, Any]]:
-    """`input` (a string or OpenAI's items) as this server's items: text content, no ids."""
-    if isinstance(value, str):
-        return [{"type": "message", "role": "user", "content": value}]
-    if not isinstance(value, list):
-        raise ValidationError("must be a string or a list of items")
-    return [_normalized_item(item, f"[{i}]") for i, item in enumerate(value)]
-
-
-def _normalized_item(item: Any, where: str) -> dict[str, Any]:
-    """One item, checked; stored items (with ids, status, annotations) come back through here too."""
-    if not isinstance(item, dict):
-        raise ValidationError(f"{where}: must be an object")
-    kind = item.get("type", "message")
-    if kind == "message":
-        if item.get("role") not in _ROLES:
-            raise ValidationError(f"{where}.role: must be one of {', '.join(_ROLES)}")
-        return {
-            "type": "message",
-            "role": item["role"],
-            "content": _text_of(item.get("content"), f"{where}.content"),
-        }
-    if kind == "function_call":
-        for key in ("call_id", "name", "arguments"):
-            if not isinstance(item.get(key), str):
-                raise ValidationError(f"{where}.{key}: must be a string")
-        return {k: item[k] for k in ("type", "call_id", "name", "arguments")}
-    if kind == "function_call_output":
-        if not isinstance(item.get("call_id"), str):
-            raise ValidationError(f"{where}.call_id: must be a string")
-        output = item.get("output")
-        text = output if isinstance(output, str) else _text_of(output, f"{where}.output")
-        return {"type": kind, "call_id": item["call_id"], "output": text}
-    if kind == "reasoning":  # a stateless agent hands the model's reasoning back each turn
-        parts = [
-            part for key in ("content", "summary") if isinstance(item.get(key), list) for part in item[key]
-        ]
-        texts = [str(p["text"]) for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
-        return {"type": kind, "text": "\n".join(texts)}
-    raise ValidationError(f"{where}.type: item type {kind!r} is not supported by this server")
 
 
 class FunctionToolSchema(BaseSchema):
@@ -173,20 +110,10 @@ class ResponseRequestSchema(BaseSchema):
     reasoning = fields.Dict(allow_none=True)  # its `effort` goes to the chat template
 
     @validates_schema
-    def supported(self, data: dict[str, Any], **kwargs: Any) -> None:
-        """What this server does not do yet is refused, not ignored; tool choices must name tools."""
-        if data.get("conversation") is not None:
-            raise ValidationError(
-                "conversations are not supported by this server yet: use previous_response_id, "
-                "or send the whole conversation in input",
-                "conversation",
-            )
-        if data.get("background"):
-            raise ValidationError(
-                "background responses are not supported by this server yet: leave background unset "
-                "(stream instead)",
-                "background",
-            )
+    def consistent(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """A background response must be kept; tool choices must name tools."""
+        if data.get("background") and data.get("store") is False:
+            raise ValidationError("a background response is kept to be polled: it needs store", "background")
         choice = data.get("tool_choice")
         names = {tool["name"] for tool in data.get("tools") or []}
         if choice == "required" and not names:

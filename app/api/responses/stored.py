@@ -1,67 +1,55 @@
-"""The Responses API over the store: whose a response is, the items it keeps, a conversation rebuilt.
+"""The Responses API over the store: the turns a request continues, and keeping what it answered.
 
 A stored row holds the Response as the client saw it and its input items in OpenAI's
-shape (with ids); `previous_response_id` walks the chain back and feeds each turn's
-input and output through the same normaliser as a request's own input.
+shape (with ids). `previous_response_id` walks the chain back, `conversation` reads a
+conversation's items; either way each item goes through the same normaliser as a
+request's own input. A finished Response is kept (unless `store: false`) and, in a
+conversation, its input and output items are appended to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from flask import current_app, g, request
-from marshmallow import Schema
-
-from app.api.common.errors import InvalidRequestError, NotFoundError, ServiceUnavailableError
-from app.api.responses.objects import new_id
-from app.api.responses.schemas import normalized_input
-from app.store.errors import StoreUnavailableError
+from app.api.common import storage
+from app.api.common.errors import InvalidRequestError, NotFoundError
+from app.api.common.items import normalized_input, with_id
+from app.store.conversations import ConversationStore
 from app.store.responses import ResponseStore
-
-_TEXT_PART = {
-    "user": "input_text",
-    "system": "input_text",
-    "developer": "input_text",
-    "assistant": "output_text",
-}
 
 
 def store() -> ResponseStore | None:
     """This worker's response store; None with LLM_STORE=off."""
-    kept = current_app.extensions.get("store")
+    kept = storage.kept()
     return None if kept is None else kept.responses
 
 
-def owner() -> str:
-    """Who the request's data belongs to: its API key's name, or "" (one shared space) without keys."""
-    key = g.get("api_key")
-    return "" if key is None else str(key.name)
+def conversation_id(body: dict[str, Any]) -> str | None:
+    """The conversation a request continues: `conversation` as an id or {"id": ...}."""
+    given = body.get("conversation")
+    if given is None:
+        return None
+    if isinstance(given, dict):
+        given = given.get("id")
+    if not isinstance(given, str) or not given:
+        raise InvalidRequestError("must be a conversation id, or {'id': ...}", param="conversation")
+    if body.get("previous_response_id"):
+        raise InvalidRequestError(
+            "previous_response_id and conversation cannot be used together", param="conversation"
+        )
+    return given
 
 
-@contextmanager
-def reachable() -> Iterator[None]:
-    """The database failing is a 503 the client may retry, never a 500 with a driver's message."""
-    try:
-        yield
-    except StoreUnavailableError:
-        raise ServiceUnavailableError(
-            "The response store is unavailable right now; retry shortly.", code="store_unavailable"
-        ) from None
-
-
-def query(schema: Schema) -> dict[str, Any]:
-    """The URL's query, validated by `schema`: repeated names (`include`) as lists, the others single."""
-    args = request.args.to_dict(flat=False)
-    return dict(
-        schema.load({name: values if name == "include" else values[-1] for name, values in args.items()})
-    )
-
-
-def history(previous_response_id: str | None) -> list[dict[str, Any]]:
-    """The items of every turn up to `previous_response_id`, normalised as a request's input."""
-    if not previous_response_id:
+def history(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The items that come before this request's input: a chain of responses, or a conversation."""
+    conversation = conversation_id(body)
+    if conversation is not None:
+        conversations = _conversations(conversation)
+        with storage.reachable():
+            page = conversations.items(conversation)
+        return normalized_input(page.items if page else [])
+    previous = body.get("previous_response_id")
+    if not previous:
         return []
     responses = store()
     if responses is None:
@@ -69,29 +57,43 @@ def history(previous_response_id: str | None) -> list[dict[str, Any]]:
             "This server keeps no responses (LLM_STORE=off): send the whole conversation in input.",
             param="previous_response_id",
         )
-    with reachable():
-        turns = responses.chain(owner(), previous_response_id)
+    with storage.reachable():
+        turns = responses.chain(storage.owner(), previous)
     if turns is None:
         raise InvalidRequestError(
-            f"Previous response with id '{previous_response_id}' not found.",
+            f"Previous response with id '{previous}' not found.",
             param="previous_response_id",
             code="previous_response_not_found",
         )
     return normalized_input([item for turn in turns for item in (*turn.input_items, *turn.output)])
 
 
-def keeper(body: dict[str, Any], new_input: list[dict[str, Any]]) -> Callable[[dict[str, Any]], None] | None:
-    """What keeps the finished Response with `new_input`, if this request is to be stored."""
-    responses = store()
-    if responses is None or body.get("store") is False:
-        return None
-    items, who = [with_id(item) for item in new_input], owner()
+class Keeper:
+    """Keeps a finished Response and its input items (unless `store: false`); extends its conversation."""
 
-    def keep(response: dict[str, Any]) -> None:
-        with reachable():
-            responses.save(who, response, items)
+    def __init__(self, body: dict[str, Any], new_input: list[dict[str, Any]]) -> None:
+        self.responses = store() if body.get("store") is not False else None
+        self.conversation = conversation_id(body)
+        kept = storage.kept()
+        self.conversations = kept.conversations if kept is not None and self.conversation else None
+        self.items, self.owner = [with_id(item) for item in new_input], storage.owner()
 
-    return keep
+    def __bool__(self) -> bool:
+        return self.responses is not None or self.conversations is not None
+
+    def save(self, response: dict[str, Any]) -> None:
+        """Keep `response` as it stands (a background one is kept from the start)."""
+        if self.responses is not None:
+            with storage.reachable():
+                self.responses.save(self.owner, response, self.items)
+
+    def __call__(self, response: dict[str, Any]) -> None:
+        """The finished Response: kept, and in its conversation unless it failed or was cancelled."""
+        self.save(response)
+        ended_well = response["status"] not in ("failed", "cancelled")
+        if self.conversations is not None and self.conversation and ended_well:
+            with storage.reachable():
+                self.conversations.append(self.conversation, [*self.items, *response["output"]])
 
 
 def found(response_id: str) -> ResponseStore:
@@ -103,8 +105,8 @@ def found(response_id: str) -> ResponseStore:
             "(LLM_STORE=off). Send the whole conversation in input instead.",
             param="response_id",
         )
-    with reachable():
-        if responses.get(owner(), response_id) is None:
+    with storage.reachable():
+        if responses.get(storage.owner(), response_id) is None:
             raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
     return responses
 
@@ -118,36 +120,18 @@ def page(items: list[dict[str, Any]], after: str | None, limit: int, order: str)
             raise InvalidRequestError(f"No input item with id '{after}' in this response.", param="after")
         ordered = ordered[ids.index(after) + 1 :]
     data = ordered[:limit]
-    return {
-        "object": "list",
-        "data": data,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-        "has_more": len(ordered) > limit,
-    }
+    return storage.listing(data, has_more=len(ordered) > limit)
 
 
-def with_id(item: dict[str, Any]) -> dict[str, Any]:
-    """A normalised input item in OpenAI's shape, with an id, as input_items lists it."""
-    kind = item["type"]
-    if kind == "message":
-        part = {"type": _TEXT_PART[item["role"]], "text": item["content"]}
-        if part["type"] == "output_text":
-            part["annotations"] = []
-        return {
-            "type": "message",
-            "id": new_id("msg"),
-            "role": item["role"],
-            "content": [part],
-            "status": "completed",
-        }
-    if kind == "function_call":
-        return {**item, "id": new_id("fc"), "status": "completed"}
-    if kind == "function_call_output":
-        return {**item, "id": new_id("fco"), "status": "completed"}
-    return {  # reasoning
-        "type": "reasoning",
-        "id": new_id("rs"),
-        "summary": [],
-        "content": [{"type": "reasoning_text", "text": item["text"]}],
-    }
+def _conversations(conversation: str) -> ConversationStore:
+    """The conversation store, if it holds `conversation` for this request's owner; else a 404."""
+    kept = storage.kept()
+    if kept is None:
+        raise InvalidRequestError(
+            "This server keeps no conversations (LLM_STORE=off): send the whole conversation in input.",
+            param="conversation",
+        )
+    with storage.reachable():
+        if kept.conversations.get(storage.owner(), conversation) is None:
+            raise NotFoundError(f"Conversation with id '{conversation}' not found.", param="conversation")
+    return kept.conversations

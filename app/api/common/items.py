@@ -1,0 +1,115 @@
+"""Input items, as clients send them and as the server keeps them: checked, normalised, given ids.
+
+The Responses API's input, a stored conversation's items and the items a client adds to
+one all pass through `normalized_input`; `with_id` turns a normalised item back into
+OpenAI's shape, with an id, to keep and list.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from marshmallow import ValidationError
+
+_ROLES = ("user", "assistant", "system", "developer")
+_TEXT_PARTS = ("input_text", "output_text")
+
+
+def _text_of(content: Any, where: str) -> str:
+    """A message's content, a string or a list of input_text/output_text parts, as one string."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ValidationError(f"{where}: must be a string or a list of content parts")
+    texts = []
+    for index, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind not in _TEXT_PARTS:
+            raise ValidationError(
+                f"{where}[{index}]: content part type {kind!r} is not supported; use input_text"
+            )
+        if not isinstance(part.get("text"), str):
+            raise ValidationError(f"{where}[{index}].text: must be a string")
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+_TEXT_PART = {
+    "user": "input_text",
+    "system": "input_text",
+    "developer": "input_text",
+    "assistant": "output_text",
+}
+
+
+def normalized_input(value: Any) -> list[dict[str, Any]]:
+    """`input` (a string or OpenAI's items) as this server's items: text content, no ids."""
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    if not isinstance(value, list):
+        raise ValidationError("must be a string or a list of items")
+    return [_normalized_item(item, f"[{i}]") for i, item in enumerate(value)]
+
+
+def _normalized_item(item: Any, where: str) -> dict[str, Any]:
+    """One item, checked; stored items (with ids, status, annotations) come back through here too."""
+    if not isinstance(item, dict):
+        raise ValidationError(f"{where}: must be an object")
+    kind = item.get("type", "message")
+    if kind == "message":
+        if item.get("role") not in _ROLES:
+            raise ValidationError(f"{where}.role: must be one of {', '.join(_ROLES)}")
+        return {
+            "type": "message",
+            "role": item["role"],
+            "content": _text_of(item.get("content"), f"{where}.content"),
+        }
+    if kind == "function_call":
+        for key in ("call_id", "name", "arguments"):
+            if not isinstance(item.get(key), str):
+                raise ValidationError(f"{where}.{key}: must be a string")
+        return {k: item[k] for k in ("type", "call_id", "name", "arguments")}
+    if kind == "function_call_output":
+        if not isinstance(item.get("call_id"), str):
+            raise ValidationError(f"{where}.call_id: must be a string")
+        output = item.get("output")
+        text = output if isinstance(output, str) else _text_of(output, f"{where}.output")
+        return {"type": kind, "call_id": item["call_id"], "output": text}
+    if kind == "reasoning":  # a stateless agent hands the model's reasoning back each turn
+        parts = [
+            part for key in ("content", "summary") if isinstance(item.get(key), list) for part in item[key]
+        ]
+        texts = [str(p["text"]) for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return {"type": kind, "text": "\n".join(texts)}
+    raise ValidationError(f"{where}.type: item type {kind!r} is not supported by this server")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def with_id(item: dict[str, Any], item_id: str | None = None) -> dict[str, Any]:
+    """A normalised input item in OpenAI's shape, with an id (`item_id`, else a new one), to keep and list."""
+    kind = item["type"]
+    if kind == "message":
+        part = {"type": _TEXT_PART[item["role"]], "text": item["content"]}
+        if part["type"] == "output_text":
+            part["annotations"] = []
+        return {
+            "type": "message",
+            "id": item_id or new_id("msg"),
+            "role": item["role"],
+            "content": [part],
+            "status": "completed",
+        }
+    if kind == "function_call":
+        return {**item, "id": item_id or new_id("fc"), "status": "completed"}
+    if kind == "function_call_output":
+        return {**item, "id": item_id or new_id("fco"), "status": "completed"}
+    return {  # reasoning
+        "type": "reasoning",
+        "id": item_id or new_id("rs"),
+        "summary": [],
+        "content": [{"type": "reasoning_text", "text": item["text"]}],
+    }

@@ -1,0 +1,56 @@
+"""What every API family needs of the store: this worker's store, whose data a request is, a 503 if away."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from flask import current_app, g, request
+from marshmallow import Schema
+
+from app.api.common.errors import ServiceUnavailableError
+from app.store.errors import StoreUnavailableError
+from app.store.opening import Store
+
+
+def kept() -> Store | None:
+    """This worker's store; None with LLM_STORE=off."""
+    store: Store | None = current_app.extensions.get("store")
+    return store
+
+
+def owner() -> str:
+    """Who the request's data belongs to: its API key's name, or "" (one shared space) without keys."""
+    key = g.get("api_key")
+    return "" if key is None else str(key.name)
+
+
+@contextmanager
+def reachable() -> Iterator[None]:
+    """The database failing is a 503 the client may retry, never a 500 with a driver's message."""
+    try:
+        yield
+    except StoreUnavailableError:
+        raise ServiceUnavailableError(
+            "The response store is unavailable right now; retry shortly.", code="store_unavailable"
+        ) from None
+
+
+def query(schema: Schema) -> dict[str, Any]:
+    """The URL's query, validated by `schema`: repeated names (`include`) as lists, the others single."""
+    args = request.args.to_dict(flat=False)
+    return dict(
+        schema.load({name: values if name == "include" else values[-1] for name, values in args.items()})
+    )
+
+
+def listing(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    """A page of a list, as OpenAI's list endpoints answer it."""
+    return {
+        "object": "list",
+        "data": data,
+        "first_id": data[0]["id"] if data else None,
+        "last_id": data[-1]["id"] if data else None,
+        "has_more": has_more,
+    }

@@ -1,0 +1,1 @@
+"""OpenAI's Conversations API: conversations and their items, kept in the store for any worker or host."""

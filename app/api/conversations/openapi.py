@@ -1,0 +1,128 @@
+"""The Conversations family in the OpenAPI document: its routes, the Conversation object and item lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec
+
+from app.api.common.openapi import error_responses, json_answer
+from app.api.conversations.schemas import (
+    ConversationCreateSchema,
+    ConversationUpdateSchema,
+    ItemsCreateSchema,
+)
+from app.settings.models import ModelSpec
+
+_STR = {"type": "string"}
+COMPONENTS: dict[str, dict[str, Any]] = {
+    "Conversation": {
+        "type": "object",
+        "required": ["id", "object", "created_at", "metadata"],
+        "properties": {
+            "id": _STR,
+            "object": {"const": "conversation"},
+            "created_at": {"type": "integer"},
+            "metadata": {"type": "object", "additionalProperties": _STR},
+        },
+    },
+    "ConversationDeleted": {
+        "type": "object",
+        "required": ["id", "object", "deleted"],
+        "properties": {"id": _STR, "object": {"const": "conversation.deleted"}, "deleted": {"const": True}},
+    },
+    "ConversationItem": {"type": "object", "required": ["type", "id"], "properties": {"id": _STR}},
+    "ConversationItemList": {
+        "type": "object",
+        "required": ["object", "data", "first_id", "last_id", "has_more"],
+        "properties": {
+            "object": {"const": "list"},
+            "data": {"type": "array", "items": {"$ref": "#/components/schemas/ConversationItem"}},
+            "first_id": {"anyOf": [_STR, {"type": "null"}]},
+            "last_id": {"anyOf": [_STR, {"type": "null"}]},
+            "has_more": {"type": "boolean"},
+        },
+    },
+}
+
+
+def _path(*names: str) -> list[dict[str, Any]]:
+    return [{"name": name, "in": "path", "required": True, "schema": _STR} for name in names]
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+def _body(schema: str) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/v1/conversations and its items: each a 404 for a conversation the key did not create."""
+    for name, schema in COMPONENTS.items():
+        spec.components.schema(name, component=schema)
+    spec.components.schema("ConversationCreateRequest", schema=ConversationCreateSchema)
+    spec.components.schema("ConversationUpdateRequest", schema=ConversationUpdateSchema)
+    spec.components.schema("ConversationItemsCreateRequest", schema=ItemsCreateSchema)
+    conversation = json_answer("The conversation.", "Conversation")
+    missing = error_responses(401, 404, 503)
+    spec.path(
+        path="/v1/conversations",
+        operations={
+            "post": {
+                "summary": "Create a conversation, with up to 20 first items",
+                "requestBody": _body("ConversationCreateRequest"),
+                "responses": {200: conversation, **error_responses(400, 401, 503)},
+            }
+        },
+    )
+    spec.path(
+        path="/v1/conversations/{conversation_id}",
+        operations={
+            "get": {"summary": "A conversation", "parameters": _path("conversation_id"),
+                    "responses": {200: conversation, **missing}},
+            "post": {"summary": "Replace a conversation's metadata", "parameters": _path("conversation_id"),
+                     "requestBody": _body("ConversationUpdateRequest"),
+                     "responses": {200: conversation, **error_responses(400, 401, 404, 503)}},
+            "delete": {"summary": "Delete a conversation", "parameters": _path("conversation_id"),
+                       "responses": {200: json_answer("Deleted.", "ConversationDeleted"), **missing}},
+        },
+    )  # fmt: skip
+    items = json_answer("Items.", "ConversationItemList")
+    spec.path(
+        path="/v1/conversations/{conversation_id}/items",
+        operations={
+            "get": {
+                "summary": "A conversation's items, a page at a time",
+                "parameters": [
+                    *_path("conversation_id"),
+                    _query("after", _STR, "An item id: the page starts after it."),
+                    _query(
+                        "limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Items per page (20)."
+                    ),
+                    _query("order", {"enum": ["asc", "desc"]}, "desc (newest first, the default) or asc."),
+                    _query(
+                        "include", {"type": "array", "items": _STR}, "Accepted; nothing more is included."
+                    ),
+                ],
+                "responses": {200: items, **error_responses(400, 401, 404, 503)},
+            },
+            "post": {
+                "summary": "Append up to 20 items",
+                "parameters": _path("conversation_id"),
+                "requestBody": _body("ConversationItemsCreateRequest"),
+                "responses": {200: items, **error_responses(400, 401, 404, 503)},
+            },
+        },
+    )
+    spec.path(
+        path="/v1/conversations/{conversation_id}/items/{item_id}",
+        operations={
+            "get": {"summary": "One item", "parameters": _path("conversation_id", "item_id"),
+                    "responses": {200: json_answer("The item.", "ConversationItem"), **missing}},
+            "delete": {"summary": "Remove one item (answers the conversation)",
+                       "parameters": _path("conversation_id", "item_id"),
+                       "responses": {200: conversation, **missing}},
+        },
+    )  # fmt: skip

@@ -1,0 +1,201 @@
+"""Background responses (`background: true`): generated with no connection held, every event kept.
+
+The POST answers at once with the queued Response, or streams its events as they are
+kept. A client polls `GET /v1/responses/{id}`, or resumes the stream with
+`?stream=true&starting_after=N`, on any worker or host, since both read the store.
+`POST .../cancel` marks it cancelled; the run looks every half second and stops.
+Events are written in small batches (a tenth of a second), so a resumed stream lags
+the generation by at most that, and a database is not asked to commit every token.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Response, jsonify
+
+from app.api.common import sse, storage
+from app.api.common.errors import APIError, InvalidRequestError, ServerError, from_engine
+from app.api.common.generate import HungUp, chunks
+from app.api.responses.presenter import ResponsesPresenter
+from app.api.responses.stored import Keeper
+from app.engine.engine import Engine
+from app.engine.errors import EngineError
+from app.engine.types import Chunk, GenerationRequest
+from app.settings.current import current_config
+from app.store.responses import EventLog, ResponseStore
+from app.telemetry.request_stats import RequestStats
+
+log = logging.getLogger(__name__)
+
+TERMINAL = ("response.completed", "response.incomplete", "response.failed")
+RUNNING = ("queued", "in_progress")
+FLUSH_EVERY = 0.1  # seconds between writes of events
+CANCEL_CHECK = 0.5  # seconds between looks at the stored status
+POLL = 0.25  # a stream reader's wait for events written by another process
+_written: dict[str, threading.Event] = {}  # runs in this process: set when events were written
+
+
+def start(
+    engine: Engine,
+    body: dict[str, Any],
+    requests: list[GenerationRequest],
+    presenter: ResponsesPresenter,
+    keeper: Keeper,
+) -> Response:
+    """Admit the generation (a full queue is a 429 now), keep the queued Response, run it apart."""
+    kept = storage.kept()
+    if kept is None or keeper.responses is None:
+        raise InvalidRequestError(
+            "This server keeps no responses (LLM_STORE=off), so none can run in the background.",
+            param="background",
+        )
+    generation = engine.submit(requests)
+    queued = presenter.shape.render("queued")
+    keeper.save(queued)
+    run = _Run(presenter, keeper, kept.events, kept.responses, queued["id"])
+    _written[run.response_id] = threading.Event()
+    # Under gevent's patching, a greenlet: it outlives this request, and nothing waits for it.
+    threading.Thread(
+        target=run.run, args=(generation,), daemon=True, name=f"background-{run.response_id}"
+    ).start()
+    if body.get("stream"):
+        keepalive = current_config().sse_keepalive
+        return sse.stream_response(tail(kept.events, kept.responses, run.response_id, -1, keepalive))
+    return jsonify(queued)
+
+
+class _Run:
+    """One background generation: its events written in batches, its final Response kept after them."""
+
+    def __init__(
+        self,
+        presenter: ResponsesPresenter,
+        keeper: Keeper,
+        events: EventLog,
+        responses: ResponseStore,
+        rid: str,
+    ) -> None:
+        self.presenter, self.keeper, self.events, self.responses = presenter, keeper, events, responses
+        self.response_id = rid
+        self.pending: list[dict[str, Any]] = []
+        self.flushed = time.monotonic()
+        self.final: dict[str, Any] | None = None
+        # The final Response is kept only once its events are: a reader that sees it finished
+        # finds every event already there.
+        presenter.on_final = self._hold_final
+        presenter.on_event = self._add
+
+    def run(self, generation: Any) -> None:
+        stats = RequestStats()
+        try:
+            for _ in self.presenter.events(self._watched(chunks(generation, stats), generation)):
+                pass
+        except HungUp:  # cancelled: keep what was written so far, as cancelled
+            self.final = self.presenter.shape.render("cancelled", self.presenter.output)
+        except (APIError, EngineError) as exc:
+            self.presenter.failure(exc if isinstance(exc, APIError) else from_engine(exc))
+        except Exception:  # noqa: BLE001 - a background run has nobody else to tell
+            log.exception("a background response failed")
+            self.presenter.failure(ServerError("The server had an error while generating; please retry."))
+        finally:
+            generation.close()
+            self._finish()
+
+    def _watched(self, chunks: Iterator[Chunk | None], generation: Any) -> Iterator[Chunk | None]:
+        """The chunks, with a look at the stored status now and then: a cancel stops the generation."""
+        looked = time.monotonic()
+        for chunk in chunks:
+            if time.monotonic() - looked > CANCEL_CHECK:
+                looked = time.monotonic()
+                if self._stored_status() == "cancelled":
+                    generation.cancel()
+            yield chunk
+
+    def _stored_status(self) -> str | None:
+        try:
+            return self.responses.status(self.response_id)
+        except Exception:  # noqa: BLE001 - the store away for a moment: look again later
+            return None
+
+    def _add(self, event: dict[str, Any]) -> None:
+        if event["type"] == "response.in_progress" and self._stored_status() != "cancelled":
+            try:
+                self.keeper.save(event["response"])  # a poller sees it start
+            except Exception:  # noqa: BLE001 - logged by the store; the run goes on
+                pass
+        if event["type"] in TERMINAL and self._stored_status() == "cancelled":
+            # Cancelled after the last look: the cancel stands (its client was told so), and the
+            # stream ends without a last word, as a cancelled one does.
+            self.final = self.presenter.shape.render("cancelled", self.presenter.output)
+            self._flush()
+            return
+        self.pending.append(event)
+        if event["type"] in TERMINAL or time.monotonic() - self.flushed >= FLUSH_EVERY:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            events, self.pending = self.pending, []
+            try:
+                for event in events:
+                    self.events.append(self.response_id, event)
+            except Exception:  # noqa: BLE001 - logged by the store; the final Response is still kept
+                pass
+        self.flushed = time.monotonic()
+        wake = _written.get(self.response_id)
+        if wake is not None:
+            wake.set()
+
+    def _hold_final(self, response: dict[str, Any]) -> None:
+        if self.final is None or self.final["status"] != "cancelled":
+            self.final = response
+
+    def _finish(self) -> None:
+        self._flush()
+        try:
+            if self.final is not None:
+                self.keeper(self.final)
+        except Exception:  # noqa: BLE001 - the store is away: logged there; nobody waits on this run
+            pass
+        finally:
+            wake = _written.pop(self.response_id, None)
+            if wake is not None:
+                wake.set()
+
+
+def tail(
+    events: EventLog, responses: ResponseStore, response_id: str, after: int, keepalive: float
+) -> Iterator[bytes]:
+    """The events numbered above `after`, then each as it is written, until the last (or a cancel).
+
+    A generator that runs after the view has returned: it is given all it needs.
+    """
+    quiet_since = time.monotonic()
+    while True:
+        with storage.reachable():
+            batch = events.after(response_id, after)
+        for event in batch:
+            yield sse.named_event(event["type"], event)
+            after = event["sequence_number"]
+            if event["type"] in TERMINAL:
+                return
+        if batch:
+            quiet_since = time.monotonic()
+            continue
+        with storage.reachable():
+            if responses.status(response_id) not in RUNNING and not events.after(response_id, after):
+                return  # cancelled (or lost): nothing more will come
+        wake = _written.get(response_id)
+        if wake is not None:
+            wake.wait(POLL)
+            wake.clear()
+        else:
+            time.sleep(POLL)  # written by another process: look again shortly
+        if keepalive and time.monotonic() - quiet_since >= keepalive:
+            quiet_since = time.monotonic()
+            yield sse.KEEPALIVE

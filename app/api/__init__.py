@@ -16,12 +16,13 @@ from app.api.chat import routes as chat
 from app.api.common import errors
 from app.api.conversations import routes as conversations
 from app.api.embeddings import routes as embeddings
+from app.api.files import routes as files
 from app.api.meta import routes as meta
 from app.api.responses import routes as responses
 from app.api.tokens import routes as tokens
 from app.settings.current import config_of
 
-FAMILIES = (chat, responses, conversations, anthropic, embeddings, tokens, meta)
+FAMILIES = (chat, responses, conversations, files, anthropic, embeddings, tokens, meta)
 
 
 def init_app(app: Flask) -> None:

@@ -18,6 +18,7 @@ from app.api.chat import openapi as chat
 from app.api.common.openapi import add_shared_components
 from app.api.conversations import openapi as conversations
 from app.api.embeddings import openapi as embeddings
+from app.api.files import openapi as files
 from app.api.meta import openapi as meta
 from app.api.responses import openapi as responses
 from app.api.tokens import openapi as tokens
@@ -26,7 +27,7 @@ from app.settings.models import ModelSpec
 
 bp = Blueprint("openapi", __name__)
 
-FAMILIES = (chat, responses, conversations, anthropic, embeddings, tokens, meta)
+FAMILIES = (chat, responses, conversations, files, anthropic, embeddings, tokens, meta)
 DOCUMENT_PATH, DOCS_PATH = "/openapi.json", "/docs"
 
 

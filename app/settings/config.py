@@ -240,6 +240,12 @@ class Config:
         secret=True,
         optional=True,
     )
+    max_file_bytes: int = setting(
+        "LLM_MAX_FILE_BYTES",
+        values.positive_int,
+        str(200 * 1024 * 1024),
+        "Largest file POST /v1/files accepts (larger is a 413); files are kept in the store's database",
+    )
     store_ttl: int = setting(
         "LLM_STORE_TTL",
         values.duration,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from app.store import retention
 from app.store.conversations import ConversationStore
 from app.store.database import open_engine
+from app.store.files import FileStore
 from app.store.responses import EventLog, ResponseStore
 
 
@@ -17,12 +18,13 @@ class Store:
     responses: ResponseStore
     conversations: ConversationStore
     events: EventLog  # background responses' streams
+    files: FileStore
 
 
 def open_store(url: str, ttl: int, sweep: bool = True) -> Store:
     """A store on `url` (already migrated: see app.store.migrate), sweeping expired rows when `sweep`."""
     engine = open_engine(url)
-    store = Store(ResponseStore(engine, ttl), ConversationStore(engine), EventLog(engine))
+    store = Store(ResponseStore(engine, ttl), ConversationStore(engine), EventLog(engine), FileStore(engine))
     if sweep:
-        retention.start([store.responses], ttl)
+        retention.start([store.responses, store.files], ttl or 3600)
     return store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, LargeBinary, String
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -74,3 +74,29 @@ class ResponseEvent(Base):
     response_id: Mapped[str] = mapped_column(String(80), primary_key=True)
     sequence_number: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     event: Mapped[dict[str, Any]] = mapped_column(Document)
+
+
+class StoredFile(Base):
+    """An uploaded file's facts (OpenAI's File object); its bytes are in file_chunks."""
+
+    __tablename__ = "files"
+
+    id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(200))
+    filename: Mapped[str] = mapped_column(String(400))
+    purpose: Mapped[str] = mapped_column(String(40))
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    expires_at: Mapped[int | None] = mapped_column(BigInteger, index=True)
+
+    __table_args__ = (Index("ix_files_owner_created", "owner", "created_at"),)
+
+
+class FileChunk(Base):
+    """A piece of a file's bytes (1 MiB): uploads and downloads stream through, never whole in memory."""
+
+    __tablename__ = "file_chunks"
+
+    file_id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    data: Mapped[bytes] = mapped_column(LargeBinary)

@@ -107,6 +107,7 @@ def store_server(store_backend: dict[str, str]) -> Iterator[Server]:
         LLM_N_THREADS="1",
         LLM_API_KEYS=STORE_KEYS,
         LLM_DEFAULT_MAX_TOKENS="12",
+        LLM_MAX_FILE_BYTES=str(4 * 1024 * 1024),
         **store_backend,
     ).wait_ready()
     yield instance

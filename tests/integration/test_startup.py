@@ -77,6 +77,7 @@ BAD_SETTINGS = [
         ("LLM_DATA_DIR", str(ROOT / "wsgi.py")),
         ("LLM_STORE_URL", "mysql://user@localhost/db"),
         ("LLM_STORE_TTL", "soon"),
+        ("LLM_MAX_FILE_BYTES", "0"),
         ("LLM_UI", "on"),
         ("LLM_CORS_ORIGINS", "not-an-origin"),
         ("LLM_LOG_FORMAT", "yaml"),

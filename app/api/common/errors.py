@@ -64,6 +64,13 @@ class NotFoundError(InvalidRequestError):
     status = 404
 
 
+class PayloadTooLargeError(InvalidRequestError):
+    """An upload larger than the server takes (LLM_MAX_FILE_BYTES)."""
+
+    status = 413
+    code = "file_too_large"
+
+
 class ModelNotFoundError(NotFoundError):
     """The request names a model this server does not serve."""
 

@@ -1,0 +1,108 @@
+"""The Files family in the OpenAPI document: the multipart upload, the File object, lists and content."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec
+
+from app.api.common.openapi import error_responses, json_answer
+from app.api.files.schemas import PURPOSES
+from app.settings.models import ModelSpec
+
+_STR, _INT = {"type": "string"}, {"type": "integer"}
+COMPONENTS: dict[str, dict[str, Any]] = {
+    "File": {
+        "type": "object",
+        "required": ["id", "object", "bytes", "created_at", "expires_at", "filename", "purpose", "status"],
+        "properties": {
+            "id": _STR,
+            "object": {"const": "file"},
+            "bytes": _INT,
+            "created_at": _INT,
+            "expires_at": {"anyOf": [_INT, {"type": "null"}]},
+            "filename": _STR,
+            "purpose": {"enum": list(PURPOSES)},
+            "status": {"const": "processed"},
+            "status_details": {"type": "null"},
+        },
+    },
+    "FileDeleted": {
+        "type": "object",
+        "required": ["id", "object", "deleted"],
+        "properties": {"id": _STR, "object": {"const": "file"}, "deleted": {"const": True}},
+    },
+    "FileList": {
+        "type": "object",
+        "required": ["object", "data", "has_more"],
+        "properties": {
+            "object": {"const": "list"},
+            "data": {"type": "array", "items": {"$ref": "#/components/schemas/File"}},
+            "first_id": {"anyOf": [_STR, {"type": "null"}]},
+            "last_id": {"anyOf": [_STR, {"type": "null"}]},
+            "has_more": {"type": "boolean"},
+        },
+    },
+}
+UPLOAD = {
+    "type": "object",
+    "required": ["file", "purpose"],
+    "properties": {
+        "file": {"type": "string", "format": "binary"},
+        "purpose": {"enum": list(PURPOSES)},
+        "expires_after[anchor]": {"const": "created_at"},
+        "expires_after[seconds]": {"type": "integer", "minimum": 3600, "maximum": 2592000},
+    },
+}
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/v1/files: each file a 404 for a key that did not upload it; 413 past LLM_MAX_FILE_BYTES."""
+    for name, schema in COMPONENTS.items():
+        spec.components.schema(name, component=schema)
+    file_id = [{"name": "file_id", "in": "path", "required": True, "schema": _STR}]
+    missing = error_responses(401, 404, 503)
+    spec.path(
+        path="/v1/files",
+        operations={
+            "post": {
+                "summary": "Upload a file (multipart form: file, purpose, optional expires_after)",
+                "requestBody": {"required": True, "content": {"multipart/form-data": {"schema": UPLOAD}}},
+                "responses": {200: json_answer("The file.", "File"), **error_responses(400, 401, 413, 503)},
+            },
+            "get": {
+                "summary": "The key's files, newest first",
+                "parameters": [
+                    _query("purpose", {"enum": list(PURPOSES)}, "Only files of this purpose."),
+                    _query("after", _STR, "A file id: the page starts after it."),
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 10000}, "Files per page."),
+                    _query("order", {"enum": ["asc", "desc"]}, "desc (newest first, the default) or asc."),
+                ],
+                "responses": {200: json_answer("A page.", "FileList"), **error_responses(400, 401, 503)},
+            },
+        },
+    )
+    spec.path(
+        path="/v1/files/{file_id}",
+        operations={
+            "get": {"summary": "A file's facts", "parameters": file_id,
+                    "responses": {200: json_answer("The file.", "File"), **missing}},
+            "delete": {"summary": "Delete a file", "parameters": file_id,
+                       "responses": {200: json_answer("Deleted.", "FileDeleted"), **missing}},
+        },
+    )  # fmt: skip
+    content = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+    spec.path(
+        path="/v1/files/{file_id}/content",
+        operations={
+            "get": {
+                "summary": "A file's bytes",
+                "parameters": file_id,
+                "responses": {200: {"description": "The bytes, as uploaded.", "content": content}, **missing},
+            }
+        },
+    )

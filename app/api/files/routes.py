@@ -1,0 +1,103 @@
+"""`/v1/files`: upload (multipart), list, read, download and delete files, each owned by an API key."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from app.api.common import storage
+from app.api.common.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError
+from app.api.files.schemas import file_list_query_schema, upload_form_schema
+from app.settings.current import current_config
+from app.store.files import FileStore, new_file_id
+
+bp = Blueprint("files", __name__)
+
+
+def _files() -> FileStore:
+    kept = storage.kept()
+    if kept is None:
+        raise NotFoundError("This server keeps no files (LLM_STORE=off).", param="file_id")
+    return kept.files
+
+
+def _found(file_id: str) -> tuple[FileStore, dict[str, object]]:
+    files = _files()
+    with storage.reachable():
+        found = files.get(storage.owner(), file_id)
+    if found is None:
+        raise NotFoundError(f"No such File object: {file_id}", param="file_id")
+    return files, found
+
+
+@bp.post("/v1/files")
+def upload_file() -> Response:
+    """Keep an uploaded file (multipart: `file`, `purpose`, optional `expires_after`)."""
+    limit = current_config().max_file_bytes
+    request.max_content_length = limit + 64 * 1024  # the form's other fields and boundaries too
+    try:
+        upload = request.files.get("file")
+        form = upload_form_schema.load(request.form.to_dict())
+    except RequestEntityTooLarge:
+        raise PayloadTooLargeError(
+            f"The file is larger than this server takes ({limit} bytes, LLM_MAX_FILE_BYTES).", param="file"
+        ) from None
+    if upload is None:
+        raise InvalidRequestError("A multipart form with a `file` field is needed.", param="file")
+    files = _files()
+    filename = (upload.filename or "upload")[:400]
+    with storage.reachable():
+        created = files.create(
+            storage.owner(),
+            new_file_id(),
+            filename,
+            form["purpose"],
+            upload.stream,
+            form.get("seconds"),
+        )
+    if created["bytes"] > limit:  # a body without a length, cut off only after reading it
+        with storage.reachable():
+            files.delete(storage.owner(), str(created["id"]))
+        raise PayloadTooLargeError(
+            f"The file is larger than this server takes ({limit} bytes, LLM_MAX_FILE_BYTES).", param="file"
+        )
+    return jsonify(created)
+
+
+@bp.get("/v1/files")
+def list_files() -> Response:
+    query = storage.query(file_list_query_schema)
+    with storage.reachable():
+        page = _files().list(
+            storage.owner(), query.get("purpose"), query.get("after"), query["limit"], query["order"]
+        )
+    if page is None:
+        raise InvalidRequestError(f"No file with id '{query['after']}'.", param="after")
+    return jsonify(storage.listing(page.items, page.has_more))
+
+
+@bp.get("/v1/files/<file_id>")
+def get_file(file_id: str) -> Response:
+    return jsonify(_found(file_id)[1])
+
+
+@bp.get("/v1/files/<file_id>/content")
+def file_content(file_id: str) -> Response:
+    """The file's bytes, streamed a chunk at a time."""
+    files, found = _found(file_id)
+    return Response(
+        files.content(file_id),
+        mimetype="application/octet-stream",
+        headers={
+            "Content-Length": str(found["bytes"]),
+            "Content-Disposition": f'attachment; filename="{file_id}"',
+        },
+    )
+
+
+@bp.delete("/v1/files/<file_id>")
+def delete_file(file_id: str) -> Response:
+    files, _ = _found(file_id)
+    with storage.reachable():
+        files.delete(storage.owner(), file_id)
+    return jsonify({"id": file_id, "object": "file", "deleted": True})

@@ -10,12 +10,13 @@ they are closed when the worker is told to stop; connections with a request fini
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import gevent
 from gunicorn.workers.ggevent import GeventWorker  # type: ignore[import-untyped]
 
-from app.serving import drain
+from app.serving import detached, drain
 
 
 class DrainingGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn has no type hints
@@ -25,6 +26,14 @@ class DrainingGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn has 
         super().__init__(*args, **kwargs)
         self._connections: set[gevent.Greenlet] = set()  # one greenlet per open connection
         self._answering: set[gevent.Greenlet] = set()  # of which, those with a request under way
+        self._stop_by: float | None = None  # when a graceful stop must be over (monotonic)
+
+    def run(self) -> None:
+        super().run()  # returns once the open connections are done, or at the graceful timeout
+        if self._stop_by is not None and detached.running():
+            # Background responses have no connection for gunicorn to wait on: wait here.
+            self.log.info("waiting for %d background responses to finish", detached.running())
+            detached.wait(self._stop_by, tick=self.notify)
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         me = gevent.getcurrent()
@@ -45,6 +54,7 @@ class DrainingGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn has 
             self._answering.discard(me)
 
     def handle_exit(self, sig: int, frame: Any) -> None:
+        self._stop_by = time.monotonic() + self.cfg.graceful_timeout
         super().handle_exit(sig, frame)  # stop accepting; gunicorn waits for open connections
         idle = self._connections - self._answering
         if idle:  # from a greenlet of its own, as this runs in a signal handler

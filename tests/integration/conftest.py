@@ -120,6 +120,19 @@ def store_server(store_backend: dict[str, str]) -> Iterator[Server]:
 STORE_KEYS = "alice:key-alice,bob:key-bob"
 
 
+_store_clients: list[openai.OpenAI] = []
+
+
 def store_sdk(server: Server, key: str = "key-alice") -> openai.OpenAI:
-    """The openai SDK as one of the store server's keys."""
-    return openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0)
+    """The openai SDK as one of the store server's keys (closed after the test that made it)."""
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0)
+    _store_clients.append(client)
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _close_store_clients() -> Iterator[None]:
+    """A client left open warns of its socket when collected, in whichever test runs then."""
+    yield
+    while _store_clients:
+        _store_clients.pop().close()

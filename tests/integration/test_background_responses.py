@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import time
 from typing import Any
 
@@ -122,3 +124,46 @@ def test_what_a_background_response_needs_is_said(store_server: Server) -> None:
     with pytest.raises(openai.BadRequestError) as not_background:
         client.responses.cancel(foreground.id)
     assert "Only a background response" in not_background.value.body["message"]
+
+
+def _generating(client: openai.OpenAI, response_id: str) -> None:
+    """Until its first output item has been written: the run is under way."""
+    with client.responses.retrieve(response_id, stream=True, starting_after=1) as events:
+        assert next(iter(events)).type == "response.output_item.added"
+
+
+def test_a_stopping_server_finishes_its_background_responses_first(store_backend: dict[str, str]) -> None:
+    server = Server(LLM_WORKERS="1", LLM_GRACEFUL_TIMEOUT="120", **store_backend).wait_ready()
+    try:
+        client = sdk(server)
+        numbers = {**LONG, "max_output_tokens": 300}
+        created = client.responses.create(model=MODEL, background=True, **numbers)
+        _generating(client, created.id)
+        server.process.send_signal(signal.SIGTERM)  # to gunicorn's master, as systemd or a kubelet does
+        assert server.process.wait(timeout=150) == 0  # after the run: its sequence held the drain
+    finally:
+        server.stop()
+    again = Server(LLM_WORKERS="1", LLM_DATA_DIR=server.env["LLM_DATA_DIR"], **store_backend).wait_ready()
+    try:
+        done = sdk(again).responses.retrieve(created.id)
+        assert done.status in ("completed", "incomplete") and done.usage is not None
+        assert done.usage.output_tokens > 0
+    finally:
+        again.stop()
+
+
+def test_a_background_response_whose_worker_died_reads_failed(store_backend: dict[str, str]) -> None:
+    server = Server(LLM_WORKERS="1", LLM_MAX_GENERATION_SECONDS="3", LLM_QUEUE_TIMEOUT="1", **store_backend)
+    server.wait_ready()
+    try:
+        client = sdk(server)
+        created = client.responses.create(model=MODEL, background=True, **LONG)
+        _generating(client, created.id)
+        worker = server.pids()[1]
+        os.kill(worker, signal.SIGKILL)  # its run dies with it, mid-generation
+        lost = _finished(client, created.id, timeout=90)
+        assert lost.status == "failed" and lost.error is not None
+        assert "stopped before it finished" in lost.error.message
+        assert list(client.responses.retrieve(created.id, stream=True))  # the stream ends too
+    finally:
+        server.stop()

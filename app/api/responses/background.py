@@ -26,6 +26,7 @@ from app.api.responses.stored import Keeper
 from app.engine.engine import Engine
 from app.engine.errors import EngineError
 from app.engine.types import Chunk, GenerationRequest
+from app.settings.config import Config
 from app.settings.current import current_config
 from app.store.responses import EventLog, ResponseStore
 from app.telemetry.request_stats import RequestStats
@@ -37,6 +38,8 @@ RUNNING = ("queued", "in_progress")
 FLUSH_EVERY = 0.1  # seconds between writes of events
 CANCEL_CHECK = 0.5  # seconds between looks at the stored status
 POLL = 0.25  # a stream reader's wait for events written by another process
+ORPHAN_GRACE = 10.0  # seconds past its longest possible run (clocks, last writes) before a run counts as lost
+LOST = "The worker running this background response stopped before it finished; create it again."
 _written: dict[str, threading.Event] = {}  # runs in this process: set when events were written
 
 
@@ -168,8 +171,30 @@ class _Run:
                 wake.set()
 
 
+def deadline(response: dict[str, Any], config: Config) -> float | None:
+    """When a background response must have finished, if it runs at all: its wait in the queue and
+    its generation are both bounded (None when LLM_MAX_GENERATION_SECONDS=0 lifts the bound)."""
+    if not config.max_generation_seconds:
+        return None
+    return float(response["created_at"]) + config.queue_timeout + config.max_generation_seconds + ORPHAN_GRACE
+
+
+def settled(response: dict[str, Any], config: Config) -> dict[str, Any]:
+    """The Response as a client should see it: one still running past its deadline has lost its worker."""
+    due = deadline(response, config)
+    if response.get("status") in RUNNING and due is not None and time.time() > due:
+        error = {"code": "server_error", "message": LOST}
+        return {**response, "status": "failed", "error": error}
+    return response
+
+
 def tail(
-    events: EventLog, responses: ResponseStore, response_id: str, after: int, keepalive: float
+    events: EventLog,
+    responses: ResponseStore,
+    response_id: str,
+    after: int,
+    keepalive: float,
+    due: float | None = None,
 ) -> Iterator[bytes]:
     """The events numbered above `after`, then each as it is written, until the last (or a cancel).
 
@@ -189,7 +214,9 @@ def tail(
             continue
         with storage.reachable():
             if responses.status(response_id) not in RUNNING and not events.after(response_id, after):
-                return  # cancelled (or lost): nothing more will come
+                return  # cancelled: nothing more will come
+        if due is not None and time.time() > due:
+            return  # its worker stopped before it finished (see `settled`)
         wake = _written.get(response_id)
         if wake is not None:
             wake.wait(POLL)

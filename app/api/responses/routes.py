@@ -68,7 +68,7 @@ def retrieve_response(response_id: str) -> Response:
     query = storage.query(retrieve_query_schema)
     responses = stored.found(response_id)
     with storage.reachable():
-        response = responses.get(storage.owner(), response_id)
+        response = background.settled(responses.get(storage.owner(), response_id) or {}, current_config())
     if not query["stream"]:
         return jsonify(response)
     if not (response or {}).get("background"):
@@ -79,8 +79,8 @@ def retrieve_response(response_id: str) -> Response:
     kept = storage.kept()
     assert kept is not None  # found() answered 404 otherwise
     after = query.get("starting_after", -1)
-    keepalive = current_config().sse_keepalive
-    return sse.stream_response(background.tail(kept.events, responses, response_id, after, keepalive))
+    keepalive, due = current_config().sse_keepalive, background.deadline(response, current_config())
+    return sse.stream_response(background.tail(kept.events, responses, response_id, after, keepalive, due))
 
 
 @bp.delete("/v1/responses/<response_id>")
@@ -114,4 +114,6 @@ def cancel_response(response_id: str) -> Response:
                 param="response_id",
             )
         responses.cancel(storage.owner(), response_id)
-        return jsonify(responses.get(storage.owner(), response_id))
+        return jsonify(
+            background.settled(responses.get(storage.owner(), response_id) or {}, current_config())
+        )

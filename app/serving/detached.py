@@ -1,0 +1,33 @@
+"""Work a worker does for nobody's open connection (background responses): tracked, so a stop waits for it.
+
+gunicorn's graceful stop waits for open connections only; a background response's run
+has none, so without this it would be cut off by the worker's exit and stay unfinished.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+_running: set[threading.Thread] = set()
+
+
+def start(thread: threading.Thread) -> None:
+    """Start `thread` (a greenlet under gevent's patching) and keep it until it ends."""
+    _running.add(thread)
+    thread.start()
+
+
+def running() -> int:
+    for thread in [t for t in _running if not t.is_alive()]:
+        _running.discard(thread)
+    return len(_running)
+
+
+def wait(deadline: float, tick: Callable[[], object]) -> None:
+    """Until every tracked run has ended or `deadline` (time.monotonic()) has passed, calling `tick`
+    each second (gunicorn's heartbeat: a worker that stops beating is killed as hung)."""
+    while running() and time.monotonic() < deadline:
+        tick()
+        next(iter(_running)).join(min(1.0, max(0.0, deadline - time.monotonic())))

@@ -116,8 +116,10 @@ def test_picker_sees_load_rise_on_the_loaded_pod_alone_and_fall_to_rest(pods: li
             stream.join()
         wait_until(lambda: picker.seen[0] and picker.seen[0][-1].running == 0, 10, "the picker seeing rest")
     first = picker.seen[0]
+    # The steady state: every sequence busy, three queued (for a moment at the start, more
+    # may wait while the batcher hands out sequences, so no bound on the maximum here).
+    assert any(m.running == sequences and m.waiting == 3 for m in first)
     assert max(m.running for m in first) == sequences
-    assert max(m.waiting for m in first) == 3
     assert max(m.kv_usage for m in first) > 0
     assert first[-1] == PodMetrics(0, 0, 0.0, first[-1].block_size, first[-1].num_blocks)
     for idle in picker.seen[1:]:  # the other pods were never loaded

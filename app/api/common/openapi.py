@@ -127,3 +127,40 @@ def named_event_stream(spec: APISpec, prefix: str, events: dict[str, dict[str, A
     }
     spec.components.schema(f"{prefix}Stream", component=stream)
     return f"{prefix}Stream"
+
+
+def query_param(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    """An optional query parameter."""
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+def path_params(*names: str) -> list[dict[str, Any]]:
+    """Required string path parameters, such as an object's id."""
+    return [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in names]
+
+
+def page_params(what: str, most: int, default: int) -> list[dict[str, Any]]:
+    """`after`, `limit` and `order`: how every stored list is paged, as OpenAI pages its lists."""
+    return [
+        query_param("after", {"type": "string"}, f"{what} id: the page starts after it."),
+        query_param(
+            "limit", {"type": "integer", "minimum": 1, "maximum": most}, f"How many per page ({default})."
+        ),
+        query_param("order", {"enum": ["asc", "desc"]}, "desc (newest first, the default) or asc."),
+    ]
+
+
+def list_schema(item: str) -> dict[str, Any]:
+    """A page of a stored list: OpenAI's list object over component `item`."""
+    nullable_id = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    return {
+        "type": "object",
+        "required": ["object", "data", "first_id", "last_id", "has_more"],
+        "properties": {
+            "object": {"const": "list"},
+            "data": {"type": "array", "items": {"$ref": f"#/components/schemas/{item}"}},
+            "first_id": nullable_id,
+            "last_id": nullable_id,
+            "has_more": {"type": "boolean"},
+        },
+    }

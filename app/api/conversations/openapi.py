@@ -6,7 +6,14 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.common.openapi import error_responses, json_answer
+from app.api.common.openapi import (
+    error_responses,
+    json_answer,
+    list_schema,
+    page_params,
+    path_params,
+    query_param,
+)
 from app.api.conversations.schemas import (
     ConversationCreateSchema,
     ConversationUpdateSchema,
@@ -32,26 +39,8 @@ COMPONENTS: dict[str, dict[str, Any]] = {
         "properties": {"id": _STR, "object": {"const": "conversation.deleted"}, "deleted": {"const": True}},
     },
     "ConversationItem": {"type": "object", "required": ["type", "id"], "properties": {"id": _STR}},
-    "ConversationItemList": {
-        "type": "object",
-        "required": ["object", "data", "first_id", "last_id", "has_more"],
-        "properties": {
-            "object": {"const": "list"},
-            "data": {"type": "array", "items": {"$ref": "#/components/schemas/ConversationItem"}},
-            "first_id": {"anyOf": [_STR, {"type": "null"}]},
-            "last_id": {"anyOf": [_STR, {"type": "null"}]},
-            "has_more": {"type": "boolean"},
-        },
-    },
+    "ConversationItemList": list_schema("ConversationItem"),
 }
-
-
-def _path(*names: str) -> list[dict[str, Any]]:
-    return [{"name": name, "in": "path", "required": True, "schema": _STR} for name in names]
-
-
-def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
 
 
 def _body(schema: str) -> dict[str, Any]:
@@ -67,6 +56,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     spec.components.schema("ConversationItemsCreateRequest", schema=ItemsCreateSchema)
     conversation = json_answer("The conversation.", "Conversation")
     missing = error_responses(401, 404, 503)
+    conversation_id = path_params("conversation_id")
     spec.path(
         path="/v1/conversations",
         operations={
@@ -80,12 +70,12 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     spec.path(
         path="/v1/conversations/{conversation_id}",
         operations={
-            "get": {"summary": "A conversation", "parameters": _path("conversation_id"),
+            "get": {"summary": "A conversation", "parameters": conversation_id,
                     "responses": {200: conversation, **missing}},
-            "post": {"summary": "Replace a conversation's metadata", "parameters": _path("conversation_id"),
+            "post": {"summary": "Replace a conversation's metadata", "parameters": conversation_id,
                      "requestBody": _body("ConversationUpdateRequest"),
                      "responses": {200: conversation, **error_responses(400, 401, 404, 503)}},
-            "delete": {"summary": "Delete a conversation", "parameters": _path("conversation_id"),
+            "delete": {"summary": "Delete a conversation", "parameters": conversation_id,
                        "responses": {200: json_answer("Deleted.", "ConversationDeleted"), **missing}},
         },
     )  # fmt: skip
@@ -96,13 +86,9 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             "get": {
                 "summary": "A conversation's items, a page at a time",
                 "parameters": [
-                    *_path("conversation_id"),
-                    _query("after", _STR, "An item id: the page starts after it."),
-                    _query(
-                        "limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Items per page (20)."
-                    ),
-                    _query("order", {"enum": ["asc", "desc"]}, "desc (newest first, the default) or asc."),
-                    _query(
+                    *conversation_id,
+                    *page_params("An item", 100, 20),
+                    query_param(
                         "include", {"type": "array", "items": _STR}, "Accepted; nothing more is included."
                     ),
                 ],
@@ -110,7 +96,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             },
             "post": {
                 "summary": "Append up to 20 items",
-                "parameters": _path("conversation_id"),
+                "parameters": conversation_id,
                 "requestBody": _body("ConversationItemsCreateRequest"),
                 "responses": {200: items, **error_responses(400, 401, 404, 503)},
             },
@@ -119,10 +105,10 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     spec.path(
         path="/v1/conversations/{conversation_id}/items/{item_id}",
         operations={
-            "get": {"summary": "One item", "parameters": _path("conversation_id", "item_id"),
+            "get": {"summary": "One item", "parameters": path_params("conversation_id", "item_id"),
                     "responses": {200: json_answer("The item.", "ConversationItem"), **missing}},
             "delete": {"summary": "Remove one item (answers the conversation)",
-                       "parameters": _path("conversation_id", "item_id"),
+                       "parameters": path_params("conversation_id", "item_id"),
                        "responses": {200: conversation, **missing}},
         },
     )  # fmt: skip

@@ -6,7 +6,14 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.common.openapi import error_responses, json_answer
+from app.api.common.openapi import (
+    error_responses,
+    json_answer,
+    list_schema,
+    page_params,
+    path_params,
+    query_param,
+)
 from app.api.files.schemas import PURPOSES
 from app.settings.models import ModelSpec
 
@@ -32,17 +39,7 @@ COMPONENTS: dict[str, dict[str, Any]] = {
         "required": ["id", "object", "deleted"],
         "properties": {"id": _STR, "object": {"const": "file"}, "deleted": {"const": True}},
     },
-    "FileList": {
-        "type": "object",
-        "required": ["object", "data", "has_more"],
-        "properties": {
-            "object": {"const": "list"},
-            "data": {"type": "array", "items": {"$ref": "#/components/schemas/File"}},
-            "first_id": {"anyOf": [_STR, {"type": "null"}]},
-            "last_id": {"anyOf": [_STR, {"type": "null"}]},
-            "has_more": {"type": "boolean"},
-        },
-    },
+    "FileList": list_schema("File"),
 }
 UPLOAD = {
     "type": "object",
@@ -56,15 +53,11 @@ UPLOAD = {
 }
 
 
-def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
-
-
 def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     """/v1/files: each file a 404 for a key that did not upload it; 413 past LLM_MAX_FILE_BYTES."""
     for name, schema in COMPONENTS.items():
         spec.components.schema(name, component=schema)
-    file_id = [{"name": "file_id", "in": "path", "required": True, "schema": _STR}]
+    file_id = path_params("file_id")
     missing = error_responses(401, 404, 503)
     spec.path(
         path="/v1/files",
@@ -77,10 +70,8 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             "get": {
                 "summary": "The key's files, newest first",
                 "parameters": [
-                    _query("purpose", {"enum": list(PURPOSES)}, "Only files of this purpose."),
-                    _query("after", _STR, "A file id: the page starts after it."),
-                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 10000}, "Files per page."),
-                    _query("order", {"enum": ["asc", "desc"]}, "desc (newest first, the default) or asc."),
+                    query_param("purpose", {"enum": list(PURPOSES)}, "Only files of this purpose."),
+                    *page_params("A file", 10000, 10000),
                 ],
                 "responses": {200: json_answer("A page.", "FileList"), **error_responses(400, 401, 503)},
             },

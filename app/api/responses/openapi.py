@@ -6,7 +6,17 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.common.openapi import POST_ERRORS, error_responses, json_answer, named_event_stream, post
+from app.api.common.openapi import (
+    POST_ERRORS,
+    error_responses,
+    json_answer,
+    list_schema,
+    named_event_stream,
+    page_params,
+    path_params,
+    post,
+    query_param,
+)
 from app.api.responses.schemas import InputTokensRequestSchema, ResponseRequestSchema
 from app.settings.models import ModelSpec
 
@@ -166,15 +176,8 @@ COMPONENTS = {
     "ResponseReasoningItem": REASONING_ITEM,
     "ResponseInputTokens": _object({"object": {"const": "response.input_tokens"}, "input_tokens": _INT}),
     "ResponseDeleted": _object({"id": _STR, "object": {"const": "response"}, "deleted": {"const": True}}),
-    "ResponseItemList": _object(
-        {
-            "object": {"const": "list"},
-            "data": {"type": "array", "items": {"type": "object", "required": ["type", "id"]}},
-            "first_id": _nullable(_STR),
-            "last_id": _nullable(_STR),
-            "has_more": _BOOL,
-        }
-    ),
+    "ResponseItem": {"type": "object", "required": ["type", "id"], "properties": {"id": _STR}},
+    "ResponseItemList": list_schema("ResponseItem"),
 }
 
 STREAM_DESCRIPTION = (
@@ -217,20 +220,16 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     _describe_stored(spec, answers)
 
 
-def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
-
-
 def _describe_stored(spec: APISpec, answers: dict[str, Any]) -> None:
     """The stored responses' routes: each a 404 for an id its key did not store (or with LLM_STORE=off)."""
-    response_id = {"name": "response_id", "in": "path", "required": True, "schema": _STR}
-    include = _query("include", {"type": "array", "items": _STR}, "Accepted; nothing more is included.")
+    (response_id,) = path_params("response_id")
+    include = query_param("include", {"type": "array", "items": _STR}, "Accepted; nothing more is included.")
     retrieve = {
         "summary": "A stored response, as its client last saw it",
         "parameters": [
             response_id,
-            _query("stream", _BOOL, "A background response's events, replayed then followed live."),
-            _query(
+            query_param("stream", _BOOL, "A background response's events, replayed then followed live."),
+            query_param(
                 "starting_after", {"type": "integer", "minimum": 0}, "With stream: events after this one."
             ),
             include,
@@ -252,9 +251,7 @@ def _describe_stored(spec: APISpec, answers: dict[str, Any]) -> None:
         "summary": "The input items a stored response answered, a page at a time",
         "parameters": [
             response_id,
-            _query("after", _STR, "An item id: the page starts after it."),
-            _query("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Items per page (20)."),
-            _query("order", {"enum": ["asc", "desc"]}, "desc (newest first, the default) or asc."),
+            *page_params("An item", 100, 20),
             include,
         ],
         "responses": {200: json_answer("A page.", "ResponseItemList"), **error_responses(400, 401, 404, 503)},

@@ -26,6 +26,7 @@ from app.api.responses.stored import Keeper
 from app.engine.engine import Engine
 from app.engine.errors import EngineError
 from app.engine.types import Chunk, GenerationRequest
+from app.serving import detached
 from app.settings.config import Config
 from app.settings.current import current_config
 from app.store.responses import EventLog, ResponseStore
@@ -59,13 +60,18 @@ def start(
         )
     generation = engine.submit(requests)
     queued = presenter.shape.render("queued")
-    keeper.save(queued)
+    try:
+        keeper.save(queued)
+    except BaseException:
+        generation.close()  # the store is away: its sequence goes back at once
+        raise
     run = _Run(presenter, keeper, kept.events, kept.responses, queued["id"])
     _written[run.response_id] = threading.Event()
-    # Under gevent's patching, a greenlet: it outlives this request, and nothing waits for it.
-    threading.Thread(
-        target=run.run, args=(generation,), daemon=True, name=f"background-{run.response_id}"
-    ).start()
+    # Under gevent's patching, a greenlet that outlives this request; a stopping worker waits
+    # for it as it waits for open connections (app/serving/detached.py).
+    detached.start(
+        threading.Thread(target=run.run, args=(generation,), daemon=True, name=f"bg-{run.response_id}")
+    )
     if body.get("stream"):
         keepalive = current_config().sse_keepalive
         return sse.stream_response(tail(kept.events, kept.responses, run.response_id, -1, keepalive))

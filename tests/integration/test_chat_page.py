@@ -184,6 +184,13 @@ def test_errors_from_the_server_are_told_in_words(start_server: Callable[..., Se
         busy = ask(page, "Hello")
         expect(busy).to_have_attribute("data-state", "error")
         expect(busy).to_contain_text("The server is busy: try again in")
+
+    def running() -> int:
+        workers = httpx.get(server.url + "/health/workers", headers=auth, timeout=10).json()["data"]
+        return sum(w["running"] for w in workers)
+
+    # The hung-up stream's sequence comes back once the worker has seen the hang-up.
+    wait_until(lambda: running() == 0, 30, "the long stream's sequence freed")
     expect(ask(page, "Hello")).to_have_attribute("data-state", "done")
 
     assert httpx.get(server.url + "/health/workers", timeout=10).status_code == 401

@@ -12,6 +12,8 @@ from flask_cors import CORS
 
 from app.api import access, openapi
 from app.api.anthropic import routes as anthropic
+from app.api.batches import routes as batches
+from app.api.batches import runner as batch_runner
 from app.api.chat import routes as chat
 from app.api.common import errors
 from app.api.conversations import routes as conversations
@@ -22,7 +24,7 @@ from app.api.responses import routes as responses
 from app.api.tokens import routes as tokens
 from app.settings.current import config_of
 
-FAMILIES = (chat, responses, conversations, files, anthropic, embeddings, tokens, meta)
+FAMILIES = (chat, responses, conversations, files, batches, anthropic, embeddings, tokens, meta)
 
 
 def init_app(app: Flask) -> None:
@@ -41,3 +43,4 @@ def init_app(app: Flask) -> None:
     for family in FAMILIES:
         app.register_blueprint(family.bp)
     openapi.init_app(app)
+    batch_runner.start(app)  # after the routes: a batch line goes through them

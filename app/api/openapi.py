@@ -14,6 +14,7 @@ from flask_swagger_ui import get_swaggerui_blueprint
 from marshmallow import fields
 
 from app.api.anthropic import openapi as anthropic
+from app.api.batches import openapi as batches
 from app.api.chat import openapi as chat
 from app.api.common.openapi import add_shared_components
 from app.api.conversations import openapi as conversations
@@ -27,7 +28,7 @@ from app.settings.models import ModelSpec
 
 bp = Blueprint("openapi", __name__)
 
-FAMILIES = (chat, responses, conversations, files, anthropic, embeddings, tokens, meta)
+FAMILIES = (chat, responses, conversations, files, batches, anthropic, embeddings, tokens, meta)
 DOCUMENT_PATH, DOCS_PATH = "/openapi.json", "/docs"
 
 

@@ -38,6 +38,7 @@ class Engine(LoadingEngine[LoadedModel]):
         self._batcher: Batcher | None = None
         self._last_load: tuple[int, int, int] | None = None  # as last told to the observer
         self._cells_in_use = 0  # KV cells held by choices, as last told to the observer
+        self._low_running: set[Generation] = set()  # low-priority generations holding a sequence
 
     @property
     def load(self) -> int:
@@ -49,8 +50,12 @@ class Engine(LoadingEngine[LoadedModel]):
         """A new request would start at once."""
         return self._free > 0 and not self._waiting
 
-    def submit(self, requests: list[GenerationRequest]) -> Generation:
-        """Admit a request's choices in arrival order, or refuse at once if too many wait already."""
+    def submit(self, requests: list[GenerationRequest], low_priority: bool = False) -> Generation:
+        """Admit a request's choices in arrival order, or refuse at once if too many wait already.
+
+        Low priority (batch lines) waits behind every interactive request, and an interactive
+        request that would wait takes a sequence back from a running low-priority one.
+        """
         must_wait = not self.has_room
         if must_wait and self._queued >= self.config.max_queue:
             raise QueueFullError(
@@ -58,17 +63,37 @@ class Engine(LoadingEngine[LoadedModel]):
                 f"wait (LLM_MAX_QUEUE={self.config.max_queue}); retry shortly."
             )
         generation = Generation(requests, self.release, self.config.sse_keepalive, self.config.queue_timeout)
+        generation.low_priority = low_priority
         self.admitted += 1
         if must_wait:
             generation.queued = True
             self._queued += 1
-        self._waiting.extend((generation, request) for request in requests)
+        choices = [(generation, request) for request in requests]
+        if low_priority:
+            self._waiting.extend(choices)
+        else:
+            if must_wait:
+                self._preempt(len(requests))
+            # Ahead of the low-priority choices waiting, behind the interactive ones.
+            low = [item for item in self._waiting if item[0].low_priority]
+            self._waiting = deque(
+                [item for item in self._waiting if not item[0].low_priority] + choices + low
+            )
         self._dispatch()
         return generation
+
+    def _preempt(self, wanted: int) -> None:
+        """Cancel up to `wanted` running low-priority generations, the latest started first: each
+        gives its sequence back after its current step, and its runner queues the line again."""
+        running = [g for g in self._low_running if not g.cancelled and not g.closed]
+        for generation in sorted(running, key=lambda g: g.submitted_at, reverse=True)[:wanted]:
+            generation.preempted = True
+            generation.cancel()
 
     def release(self, generation: Generation) -> None:
         """A generation was closed: it no longer holds a queue place (its sequences come back as they end)."""
         self.admitted -= 1
+        self._low_running.discard(generation)
         if generation.queued:
             generation.queued = False
             self._queued -= 1
@@ -83,6 +108,8 @@ class Engine(LoadingEngine[LoadedModel]):
             if generation.closed or generation.cancelled:
                 continue
             self._free -= 1
+            if generation.low_priority:
+                self._low_running.add(generation)
             if not generation.started:
                 if generation.queued:
                     generation.queued = False

@@ -44,6 +44,8 @@ class Generation:
         self.started = False  # a first choice has a sequence
         self.queued = False  # counted among the requests waiting for one
         self.closed = False
+        self.low_priority = False  # a batch line: waits behind interactive requests, and makes way
+        self.preempted = False  # cancelled to make way for an interactive request (its runner retries)
         self.submitted_at = time.monotonic()
         self.started_at: float | None = None  # when a first choice got a sequence
         # Called while queued; may hand the request to an idle peer by raising (serving/relay.py).

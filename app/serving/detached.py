@@ -11,6 +11,16 @@ import time
 from collections.abc import Callable
 
 _running: set[threading.Thread] = set()
+_stopping = [False]  # a plain flag: set from a signal handler, in a module imported before gevent patches
+
+
+def begin_stop() -> None:
+    """The worker was told to stop: work nobody waits for yet (batch lines) is no longer taken on."""
+    _stopping[0] = True
+
+
+def stopping() -> bool:
+    return _stopping[0]
 
 
 def start(thread: threading.Thread) -> None:

@@ -15,7 +15,7 @@ from flask import Request, Response
 from app.engine.engine import Engine
 from app.engine.loading import LoadingEngine
 from app.engine.prefix_blocks import block_hashes
-from app.serving import disconnect, peers, prefix_board
+from app.serving import disconnect, internal, peers, prefix_board
 from app.settings.config import Config
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,10 @@ class Migrated(Exception):  # noqa: N818 - a hand-over, not an error
 
 
 def is_relayed(request: Request) -> bool:
-    """Whether `request` came from another worker of this server (which has counted it)."""
+    """Whether `request` came from another worker of this server (which has counted it), or from
+    this worker itself (a batch line: see internal.py)."""
+    if internal.of(request.environ) is not None:
+        return True
     worker = peers.this_worker
     marker = request.headers.get(RELAYED_HEADER, "")
     return worker is not None and hmac.compare_digest(marker.encode(), worker.table.secret.encode())

@@ -55,6 +55,7 @@ class DrainingGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn has 
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         self._stop_by = time.monotonic() + self.cfg.graceful_timeout
+        detached.begin_stop()
         super().handle_exit(sig, frame)  # stop accepting; gunicorn waits for open connections
         idle = self._connections - self._answering
         if idle:  # from a greenlet of its own, as this runs in a signal handler

@@ -252,6 +252,13 @@ class Config:
         "30d",
         "How long stored data is kept (3600, 90s, 15m, 12h, 30d); 0: for ever",
     )
+    batch_lease: int = setting(
+        "LLM_BATCH_LEASE",
+        values.lease,
+        "30s",
+        "How long a batch request stays with a worker that stopped answering for it (it died) "
+        "before another worker runs it again",
+    )
     ui: bool = setting(
         "LLM_UI", values.flag, "1", "0 turns off the chat page at / and the status page at /status (API only)"
     )

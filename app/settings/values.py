@@ -116,6 +116,14 @@ def duration(raw: str) -> int:
     return int(match[1]) * _SECONDS[match[2] or "s"]
 
 
+def lease(raw: str) -> int:
+    """A duration (as `duration`) of at least 2 seconds."""
+    seconds = duration(raw)
+    if seconds < 2:
+        raise ValueError("must be at least 2 seconds")
+    return seconds
+
+
 def store_url(raw: str) -> str:
     """A database URL SQLAlchemy can open: sqlite:///path or postgresql://user:pass@host/db."""
     scheme = raw.partition("://")[0].lower()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from sqlalchemy import Engine, delete, insert, or_, select
@@ -34,13 +34,15 @@ class FileStore:
         file_id: str,
         filename: str,
         purpose: str,
-        source: IO[bytes],
+        source: IO[bytes] | Iterable[bytes],
         expires_after: int | None,
     ) -> dict[str, Any]:
-        """Copy `source` in, a chunk per transaction (no writer waits long behind an upload), then list it."""
+        """Copy `source` (a file, or its pieces) in, a chunk per transaction (no writer waits long
+        behind an upload), then list it."""
+        pieces = iter(lambda: source.read(CHUNK), b"") if hasattr(source, "read") else source
         size = position = 0
         try:
-            while data := source.read(CHUNK):
+            for data in _chunked(pieces):
                 with self.engine.begin() as connection:
                     connection.execute(
                         insert(FileChunk).values(file_id=file_id, position=position, data=data)
@@ -123,6 +125,13 @@ class FileStore:
             self._drop_chunks(file_id)
         return len(ids)
 
+    @guarded
+    def discard(self, file_id: str) -> None:
+        """Remove a file and any chunks left of it, listed or not (a writer that died half-way)."""
+        with self.engine.begin() as connection:
+            connection.execute(delete(StoredFile).where(StoredFile.id == file_id))
+        self._drop_chunks(file_id)
+
     def _drop_chunks(self, file_id: str) -> None:
         with self.engine.begin() as connection:
             connection.execute(delete(FileChunk).where(FileChunk.file_id == file_id))
@@ -132,6 +141,18 @@ class FileStore:
         return select(StoredFile).where(
             StoredFile.owner == owner, or_(StoredFile.expires_at.is_(None), StoredFile.expires_at > now)
         )
+
+
+def _chunked(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """The pieces regrouped into CHUNK-sized ones (small writes of many lines become few rows)."""
+    buffer = bytearray()
+    for piece in pieces:
+        buffer += piece
+        while len(buffer) >= CHUNK:
+            yield bytes(buffer[:CHUNK])
+            del buffer[:CHUNK]
+    if buffer:
+        yield bytes(buffer)
 
 
 def new_file_id() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, LargeBinary, String
+from sqlalchemy import JSON, BigInteger, Boolean, Float, ForeignKey, Index, Integer, LargeBinary, String
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -100,3 +100,53 @@ class FileChunk(Base):
     file_id: Mapped[str] = mapped_column(String(80), primary_key=True)
     position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class Batch(Base):
+    """A batch job (OpenAI's Batch object) over an uploaded JSONL file; its requests are batch_lines.
+
+    `lease_owner`/`lease_until` mark the worker splitting or finalizing it: another takes
+    over once the lease has run out (the first one died).
+    """
+
+    __tablename__ = "batches"
+
+    id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(20), index=True)
+    endpoint: Mapped[str] = mapped_column(String(80))
+    input_file_id: Mapped[str] = mapped_column(String(80))
+    completion_window: Mapped[str] = mapped_column(String(20))
+    # Every other field of the Batch object (timestamps, file ids, errors, metadata, counts).
+    batch: Mapped[dict[str, Any]] = mapped_column(Document)
+    lease_owner: Mapped[str | None] = mapped_column(String(120))
+    lease_until: Mapped[float | None] = mapped_column(Float)
+
+    __table_args__ = (Index("ix_batches_owner_created", "owner", "created_at"),)
+
+
+class BatchLine(Base):
+    """One request of a batch: pending, running (leased by a worker) or done with its result line.
+
+    A result is written with the `done` state in one statement, by the lease's holder only,
+    so a line is answered once however often its workers die.
+    """
+
+    __tablename__ = "batch_lines"
+
+    batch_id: Mapped[str] = mapped_column(
+        String(80), ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True
+    )
+    line_no: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    custom_id: Mapped[str | None] = mapped_column(String(400))
+    model: Mapped[str] = mapped_column(String(200))  # the model it names ("": any worker may run it)
+    body: Mapped[dict[str, Any] | None] = mapped_column(Document)
+    state: Mapped[str] = mapped_column(String(10))  # pending | running | done
+    lease_owner: Mapped[str | None] = mapped_column(String(120))
+    lease_until: Mapped[float | None] = mapped_column(Float)
+    attempts: Mapped[int] = mapped_column(Integer)
+    failed: Mapped[bool] = mapped_column(Boolean)  # its result belongs in the error file
+    result: Mapped[dict[str, Any] | None] = mapped_column(Document)
+
+    __table_args__ = (Index("ix_batch_lines_state", "state", "batch_id", "line_no"),)

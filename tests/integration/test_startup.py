@@ -78,6 +78,7 @@ BAD_SETTINGS = [
         ("LLM_STORE_URL", "mysql://user@localhost/db"),
         ("LLM_STORE_TTL", "soon"),
         ("LLM_MAX_FILE_BYTES", "0"),
+        ("LLM_BATCH_LEASE", "1"),
         ("LLM_UI", "on"),
         ("LLM_CORS_ORIGINS", "not-an-origin"),
         ("LLM_LOG_FORMAT", "yaml"),

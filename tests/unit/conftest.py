@@ -67,7 +67,7 @@ class FakeEngine:
     def wait_ready(self, timeout: float) -> bool:
         return self.ready
 
-    def submit(self, requests: list[GenerationRequest]) -> FakeGeneration:
+    def submit(self, requests: list[GenerationRequest], low_priority: bool = False) -> FakeGeneration:
         self.requests.extend(requests)
         return FakeGeneration(list(self.chunks), requests)
 

@@ -7,6 +7,7 @@ import hmac
 from flask import Flask, current_app, g, request
 
 from app.api.common.errors import AuthenticationError
+from app.serving import internal
 from app.settings.current import config_of, current_config
 from app.settings.keys import ApiKey
 
@@ -34,6 +35,12 @@ def _require_key() -> None:
         or (request.path in _FIGURES and config.metrics_auth)
     )
     if not keys or not protected or request.method == "OPTIONS":  # CORS preflights carry no key
+        return
+    call = internal.of(request.environ)
+    if call is not None:  # a batch line: its batch's key was checked when the batch was created
+        if call.key is not None:
+            g.api_key = call.key
+            g.stats.key_name = call.key.name
         return
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer":

@@ -193,3 +193,17 @@ def number(low: float, high: float | None = None, *, low_inclusive: bool = True)
 def count(low: int = 0, high: int | None = None) -> fields.Integer:
     """An optional JSON integer within bounds (null meaning the default)."""
     return StrictInteger(allow_none=True, validate=validate.Range(min=low, max=high))
+
+
+def _metadata_checked(value: dict[str, str]) -> None:
+    """OpenAI's limits: 16 pairs, keys up to 64 characters, values up to 512."""
+    if len(value) > 16 or any(len(k) > 64 or len(v) > 512 for k, v in value.items()):
+        raise ValidationError("at most 16 pairs, keys up to 64 characters, values up to 512")
+
+
+def metadata_field(required: bool = False) -> fields.Dict:
+    """OpenAI's `metadata`: string pairs within its limits (null allowed unless required)."""
+    return fields.Dict(
+        keys=fields.String(), values=fields.String(), required=required, allow_none=not required,
+        validate=_metadata_checked,
+    )  # fmt: skip

@@ -21,7 +21,7 @@ from app.engine.engine import Engine
 from app.engine.errors import EngineError, QueueFullError, QueueTimeoutError
 from app.engine.generation import Generation
 from app.engine.types import Chunk, GenerationRequest, TokenLogprob
-from app.serving import disconnect, relay
+from app.serving import disconnect, internal, relay
 from app.telemetry.request_stats import RequestStats
 
 log = logging.getLogger(__name__)
@@ -77,11 +77,14 @@ def generate(
     if relayed is not None:
         stats.relayed = True
         return relayed
+    call = internal.of(request.environ)
     try:
-        generation = engine.submit(requests)
+        generation = engine.submit(requests, low_priority=call is not None)
     except QueueFullError:
         stats.rejected = True
         raise
+    if call is not None:
+        call.generations.append(generation)
     generation.on_close(disconnect.watch(request.environ, generation.cancel))
     generation.migrate = relay.migrator(request, engine)
     stats.prompt_tokens = prompt_tokens

@@ -6,16 +6,11 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate
 
+from app.api.common.fields import metadata_field
 from app.api.common.items import normalized_input
 from app.api.common.schemas import BaseSchema
 
 MAX_ITEMS = 20  # per request, as OpenAI's API takes them
-
-
-def _metadata_checked(value: dict[str, str]) -> None:
-    """OpenAI's limits: 16 pairs, keys up to 64 characters, values up to 512."""
-    if len(value) > 16 or any(len(k) > 64 or len(v) > 512 for k, v in value.items()):
-        raise ValidationError("at most 16 pairs, keys up to 64 characters, values up to 512")
 
 
 class ItemsField(fields.Field[list[dict[str, Any]]]):
@@ -33,24 +28,17 @@ class ItemsField(fields.Field[list[dict[str, Any]]]):
         return [{**item, "given_id": item_id} for item, item_id in zip(normalized, given, strict=True)]
 
 
-Metadata = fields.Dict(
-    keys=fields.String(), values=fields.String(), allow_none=True, validate=_metadata_checked
-)
-
-
 class ConversationCreateSchema(BaseSchema):
     """`POST /v1/conversations`."""
 
     items = ItemsField(allow_none=True)
-    metadata = Metadata
+    metadata = metadata_field()
 
 
 class ConversationUpdateSchema(BaseSchema):
     """`POST /v1/conversations/{id}`: new metadata."""
 
-    metadata = fields.Dict(
-        keys=fields.String(), values=fields.String(), required=True, validate=_metadata_checked
-    )
+    metadata = metadata_field(required=True)
 
 
 class ItemsCreateSchema(BaseSchema):

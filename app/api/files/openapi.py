@@ -14,7 +14,7 @@ from app.api.common.openapi import (
     path_params,
     query_param,
 )
-from app.api.files.schemas import PURPOSES
+from app.api.files.schemas import LISTED_PURPOSES, PURPOSES
 from app.settings.models import ModelSpec
 
 _STR, _INT = {"type": "string"}, {"type": "integer"}
@@ -29,7 +29,7 @@ COMPONENTS: dict[str, dict[str, Any]] = {
             "created_at": _INT,
             "expires_at": {"anyOf": [_INT, {"type": "null"}]},
             "filename": _STR,
-            "purpose": {"enum": list(PURPOSES)},
+            "purpose": {"enum": list(LISTED_PURPOSES)},
             "status": {"const": "processed"},
             "status_details": {"type": "null"},
         },
@@ -70,7 +70,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             "get": {
                 "summary": "The key's files, newest first",
                 "parameters": [
-                    query_param("purpose", {"enum": list(PURPOSES)}, "Only files of this purpose."),
+                    query_param("purpose", {"enum": list(LISTED_PURPOSES)}, "Only files of this purpose."),
                     *page_params("A file", 10000, 10000),
                 ],
                 "responses": {200: json_answer("A page.", "FileList"), **error_responses(400, 401, 503)},

@@ -6,7 +6,8 @@ from marshmallow import fields, validate
 
 from app.api.common.schemas import BaseSchema
 
-PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
+PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")  # what a client uploads
+LISTED_PURPOSES = (*PURPOSES, "batch_output")  # and what the server writes: a batch's results
 
 
 class UploadFormSchema(BaseSchema):
@@ -20,7 +21,7 @@ class UploadFormSchema(BaseSchema):
 class FileListQuerySchema(BaseSchema):
     """`GET /v1/files`: one purpose's, a page at a time."""
 
-    purpose = fields.String(validate=validate.OneOf(PURPOSES))
+    purpose = fields.String(validate=validate.OneOf(LISTED_PURPOSES))
     after = fields.String(validate=validate.Length(min=1, max=80))
     limit = fields.Integer(load_default=10000, validate=validate.Range(1, 10000))
     order = fields.String(load_default="desc", validate=validate.OneOf(["asc", "desc"]))

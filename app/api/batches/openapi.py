@@ -1,0 +1,97 @@
+"""The Batch family in the OpenAPI document: the Batch object, its creation, list and cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec
+
+from app.api.batches.lines import ENDPOINTS
+from app.api.batches.schemas import BatchCreateSchema
+from app.api.common.openapi import error_responses, json_answer, list_schema, path_params, query_param
+from app.settings.models import ModelSpec
+
+_INT = {"type": "integer"}
+_MAYBE_INT = {"anyOf": [_INT, {"type": "null"}]}
+_MAYBE_STR = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+STATUSES = ("validating", "failed", "in_progress", "finalizing", "completed", "expired", "cancelling",
+            "cancelled")  # fmt: skip
+STAMPS = ("in_progress_at", "finalizing_at", "completed_at", "failed_at", "expired_at", "cancelling_at",
+          "cancelled_at")  # fmt: skip
+COMPONENTS: dict[str, dict[str, Any]] = {
+    "Batch": {
+        "type": "object",
+        "required": [
+            "id",
+            "object",
+            "endpoint",
+            "input_file_id",
+            "completion_window",
+            "status",
+            "created_at",
+            "request_counts",
+        ],  # fmt: skip
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"const": "batch"},
+            "endpoint": {"enum": list(ENDPOINTS)},
+            "errors": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+            "input_file_id": {"type": "string"},
+            "completion_window": {"const": "24h"},
+            "status": {"enum": list(STATUSES)},
+            "output_file_id": _MAYBE_STR,
+            "error_file_id": _MAYBE_STR,
+            "created_at": _INT,
+            "expires_at": _MAYBE_INT,
+            **dict.fromkeys(STAMPS, _MAYBE_INT),
+            "request_counts": {
+                "type": "object",
+                "required": ["total", "completed", "failed"],
+                "properties": {"total": _INT, "completed": _INT, "failed": _INT},
+            },
+            "metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+        },
+    },
+    "BatchList": list_schema("Batch"),
+}
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/v1/batches: each batch a 404 for a key that did not create it."""
+    for name, schema in COMPONENTS.items():
+        spec.components.schema(name, component=schema)
+    spec.components.schema("BatchCreateRequest", schema=BatchCreateSchema)
+    batch = json_answer("The batch.", "Batch")
+    batch_id = path_params("batch_id")
+    page = [
+        query_param("after", {"type": "string"}, "A batch id: the page starts after it."),
+        query_param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "How many per page (20)."),
+    ]
+    spec.path(
+        path="/v1/batches",
+        operations={
+            "post": {
+                "summary": "Run every line of an uploaded JSONL file (purpose batch) at low priority",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": "BatchCreateRequest"}},
+                },
+                "responses": {200: batch, **error_responses(400, 401, 404, 503)},
+            },
+            "get": {
+                "summary": "The key's batches, newest first",
+                "parameters": page,
+                "responses": {200: json_answer("A page.", "BatchList"), **error_responses(400, 401, 503)},
+            },
+        },
+    )
+    spec.path(
+        path="/v1/batches/{batch_id}",
+        operations={"get": {"summary": "A batch", "parameters": batch_id,
+                            "responses": {200: batch, **error_responses(401, 404, 503)}}},
+    )  # fmt: skip
+    spec.path(
+        path="/v1/batches/{batch_id}/cancel",
+        operations={"post": {"summary": "Cancel a batch (cancelling, then cancelled)", "parameters": batch_id,
+                             "responses": {200: batch, **error_responses(400, 401, 404, 503)}}},
+    )  # fmt: skip

@@ -1,0 +1,101 @@
+"""`/v1/batches`: create a batch over an uploaded JSONL file, read it, list them, cancel it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify
+
+from app.api.batches.schemas import batch_create_schema, batch_list_query_schema
+from app.api.common import storage
+from app.api.common.body import parse_json
+from app.api.common.errors import InvalidRequestError, NotFoundError
+from app.store.batches import BatchStore
+
+bp = Blueprint("batches", __name__)
+
+
+def _batches() -> BatchStore:
+    kept = storage.kept()
+    if kept is None:
+        raise NotFoundError("This server keeps no batches (LLM_STORE=off).", param="batch_id")
+    return kept.batches
+
+
+def _found(batch_id: str) -> tuple[BatchStore, dict[str, Any]]:
+    batches = _batches()
+    with storage.reachable():
+        found = batches.get(storage.owner(), batch_id)
+    if found is None:
+        raise NotFoundError(f"No batch found with id '{batch_id}'.", param="batch_id")
+    return batches, found
+
+
+@bp.post("/v1/batches")
+def create_batch() -> Response:
+    """A batch in `validating`: a worker splits its file into lines, then every worker runs them."""
+    body = parse_json(batch_create_schema)
+    batches = _batches()
+    kept = storage.kept()
+    assert kept is not None, "_batches() checked it"
+    file_id = body["input_file_id"]
+    with storage.reachable():
+        found = kept.files.get(storage.owner(), file_id)
+    if found is None:
+        raise NotFoundError(f"No such File object: {file_id}", param="input_file_id")
+    if found["purpose"] != "batch":
+        raise InvalidRequestError(
+            f"The file {file_id} has purpose '{found['purpose']}'; a batch runs a file uploaded "
+            "with purpose 'batch'.",
+            param="input_file_id",
+        )
+    expiry = body.get("output_expires_after")
+    with storage.reachable():
+        created = batches.create(
+            storage.owner(),
+            body["endpoint"],
+            file_id,
+            body.get("metadata"),
+            expiry["seconds"] if expiry else None,
+        )
+    runner = current_app.extensions.get("batch_runner")
+    if runner is not None:
+        runner.wake.set()  # this worker looks at once rather than at its next tick
+    return jsonify(created)
+
+
+@bp.get("/v1/batches")
+def list_batches() -> Response:
+    query = storage.query(batch_list_query_schema)
+    with storage.reachable():
+        page = _batches().list(storage.owner(), query.get("after"), query["limit"])
+    if page is None:
+        raise InvalidRequestError(f"No batch with id '{query['after']}'.", param="after")
+    return jsonify(storage.listing(page.items, page.has_more))
+
+
+@bp.get("/v1/batches/<batch_id>")
+def get_batch(batch_id: str) -> Response:
+    return jsonify(_found(batch_id)[1])
+
+
+@bp.post("/v1/batches/<batch_id>/cancel")
+def cancel_batch(batch_id: str) -> Response:
+    """`cancelling` at once; `cancelled` once the lines running now have stopped (within seconds)."""
+    batches, found = _found(batch_id)
+    with storage.reachable():
+        while found["status"] in ("validating", "in_progress"):
+            if batches.change(batch_id, found["status"], "cancelling"):
+                break
+            found = batches.get(storage.owner(), batch_id) or found  # it moved on meanwhile: look again
+        else:
+            if found["status"] not in ("cancelling", "cancelled"):
+                raise InvalidRequestError(
+                    f"The batch {batch_id} is {found['status']}; only a validating or in-progress batch "
+                    "can be cancelled.",
+                    param="batch_id",
+                    code="batch_not_cancellable",
+                )
+            return jsonify(found)
+        updated = batches.get(storage.owner(), batch_id)
+    return jsonify(updated)

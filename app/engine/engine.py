@@ -89,6 +89,7 @@ class Engine(LoadingEngine[LoadedModel]):
         for generation in sorted(running, key=lambda g: g.submitted_at, reverse=True)[:wanted]:
             generation.preempted = True
             generation.cancel()
+            log.info("a low-priority (batch) request makes way for an interactive one")
 
     def release(self, generation: Generation) -> None:
         """A generation was closed: it no longer holds a queue place (its sequences come back as they end)."""

@@ -7,9 +7,10 @@ import json
 import openai
 import pytest
 
+from app.settings.values import default_model_path
 from tests.integration.conftest import store_sdk as sdk
 from tests.support.batches import finished, jsonl, results
-from tests.support.servers import Server
+from tests.support.servers import Server, serving_models
 
 CHAT = "/v1/chat/completions"
 
@@ -71,7 +72,7 @@ def test_each_endpoint_runs_as_its_own_api(store_server: Server) -> None:
     for endpoint, body in lines.items():
         upload = jsonl([{"custom_id": "only", "method": "POST", "url": endpoint, "body": body}])
         batch_file = client.files.create(file=("one.jsonl", upload), purpose="batch")
-        batch = client.batches.create(input_file_id=batch_file.id, endpoint=endpoint, completion_window="24h")  # type: ignore[arg-type]
+        batch = client.batches.create(input_file_id=batch_file.id, endpoint=endpoint, completion_window="24h")
         done = finished(client, batch.id)
         assert done.status == "completed" and done.error_file_id is None, done
         (line,) = results(client, done.output_file_id)
@@ -103,7 +104,7 @@ def test_what_cannot_become_a_batch_is_a_clear_error(store_server: Server) -> No
     other_purpose = client.files.create(file=("u.jsonl", jsonl([chat_line("x")])), purpose="user_data")
     with pytest.raises(openai.BadRequestError) as wrong_purpose:
         client.batches.create(input_file_id=other_purpose.id, endpoint=CHAT, completion_window="24h")
-    assert wrong_purpose.value.body["param"] == "input_file_id"  # type: ignore[index]
+    assert wrong_purpose.value.body["param"] == "input_file_id"
     with pytest.raises(openai.NotFoundError):
         client.batches.create(input_file_id="file-nope", endpoint=CHAT, completion_window="24h")
     batch_file = client.files.create(file=("b.jsonl", jsonl([chat_line("x")])), purpose="batch")
@@ -112,9 +113,9 @@ def test_what_cannot_become_a_batch_is_a_clear_error(store_server: Server) -> No
         ({"completion_window": "1h"}, "completion_window"),
     ):
         with pytest.raises(openai.BadRequestError) as refused:
-            client.batches.create(**{"input_file_id": batch_file.id, "endpoint": CHAT,  # type: ignore[arg-type]
+            client.batches.create(**{"input_file_id": batch_file.id, "endpoint": CHAT,
                                      "completion_window": "24h", **bad})  # fmt: skip
-        assert refused.value.body["param"] == param  # type: ignore[index]
+        assert refused.value.body["param"] == param
     empty = client.files.create(file=("e.jsonl", b"\n\n"), purpose="batch")
     failed = finished(
         client, client.batches.create(input_file_id=empty.id, endpoint=CHAT, completion_window="24h").id
@@ -144,3 +145,27 @@ def test_a_cancelled_batch_keeps_what_it_answered(store_server: Server) -> None:
     answered = [line["custom_id"] for line in results(client, done.output_file_id)]
     assert len(answered) == done.request_counts.completed == len(set(answered))
     assert json.dumps(client.batches.cancel(batch.id).status) == '"cancelled"'  # again: no change
+
+
+def test_lines_run_on_the_workers_of_their_model() -> None:
+    models = [
+        {"id": "chat", "path": default_model_path()},
+        {"id": "embed", "path": default_model_path(), "embedding": True, "pooling": "mean"},
+    ]
+    with serving_models(models, answers=4, LLM_WORKERS="2") as server:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0)
+        # Without `model`, each line goes to its endpoint's default model, as the API picks it.
+        named = [{"model": "embed"} if n else {} for n in range(4)]
+        embeddings = [{"custom_id": f"e{n}", "method": "POST", "url": "/v1/embeddings",
+                       "body": {"input": f"text {n}", **named[n]}} for n in range(4)]  # fmt: skip
+        chats = [chat_line(f"c{n}", **({"model": "chat"} if n else {})) for n in range(4)]
+        for endpoint, lines in (("/v1/embeddings", embeddings), (CHAT, chats)):
+            batch_file = client.files.create(file=("m.jsonl", jsonl(lines)), purpose="batch")
+            batch = client.batches.create(
+                input_file_id=batch_file.id, endpoint=endpoint, completion_window="24h"
+            )
+            done = finished(client, batch.id)
+            assert done.status == "completed" and done.error_file_id is None, done
+            models_used = {line["response"]["body"]["model"] for line in results(client, done.output_file_id)}
+            assert models_used == {"embed" if endpoint == "/v1/embeddings" else "chat"}
+        client.close()

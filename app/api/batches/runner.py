@@ -108,9 +108,13 @@ class BatchRunner:
                 }
                 result, failed = answered_line(line.custom_id, 401, "", body), True
             else:
+                if line.attempts > 1:
+                    log.info("batch %s line %d runs again (attempt %d): the worker that had it stopped",
+                             line.batch_id, line.line_no, line.attempts)  # fmt: skip
                 status, request_id, body = dispatch(self.app, line.endpoint, line.body, call)
                 if call.preempted or status == 499:  # made way, or its batch is being cancelled
                     lines.release(line, self.worker)
+                    log.info("batch %s line %d goes back to the queue unanswered", line.batch_id, line.line_no)
                     return
                 result, failed = answered_line(line.custom_id, status, request_id, body), status >= 400
             if not lines.finish(line, self.worker, result, failed):

@@ -136,3 +136,20 @@ def test_turns_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         assert row in text, row
     (verdict,) = [line for line in text.splitlines() if line.startswith("| previous_response_id within")]
     assert verdict.endswith("| met |") or verdict.endswith("| missed |"), verdict
+
+
+def test_batch_priority_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "batch.md"
+    ran = bench("batch_priority", "--repeats", "1", "--probes", "1", "--parallel", "2", "--line-tokens", "16",
+                "--gap", "0", "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for target, condition in (("ours", "idle"), ("ours", "beside a batch"), ("llama-server", "idle"),
+                              ("ours", "beside the same load as requests"),
+                              ("llama-server", "beside the same load as requests")):  # fmt: skip
+        assert f"| {target} | {condition} |" in text, (target, condition)
+    verdicts = [
+        line for line in text.splitlines() if line.startswith(("| interactive TTFT", "| beside a batch"))
+    ]
+    assert len(verdicts) == 2 and all(v.endswith(("| met |", "| missed |")) for v in verdicts), text

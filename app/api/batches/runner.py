@@ -114,16 +114,17 @@ class BatchRunner:
                 status, request_id, body = dispatch(self.app, line.endpoint, line.body, call)
                 if call.preempted or status == 499:  # made way, or its batch is being cancelled
                     lines.release(line, self.worker)
-                    log.info("batch %s line %d goes back to the queue unanswered", line.batch_id, line.line_no)
+                    log.info("batch %s line %d goes back to the queue unanswered", *line_at(line))
                     return
                 result, failed = answered_line(line.custom_id, status, request_id, body), status >= 400
             if not lines.finish(line, self.worker, result, failed):
-                log.warning("batch %s line %d: its lease ran out while it ran; its answer is dropped",
-                            line.batch_id, line.line_no)  # fmt: skip
+                log.warning(
+                    "batch %s line %d: its lease ran out while it ran; its answer is dropped", *line_at(line)
+                )
         except StoreUnavailableError:
             pass  # logged by the store: the lease runs out, and the line runs again
         except Exception:  # noqa: BLE001 - its lease runs out, and another attempt follows
-            log.exception("batch %s line %d failed to run", line.batch_id, line.line_no)
+            log.exception("batch %s line %d failed to run", *line_at(line))
         finally:
             self.running.pop((line.batch_id, line.line_no), None)
             self.wake.set()
@@ -152,3 +153,8 @@ def start(app: Flask) -> None:
         runner = BatchRunner(app, store, engine, config_of(app))
         app.extensions["batch_runner"] = runner
         runner.start()
+
+
+def line_at(line: Claimed) -> tuple[str, int]:
+    """Where a line is, for log lines."""
+    return line.batch_id, line.line_no

@@ -240,6 +240,13 @@ class Config:
         secret=True,
         optional=True,
     )
+    store_url_file: str | None = setting(
+        "LLM_STORE_URL_FILE",
+        values.store_url_file,
+        "",
+        "File holding LLM_STORE_URL (a mounted Secret), instead of the variable",
+        optional=True,  # its path is shown in errors; what it holds is not
+    )
     max_file_bytes: int = setting(
         "LLM_MAX_FILE_BYTES",
         values.positive_int,

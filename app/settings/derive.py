@@ -125,6 +125,10 @@ def _token_limits(parsed: Parsed) -> None:
 
 
 def _store(parsed: Parsed) -> None:
-    """Without LLM_STORE_URL, a SQLite file in LLM_DATA_DIR."""
+    """The URL from LLM_STORE_URL or LLM_STORE_URL_FILE; without either, a SQLite file in LLM_DATA_DIR."""
+    if parsed["store_url_file"] is not None:
+        if parsed["store_url"] is not None:
+            raise ConfigError("LLM_STORE_URL_FILE: set it or LLM_STORE_URL, not both")
+        parsed["store_url"] = parsed["store_url_file"]
     if parsed["store_url"] is None:
         parsed["store_url"] = f"sqlite:///{Path(parsed['data_dir']) / 'store.sqlite3'}"

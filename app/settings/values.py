@@ -132,6 +132,18 @@ def store_url(raw: str) -> str:
     return raw
 
 
+def store_url_file(raw: str) -> str:
+    """The database URL held in a file (a mounted Secret): its first line, checked as LLM_STORE_URL."""
+    try:
+        text = Path(raw).expanduser().read_text()
+    except OSError as exc:
+        raise ValueError(f"cannot read the file: {exc.strerror}") from None
+    lines = text.strip().splitlines()
+    if not lines:
+        raise ValueError("the file is empty")
+    return store_url(lines[0].strip())
+
+
 def directory(raw: str) -> str:
     """A folder path (~ expanded); created when first needed."""
     path = Path(raw).expanduser()

@@ -8,6 +8,7 @@ own settings check over the ConfigMap's LLM_* values.
 
 from __future__ import annotations
 
+import base64
 import copy
 import os
 import subprocess
@@ -28,7 +29,7 @@ CHECKOV = Path(sys.executable).parent.parent / "checkov" / "bin" / "checkov"  # 
 
 @pytest.fixture(scope="module")
 def with_components(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An overlay as a user writes one: the gateway overlay plus the API-keys and model-volume components."""
+    """An overlay as a user writes one: the gateway overlay plus every component (keys, weights, store)."""
     directory = tmp_path_factory.mktemp("overlay")
 
     def there(part: str) -> str:  # kustomize takes relative paths only
@@ -38,6 +39,7 @@ def with_components(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
         f"resources:\n  - {there('overlays/inference-gateway')}\n"
         f"components:\n  - {there('components/api-keys')}\n  - {there('components/model-volume')}\n"
+        f"  - {there('components/postgres-store')}\n"
     )
     return directory
 
@@ -71,10 +73,31 @@ def test_components_mount_the_keys_and_the_weights(with_components: Path) -> Non
         m["mountPath"]
         for m in kinds["Deployment"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
     }
-    assert mounts == {"/tmp", "/etc/llm-server", "/models"}
-    secret = kinds["Secret"]["metadata"]["name"]
+    assert mounts == {"/tmp", "/etc/llm-server", "/models", "/etc/llm-server-store"}
+    secrets = by_name(render(with_components), "Secret")
+    keys = secrets["llm-server-keys"]
     volumes = kinds["Deployment"]["spec"]["template"]["spec"]["volumes"]
-    assert any(v.get("secret", {}).get("secretName") == secret for v in volumes)  # the generated, hashed name
+    assert any(v.get("secret", {}).get("secretName") == keys["metadata"]["name"] for v in volumes)
+
+
+def test_the_store_component_gives_every_pod_one_postgresql(with_components: Path) -> None:
+    docs = render(with_components)
+    kinds = by_kind(docs)
+    assert kinds["ConfigMap"]["data"]["LLM_STORE"] == "on"
+    assert kinds["ConfigMap"]["data"]["LLM_STORE_URL_FILE"] == "/etc/llm-server-store/url"
+    secret = by_name(docs, "Secret")["llm-server-store"]
+    volumes = kinds["Deployment"]["spec"]["template"]["spec"]["volumes"]
+    # The generated name, with its hash: a new URL rolls the pods.
+    assert any(v.get("secret", {}).get("secretName") == secret["metadata"]["name"] for v in volumes)
+    url = base64.b64decode(secret["data"]["url"]).decode().strip()
+    assert url.startswith("postgresql://")
+    ports = {p["port"] for rule in kinds["NetworkPolicy"]["spec"]["egress"] for p in rule["ports"]}
+    assert ports == {5432, 53}  # the database and DNS, nothing else
+
+
+def by_name(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    """The objects of `kind`, by their name before kustomize's hash suffix."""
+    return {doc["metadata"]["name"].rsplit("-", 1)[0]: doc for doc in docs if doc["kind"] == kind}
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -76,6 +76,7 @@ BAD_SETTINGS = [
         ("LLM_STORE", "maybe"),
         ("LLM_DATA_DIR", str(ROOT / "wsgi.py")),
         ("LLM_STORE_URL", "mysql://user@localhost/db"),
+        ("LLM_STORE_URL_FILE", "/nonexistent/store-url"),
         ("LLM_STORE_TTL", "soon"),
         ("LLM_MAX_FILE_BYTES", "0"),
         ("LLM_BATCH_LEASE", "1"),

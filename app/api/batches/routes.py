@@ -9,40 +9,28 @@ from flask import Blueprint, Response, current_app, jsonify
 from app.api.batches.schemas import batch_create_schema, batch_list_query_schema
 from app.api.common import storage
 from app.api.common.body import parse_json
-from app.api.common.errors import InvalidRequestError, NotFoundError
+from app.api.common.errors import InvalidRequestError
 from app.store.batches import BatchStore
 
 bp = Blueprint("batches", __name__)
 
 
 def _batches() -> BatchStore:
-    kept = storage.kept()
-    if kept is None:
-        raise NotFoundError("This server keeps no batches (LLM_STORE=off).", param="batch_id")
-    return kept.batches
+    return storage.needed("batches", "batch_id").batches
 
 
 def _found(batch_id: str) -> tuple[BatchStore, dict[str, Any]]:
     batches = _batches()
-    with storage.reachable():
-        found = batches.get(storage.owner(), batch_id)
-    if found is None:
-        raise NotFoundError(f"No batch found with id '{batch_id}'.", param="batch_id")
-    return batches, found
+    return batches, storage.found(batches.get, batch_id, f"No batch found with id '{batch_id}'.", "batch_id")
 
 
 @bp.post("/v1/batches")
 def create_batch() -> Response:
     """A batch in `validating`: a worker splits its file into lines, then every worker runs them."""
     body = parse_json(batch_create_schema)
-    batches = _batches()
-    kept = storage.kept()
-    assert kept is not None, "_batches() checked it"
+    kept = storage.needed("batches", "batch_id")
     file_id = body["input_file_id"]
-    with storage.reachable():
-        found = kept.files.get(storage.owner(), file_id)
-    if found is None:
-        raise NotFoundError(f"No such File object: {file_id}", param="input_file_id")
+    found = storage.found(kept.files.get, file_id, f"No such File object: {file_id}", "input_file_id")
     if found["purpose"] != "batch":
         raise InvalidRequestError(
             f"The file {file_id} has purpose '{found['purpose']}'; a batch runs a file uploaded "
@@ -51,7 +39,7 @@ def create_batch() -> Response:
         )
     expiry = body.get("output_expires_after")
     with storage.reachable():
-        created = batches.create(
+        created = kept.batches.create(
             storage.owner(),
             body["endpoint"],
             file_id,

@@ -57,9 +57,13 @@ class BatchRunner:
         while not self.engine.ready:
             time.sleep(POLL)
         failing = False
-        while not (drain.draining() or detached.stopping()):
+        while True:
+            # A stopping worker takes no new line, but keeps the leases of those it finishes.
+            taking = not (drain.draining() or detached.stopping())
+            if not taking and not self.running:
+                return
             try:
-                self._step()
+                self._step(taking)
                 failing = False
             except StoreUnavailableError:
                 failing = True  # logged by the store; try again at the next tick
@@ -70,13 +74,15 @@ class BatchRunner:
             self.wake.wait(POLL)
             self.wake.clear()
 
-    def _step(self) -> None:
+    def _step(self, taking: bool) -> None:
         now = time.monotonic()
         lease = self.config.batch_lease
         if self.running and now - self._renewed >= lease / 3:
             self._renewed = now
             self.store.batch_lines.renew(self.worker, lease)
             self._stop_cancelled()
+        if not taking:
+            return
         if now - self._tended >= TEND_EVERY:
             self._tended = now
             jobs.tend(self.store, self.worker, self._route)

@@ -2,22 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from flask import current_app, g, request
 from marshmallow import Schema
 
-from app.api.common.errors import ServiceUnavailableError
+from app.api.common.errors import NotFoundError, ServiceUnavailableError
 from app.store.errors import StoreUnavailableError
 from app.store.opening import Store
+
+T = TypeVar("T")
 
 
 def kept() -> Store | None:
     """This worker's store; None with LLM_STORE=off."""
     store: Store | None = current_app.extensions.get("store")
     return store
+
+
+def needed(what: str, param: str) -> Store:
+    """This worker's store, or a 404 saying it keeps no `what` (LLM_STORE=off)."""
+    store = kept()
+    if store is None:
+        raise NotFoundError(f"This server keeps no {what} (LLM_STORE=off).", param=param)
+    return store
+
+
+def found(lookup: Callable[[str, str], T | None], object_id: str, message: str, param: str) -> T:
+    """What `lookup(owner, id)` finds for this request's key, or OpenAI's 404 with `message`
+    (another key's object is as missing as one that never was)."""
+    with reachable():
+        value = lookup(owner(), object_id)
+    if value is None:
+        raise NotFoundError(message, param=param)
+    return value
 
 
 def owner() -> str:

@@ -22,20 +22,14 @@ bp = Blueprint("conversations", __name__)
 
 
 def _conversations() -> ConversationStore:
-    kept = storage.kept()
-    if kept is None:
-        raise NotFoundError("This server keeps no conversations (LLM_STORE=off).", param="conversation_id")
-    return kept.conversations
+    return storage.needed("conversations", "conversation_id").conversations
 
 
 def _found(conversation_id: str) -> tuple[ConversationStore, dict[str, Any]]:
     """The store and the conversation, if this request's key owns it; else a 404 as OpenAI's."""
     conversations = _conversations()
-    with storage.reachable():
-        conversation = conversations.get(storage.owner(), conversation_id)
-    if conversation is None:
-        raise NotFoundError(f"Conversation with id '{conversation_id}' not found.", param="conversation_id")
-    return conversations, conversation
+    message = f"Conversation with id '{conversation_id}' not found."
+    return conversations, storage.found(conversations.get, conversation_id, message, "conversation_id")
 
 
 def _kept_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.api.common import storage
-from app.api.common.errors import InvalidRequestError, NotFoundError, PayloadTooLargeError
+from app.api.common.errors import InvalidRequestError, PayloadTooLargeError
 from app.api.files.schemas import file_list_query_schema, upload_form_schema
 from app.settings.current import current_config
 from app.store.files import FileStore, new_file_id
@@ -15,19 +15,12 @@ bp = Blueprint("files", __name__)
 
 
 def _files() -> FileStore:
-    kept = storage.kept()
-    if kept is None:
-        raise NotFoundError("This server keeps no files (LLM_STORE=off).", param="file_id")
-    return kept.files
+    return storage.needed("files", "file_id").files
 
 
 def _found(file_id: str) -> tuple[FileStore, dict[str, object]]:
     files = _files()
-    with storage.reachable():
-        found = files.get(storage.owner(), file_id)
-    if found is None:
-        raise NotFoundError(f"No such File object: {file_id}", param="file_id")
-    return files, found
+    return files, storage.found(files.get, file_id, f"No such File object: {file_id}", "file_id")
 
 
 @bp.post("/v1/files")

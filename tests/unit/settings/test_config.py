@@ -150,3 +150,15 @@ def test_a_bad_secret_is_never_echoed() -> None:
     with pytest.raises(ConfigError) as caught:
         settings(LLM_API_KEYS="sk-secret", LLM_N_CTX="0")
     assert "sk-secret" not in str(caught.value)
+
+
+def test_the_store_url_from_a_file(tmp_path: Path) -> None:
+    url_file = tmp_path / "url"
+    url_file.write_text("postgresql://llm:secret@db:5432/llm\n")
+    assert settings(LLM_STORE_URL_FILE=str(url_file)).store_url == "postgresql://llm:secret@db:5432/llm"
+    with pytest.raises(ConfigError, match="set it or LLM_STORE_URL, not both"):
+        settings(LLM_STORE_URL_FILE=str(url_file), LLM_STORE_URL="sqlite:///x.sqlite3")
+    url_file.write_text("mysql://llm:secret@db/llm\n")
+    with pytest.raises(ConfigError, match="LLM_STORE_URL_FILE=.*must be a sqlite") as wrong:
+        settings(LLM_STORE_URL_FILE=str(url_file))
+    assert "secret" not in str(wrong.value)  # the file's path is named, never what it holds

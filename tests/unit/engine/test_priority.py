@@ -1,0 +1,62 @@
+"""The engine's queue with batch (low-priority) requests: interactive ones first,, taking sequences back."""
+
+from __future__ import annotations
+
+from app.engine.engine import Engine
+from app.engine.sequence import Job
+from app.engine.types import GenerationRequest
+from tests.unit.conftest import make_config
+
+
+class RecordingBatcher:
+    """Stands in for the batcher: records which generation each free sequence went to."""
+
+    def __init__(self) -> None:
+        self.jobs: list[Job] = []
+
+    def submit(self, job: Job) -> None:
+        self.jobs.append(job)
+
+
+def engine_of(parallel: int) -> tuple[Engine, RecordingBatcher]:
+    engine = Engine(make_config(LLM_PARALLEL=str(parallel), LLM_MAX_QUEUE="8"))
+    batcher = RecordingBatcher()
+    engine._batcher = batcher  # type: ignore[assignment]  # no model: the queue alone is under test
+    return engine, batcher
+
+
+def request() -> list[GenerationRequest]:
+    return [GenerationRequest(prompt_tokens=[1, 2, 3], max_tokens=4)]
+
+
+def test_interactive_requests_wait_ahead_of_batch_lines() -> None:
+    engine, batcher = engine_of(1)
+    running = engine.submit(request())
+    batch_line = engine.submit(request(), low_priority=True)
+    interactive = engine.submit(request())
+    assert [job.generation for job in batcher.jobs] == [running]
+    engine._free += 1  # the first request's sequence comes back
+    engine._dispatch()
+    assert [job.generation for job in batcher.jobs] == [running, interactive]
+    assert not batch_line.started and not batch_line.preempted
+
+
+def test_an_interactive_request_that_would_wait_takes_a_batch_lines_sequence() -> None:
+    engine, batcher = engine_of(2)
+    older = engine.submit(request(), low_priority=True)
+    newer = engine.submit(request(), low_priority=True)
+    assert older.started and newer.started
+    interactive = engine.submit(request())
+    assert newer.preempted and newer.cancelled  # the latest started makes way
+    assert not older.preempted and not older.cancelled
+    assert interactive.queued  # it waits one step, for the cancelled line's sequence
+    engine._free += 1
+    engine._dispatch()
+    assert batcher.jobs[-1].generation is interactive
+
+
+def test_interactive_requests_never_preempt_each_other() -> None:
+    engine, _ = engine_of(1)
+    first = engine.submit(request())
+    engine.submit(request())
+    assert not first.cancelled and not first.preempted

@@ -78,8 +78,12 @@ def test_queued_stream_gets_headers_at_once_then_keepalives(start_server: Callab
 
 
 def test_keepalive_zero_sends_none(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_PARALLEL="1", LLM_SSE_KEEPALIVE="0")
-    busy = {"prompt": "1, 2, 3,", "max_tokens": 700, "temperature": 0, "stream": True}
+    # The busy stream is cut by the server at 6 s on any machine (more tokens than any makes
+    # in that time), so the other request waits longer than the default interval of 5 s.
+    server = start_server(
+        LLM_PARALLEL="1", LLM_SSE_KEEPALIVE="0", LLM_N_CTX="8192", LLM_MAX_GENERATION_SECONDS="6"
+    )
+    busy = {"prompt": "1, 2, 3,", "max_tokens": 8000, "ignore_eos": True, "temperature": 0, "stream": True}
     with model_busy(server.port, busy) as ended:
         started = time.monotonic()
         response = fetch(server.port, "POST", "/v1/completions", {**COMPLETION, "stream": True})

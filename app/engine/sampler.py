@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import ctypes
-import random
 from collections.abc import Callable
 from typing import Any
 
 import llama_cpp
 import numpy as np
 
+from app.engine import sampler_chain
 from app.engine.types import GenerationRequest, TokenLogprob
 
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
@@ -18,9 +18,8 @@ _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float3
 class SequenceSampler:
     """Samples one sequence's tokens from its own row of the batch's logits.
 
-    The chain is llama-server's order: logit bias, penalties, top-k, top-p, min-p,
-    temperature, then a seeded draw (or greedy at temperature 0), with its own random
-    stream so that sequences side by side never share one. A grammar stays out of the
+    The chain is llama-server's (sampler_chain.py), with its own random stream so that
+    sequences side by side never share one. A grammar stays out of the
     chain: a token sampled without it is checked alone, and only when the grammar
     rejects it is the grammar applied to the whole vocabulary and the token drawn again
     (llama-server's rejection sampling). Running a grammar over 49k candidates every
@@ -36,7 +35,9 @@ class SequenceSampler:
         # ignore_eos and min_tokens ban the end-of-generation tokens by a bias at the head
         # of the chain, as llama-server does; min_tokens lifts the ban after that many.
         self.ends_banned = request.ignore_eos or request.min_tokens > 0
-        self.chain = _chain(request, n_vocab, end_tokens if self.ends_banned else [])
+        self.chain = sampler_chain.build(
+            request, n_vocab, vocab, end_tokens if self.ends_banned else [], _bias
+        )
         self.grammar = None
         if request.grammar:
             self.grammar = _grammar_sampler(vocab, request.grammar, request.grammar_triggers)
@@ -104,41 +105,6 @@ def _bias(n_vocab: int, biases: dict[int, float]) -> Any:
         *(llama_cpp.llama_logit_bias(token, bias) for token, bias in biases.items())
     )
     return llama_cpp.llama_sampler_init_logit_bias(n_vocab, len(biases), entries)
-
-
-def _chain(request: GenerationRequest, n_vocab: int, banned: list[int]) -> Any:
-    sampling = request.sampling
-    chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
-
-    def add(sampler: Any) -> None:
-        llama_cpp.llama_sampler_chain_add(chain, sampler)
-
-    if banned:
-        add(_bias(n_vocab, dict.fromkeys(banned, float("-inf"))))  # first, so allow_end can remove it
-    if request.logit_bias:
-        add(_bias(n_vocab, request.logit_bias))
-    penalized = (
-        sampling.repeat_penalty != 1.0
-        or sampling.presence_penalty != 0.0
-        or sampling.frequency_penalty != 0.0
-    )
-    if penalized:
-        penalties = llama_cpp.llama_sampler_init_penalties(
-            n_vocab, 64, sampling.repeat_penalty, sampling.frequency_penalty, sampling.presence_penalty
-        )
-        add(penalties)
-        for token in request.prompt_tokens[-64:]:  # the window starts with the prompt, as llama-server's
-            llama_cpp.llama_sampler_accept(penalties, token)
-    if sampling.temperature <= 0:
-        add(llama_cpp.llama_sampler_init_greedy())
-        return chain
-    add(llama_cpp.llama_sampler_init_top_k(sampling.top_k))
-    add(llama_cpp.llama_sampler_init_top_p(sampling.top_p, 1))
-    add(llama_cpp.llama_sampler_init_min_p(sampling.min_p, 1))
-    add(llama_cpp.llama_sampler_init_temp(sampling.temperature))
-    seed = sampling.seed if sampling.seed is not None else random.getrandbits(32)
-    add(llama_cpp.llama_sampler_init_dist(seed & 0xFFFFFFFF))
-    return chain
 
 
 def logprob_at(

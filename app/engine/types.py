@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# llama-server's sampler names (common/sampling.cpp), with the aliases it takes, to ours.
+SAMPLER_NAMES = {
+    "penalties": "penalties", "dry": "dry", "top_n_sigma": "top_n_sigma", "top_k": "top_k",
+    "typ_p": "typical_p", "typical_p": "typical_p", "typ": "typical_p", "top_p": "top_p", "nucleus": "top_p",
+    "min_p": "min_p", "xtc": "xtc", "temperature": "temperature", "temp": "temperature",
+}  # fmt: skip
+SAMPLER_NAMES.update({name.replace("_", "-"): to for name, to in list(SAMPLER_NAMES.items())})
+SAMPLER_NAMES.update({name.replace("_", ""): to for name, to in list(SAMPLER_NAMES.items())})
+
 
 @dataclass(frozen=True)
 class Sampling:
@@ -17,6 +26,24 @@ class Sampling:
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     seed: int | None = None
+    repeat_last_n: int = 64  # the penalties' window (-1: the whole context, 0: off)
+    typical_p: float = 1.0  # 1: off
+    min_keep: int = 0  # top_p, min_p, typical_p and XTC keep at least this many candidates
+    top_n_sigma: float = -1.0  # <= 0: off
+    xtc_probability: float = 0.0  # 0: off
+    xtc_threshold: float = 0.1
+    dynatemp_range: float = 0.0  # 0: a fixed temperature
+    dynatemp_exponent: float = 1.0
+    dry_multiplier: float = 0.0  # 0: off
+    dry_base: float = 1.75
+    dry_allowed_length: int = 2
+    dry_penalty_last_n: int = 64  # -1: the whole context, 0: off
+    dry_sequence_breakers: tuple[str, ...] = ("\n", ":", '"', "*")
+    mirostat: int = 0  # 1 or 2: Mirostat in place of the truncating samplers
+    mirostat_tau: float = 5.0
+    mirostat_eta: float = 0.1
+    # The truncating samplers' order, by llama-server's names; None: its default order.
+    samplers: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

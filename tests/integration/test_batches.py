@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import openai
 import pytest
@@ -169,3 +170,29 @@ def test_lines_run_on_the_workers_of_their_model() -> None:
             models_used = {line["response"]["body"]["model"] for line in results(client, done.output_file_id)}
             assert models_used == {"embed" if endpoint == "/v1/embeddings" else "chat"}
         client.close()
+
+
+def test_a_batch_spends_none_of_its_keys_live_limits(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("carol key-carol rpm=4 tpm=60 concurrency=1\n")
+    server = Server(LLM_API_KEYS_FILE=str(keys), LLM_WORKERS="1", LLM_N_THREADS="1").wait_ready()
+    try:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="key-carol", max_retries=0)
+        lines = [chat_line(f"l{n}", max_tokens=20) for n in range(6)]  # 6 requests, ~300 tokens
+        batch_file = client.files.create(file=("l.jsonl", jsonl(lines)), purpose="batch")  # request 1 of 4
+        batch = client.batches.create(
+            input_file_id=batch_file.id, endpoint=CHAT, completion_window="24h"
+        )  # 2
+        done = finished(client, batch.id)
+        assert done.request_counts is not None and done.request_counts.completed == 6, done
+        assert all(line["response"]["status_code"] == 200 for line in results(client, done.output_file_id))
+        model = client.models.list().data[0].id
+        answer = client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "Hi"}], max_tokens=2
+        )
+        assert answer.choices[0].message.content is not None  # request 3: the key's budget is untouched
+        client.close()
+    finally:
+        log = server.output()
+        server.stop()
+    assert "Traceback" not in log, log

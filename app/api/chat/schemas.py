@@ -18,6 +18,7 @@ from app.api.common.fields import (
     number,
 )
 from app.api.common.schemas import BaseSchema
+from app.engine.types import SAMPLER_NAMES
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 # What the server gives a chat template itself (llama-cpp-python's formatter and our tools).
@@ -78,6 +79,33 @@ class GenerationSchema(BaseSchema):
     repeat_penalty = number(0)
     presence_penalty = number(-2, 2)
     frequency_penalty = number(-2, 2)
+    # llama-server's sampling fields, through llama.cpp's own samplers (see sampler_chain.py).
+    repeat_last_n = StrictInteger(allow_none=True, validate=validate.Range(min=-1))
+    penalize_nl = StrictBoolean(allow_none=True)  # taken, with no effect, as llama-server now does
+    typical_p = number(0, 1)
+    min_keep = count(0)
+    top_n_sigma = number(-1)
+    xtc_probability = number(0, 1)
+    xtc_threshold = number(0, 1)
+    dynatemp_range = number(0)
+    dynatemp_exponent = number(0)
+    dry_multiplier = number(0)
+    dry_base = number(1)
+    dry_allowed_length = count(0)
+    dry_penalty_last_n = StrictInteger(allow_none=True, validate=validate.Range(min=-1))
+    dry_sequence_breakers = fields.List(
+        fields.String(validate=validate.Length(min=1, max=40)),
+        allow_none=True,
+        validate=validate.Length(max=32),
+    )
+    mirostat = StrictInteger(allow_none=True, validate=validate.OneOf([0, 1, 2]))
+    mirostat_tau = number(0)
+    mirostat_eta = number(0, 1)
+    samplers = fields.List(
+        fields.String(validate=validate.OneOf(sorted(SAMPLER_NAMES))),
+        allow_none=True,
+        validate=validate.Length(max=16),
+    )
     stop = StopField(allow_none=True)
     seed = StrictInteger(allow_none=True)
     stream = StrictBoolean(allow_none=True)

@@ -18,7 +18,25 @@ _SAMPLING_FIELDS = (
     "presence_penalty",
     "frequency_penalty",
     "seed",
+    "repeat_last_n",
+    "typical_p",
+    "min_keep",
+    "top_n_sigma",
+    "xtc_probability",
+    "xtc_threshold",
+    "dynatemp_range",
+    "dynatemp_exponent",
+    "dry_multiplier",
+    "dry_base",
+    "dry_allowed_length",
+    "dry_penalty_last_n",
+    "dry_sequence_breakers",
+    "mirostat",
+    "mirostat_tau",
+    "mirostat_eta",
+    "samplers",
 )
+_LISTS = ("dry_sequence_breakers", "samplers")  # tuples in the engine's frozen Sampling
 
 
 def plan(
@@ -54,7 +72,9 @@ def plan(
             f"min_tokens is {min_tokens}, above the {max_tokens} tokens this request may generate.",
             param="min_tokens",
         )
-    sampling = Sampling(**{k: body[k] for k in _SAMPLING_FIELDS if body.get(k) is not None})
+    given: dict[str, Any] = {k: body[k] for k in _SAMPLING_FIELDS if body.get(k) is not None}
+    given.update({k: tuple(given[k]) for k in _LISTS if k in given})
+    sampling = Sampling(**given)
     return GenerationRequest(
         prompt_tokens,
         max_tokens,

@@ -63,6 +63,29 @@ def param_of(schema: Any, body: dict[str, Any]) -> str | None:
         ("tool_choice", {"type": "function", "function": {"name": "absent"}}),
         ("tool_choice", "required"),
         ("parallel_tool_calls", "yes"),
+        # llama-server's sampling fields
+        ("typical_p", 1.5),
+        ("min_keep", -1),
+        ("top_n_sigma", -2),
+        ("xtc_probability", 1.1),
+        ("xtc_threshold", "0.1"),
+        ("dynatemp_range", -0.5),
+        ("dynatemp_exponent", -1),
+        ("dry_multiplier", -1),
+        ("dry_base", 0.5),
+        ("dry_allowed_length", 1.5),
+        ("dry_penalty_last_n", -2),
+        ("dry_sequence_breakers", "\n"),
+        ("dry_sequence_breakers", [""]),
+        ("dry_sequence_breakers", [1]),
+        ("mirostat", 3),
+        ("mirostat", True),
+        ("mirostat_tau", -1),
+        ("mirostat_eta", 2),
+        ("repeat_last_n", -2),
+        ("penalize_nl", "no"),
+        ("samplers", ["top_k", "beam"]),
+        ("samplers", "kpt"),
     ],
 )
 def test_bad_field_is_named(field: str, value: Any) -> None:
@@ -151,3 +174,12 @@ def test_content_parts_and_stop_are_normalised() -> None:
 def test_nested_option_is_named_with_its_path() -> None:
     body = {"messages": USER, "stream_options": {"include_usage": 1}}
     assert param_of(chat_completion_schema, body) == "stream_options.include_usage"
+
+
+def test_llama_servers_sampling_fields_and_sampler_names_are_taken() -> None:
+    body = {"messages": USER, "typical_p": 0.9, "mirostat": 2, "mirostat_tau": 3.0, "dry_multiplier": 0.8,
+            "dry_sequence_breakers": ["\n", "."], "xtc_probability": 0.5, "top_n_sigma": 1.5,
+            "samplers": ["dry", "top-k", "typ_p", "nucleus", "minp", "xtc", "temp"],
+            "repeat_last_n": -1}  # fmt: skip
+    loaded = chat_completion_schema.load(body)
+    assert loaded["samplers"] == body["samplers"] and loaded["mirostat"] == 2

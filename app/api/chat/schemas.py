@@ -80,10 +80,11 @@ class GenerationSchema(BaseSchema):
     presence_penalty = number(-2, 2)
     frequency_penalty = number(-2, 2)
     # llama-server's sampling fields, through llama.cpp's own samplers (see sampler_chain.py).
-    repeat_last_n = StrictInteger(allow_none=True, validate=validate.Range(min=-1))
+    # Windows are ring buffers llama.cpp allocates per sequence: bounded (4 MiB at most).
+    repeat_last_n = StrictInteger(allow_none=True, validate=validate.Range(min=-1, max=1 << 20))
     penalize_nl = StrictBoolean(allow_none=True)  # taken, with no effect, as llama-server now does
     typical_p = number(0, 1)
-    min_keep = count(0)
+    min_keep = count(0, 1024)
     top_n_sigma = number(-1)
     xtc_probability = number(0, 1)
     xtc_threshold = number(0, 1)
@@ -91,8 +92,8 @@ class GenerationSchema(BaseSchema):
     dynatemp_exponent = number(0)
     dry_multiplier = number(0)
     dry_base = number(1)
-    dry_allowed_length = count(0)
-    dry_penalty_last_n = StrictInteger(allow_none=True, validate=validate.Range(min=-1))
+    dry_allowed_length = count(0, 1 << 20)
+    dry_penalty_last_n = StrictInteger(allow_none=True, validate=validate.Range(min=-1, max=1 << 20))
     dry_sequence_breakers = fields.List(
         fields.String(validate=validate.Length(min=1, max=40)),
         allow_none=True,

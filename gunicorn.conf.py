@@ -5,6 +5,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from app.engine import model_check
 from app.serving import drain, key_limits, peers, prefix_board
 from app.settings import cpu
 from app.settings.config import Config
@@ -60,6 +61,8 @@ control_socket_disable = True  # several instances may share a host (tests, mult
 if peers.table is None:  # the first start, not a reload
     # The store's schema brought up to date once, here, before any worker opens it.
     store_startup.exit_unless_migrated(_config.store)
+    # What an entry needs of its GGUF (an embedding model's pooling), before any worker serves.
+    model_check.exit_unless_servable(_config)
     peers.table = peers.PeerTable()
     worker_board.board = worker_board.WorkerBoard(peers.SLOTS)  # the status page's figures, per slot
     key_limits.limits = key_limits.KeyLimits(peers.SLOTS)  # per-key limits, held across workers

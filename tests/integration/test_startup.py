@@ -212,3 +212,16 @@ def test_an_embedding_model_served_for_chat_halts_naming_it(tmp_path: Path) -> N
         result.stderr
     )
     assert "Traceback" not in result.stderr
+
+
+def test_an_embedding_model_that_names_no_pooling_stops_start_up_before_serving() -> None:
+    models = [
+        {"id": "chat", "path": default_model_path()},
+        {"id": "embed", "path": default_model_path(), "embedding": True},  # SmolLM2's GGUF names none
+    ]
+    result = start({"LLM_MODELS": json.dumps(models)})
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr  # before gunicorn even listens: no worker ever served
+    assert lines[0].startswith("configuration error: LLM_MODELS entry 1 ('embed'): ")
+    assert 'set "pooling" (mean, cls or last)' in lines[0]

@@ -17,7 +17,7 @@ KV_TYPES = ("f16", "f32", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_
 SPEC_TYPES = ("none", "ngram", "draft")
 _KEYS = {
     "id", "path", "workers", "n_ctx", "parallel", "chat_template", "chat_format", "pooling", "embedding",
-    "cache_type_k", "cache_type_v", "spec_type", "spec_max", "draft",
+    "cache_type_k", "cache_type_v", "spec_type", "spec_max", "draft", "aliases",
 }  # fmt: skip
 _NUMBERS = (
     ("workers", 1, 64, 1), ("n_ctx", 1, 1 << 20, None), ("parallel", 1, 256, None),
@@ -43,9 +43,14 @@ class ModelSpec:
     spec_type: str | None = None  # else LLM_SPEC_TYPE
     spec_max: int | None = None  # else LLM_SPEC_MAX
     draft: str | None = None  # a smaller GGUF with the same vocabulary, drafting (else LLM_SPEC_DRAFT)
+    aliases: tuple[str, ...] = ()  # other ids requests may name it by (llama-server's --alias)
 
     def describe(self, index: int) -> str:
         return f"entry {index} ({self.id!r})" if self.id else f"entry {index}"
+
+    def answers_to(self, name: str) -> bool:
+        """Whether a request's `model` names this one, by its id or an alias."""
+        return name == self.id or name in self.aliases
 
 
 def parse(raw: str) -> tuple[ModelSpec, ...]:
@@ -59,9 +64,12 @@ def parse(raw: str) -> tuple[ModelSpec, ...]:
     specs = tuple(_entry(entry, index) for index, entry in enumerate(entries))
     seen: set[str] = set()
     for index, spec in enumerate(specs):
-        if spec.id in seen:
-            raise ValueError(f"{spec.describe(index)}: the id is used twice")
-        seen.add(spec.id)
+        for name in (spec.id, *spec.aliases):
+            if name in seen:
+                raise ValueError(
+                    f"{spec.describe(index)}: {name!r} names two models (ids and aliases are unique)"
+                )
+            seen.add(name)
     return specs
 
 
@@ -106,11 +114,14 @@ def _entry(entry: Any, index: int) -> ModelSpec:
             raise ValueError(f"{where}: draft {exc}") from None
     if not isinstance(entry.get("embedding", False), bool):
         raise ValueError(f"{where}: embedding must be true or false")
+    aliases = entry.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
+        raise ValueError(f"{where}: aliases must be a list of non-empty strings")
     return ModelSpec(
         entry["id"].strip(), path, numbers["workers"] or 1, numbers["n_ctx"], numbers["parallel"],
         entry.get("chat_template"), entry.get("pooling"), entry.get("embedding", False), chat_format,
         entry.get("cache_type_k"), entry.get("cache_type_v"), entry.get("spec_type"), numbers["spec_max"],
-        draft,
+        draft, tuple(alias.strip() for alias in aliases),
     )  # fmt: skip
 
 

@@ -195,4 +195,6 @@ def batch_object(row: dict[str, Any], counts: dict[str, int]) -> dict[str, Any]:
         **{stamp: document.get(stamp) for stamp in _STAMPS},
         "request_counts": counts,
         "metadata": document.get("metadata"),
+        "model": document.get("model"),  # once it has ended: the model its answers name
+        "usage": document.get("usage"),  # once it has ended: tokens summed over its answers
     }

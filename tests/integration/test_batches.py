@@ -41,9 +41,15 @@ def test_every_line_is_answered_once_good_and_bad(store_server: Server) -> None:
     assert done.request_counts is not None
     assert (done.request_counts.total, done.request_counts.completed, done.request_counts.failed) == (8, 3, 5)
     assert done.completed_at and done.in_progress_at and done.finalizing_at
+    assert done.model and done.usage is not None
 
     output = results(client, done.output_file_id)
     assert [line["custom_id"] for line in output] == ["good-0", "good-1", "good-2"]  # in the file's order
+    answered = [line["response"]["body"]["usage"] for line in output]
+    assert done.usage.input_tokens == sum(used["prompt_tokens"] for used in answered)
+    assert done.usage.output_tokens == sum(used["completion_tokens"] for used in answered)
+    assert done.usage.total_tokens == done.usage.input_tokens + done.usage.output_tokens
+    assert done.model == output[0]["response"]["body"]["model"]
     for line in output:
         assert line["id"].startswith("batch_req_") and line["error"] is None
         response = line["response"]

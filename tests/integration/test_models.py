@@ -27,7 +27,7 @@ from tests.support.waits import wait_for_log, wait_until
 
 MODELS = [
     {"id": "smol-a", "path": default_model_path(), "workers": 1, "n_ctx": 1024},
-    {"id": "smol-b", "path": default_model_path(), "workers": 1, "parallel": 2},
+    {"id": "smol-b", "path": default_model_path(), "workers": 1, "parallel": 2, "aliases": ["gpt-4o-mini"]},
     {"id": "smol-embed", "path": default_model_path(), "workers": 1, "embedding": True, "pooling": "mean",
      "n_ctx": 512},
 ]  # fmt: skip
@@ -59,6 +59,19 @@ def test_every_model_is_listed_ready(models_server: Server) -> None:
         ("smol-embed", True, "embedding"),
     ]
     assert httpx.get(models_server.url + "/health/ready", timeout=10).status_code == 200
+    assert [m["aliases"] for m in listed] == [[], ["gpt-4o-mini"], []]
+
+
+def test_an_alias_reaches_its_model(models_server: Server, client: openai.OpenAI) -> None:
+    """One model under several ids (llama-server's --alias): a client's hard-coded name works."""
+    for attempt in range(4):  # fresh connections: the alias resolves on whichever worker answers
+        marker = f"alias-{attempt}"
+        body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
+        answer = httpx.post(models_server.url + "/v1/chat/completions", json=body, timeout=60,
+                            headers={"X-Request-ID": marker})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        assert served_by(models_server, marker) == "smol-b"
+    assert client.models.retrieve("gpt-4o-mini").id == "smol-b"
 
 
 def test_requests_reach_a_worker_holding_their_model(models_server: Server) -> None:

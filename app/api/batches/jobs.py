@@ -70,12 +70,13 @@ def finalize(store: Store, due: Due, worker: str, to: str) -> None:
     if not store.batches.lease(due.id, due.status, worker, LEASE):
         return  # another worker is at it
     counts = _counts(store, due.id)
+    usage, model = _usage(store.batch_lines.results(due.id, failed=False))
     output_id, error_id = result_file_ids(due.id)
     ids = {
         "output_file_id": _write(store, due, output_id, counts["completed"], failed=False),
         "error_file_id": _write(store, due, error_id, counts["failed"], failed=True),
     }
-    if store.batches.change(due.id, due.status, to, request_counts=counts, **ids):
+    if store.batches.change(due.id, due.status, to, request_counts=counts, usage=usage, model=model, **ids):
         store.batch_lines.drop(due.id)
         log.info("batch %s %s: %d answered, %d failed", due.id, to, counts["completed"], counts["failed"])
 
@@ -89,6 +90,31 @@ def _write(store: Store, due: Due, file_id: str, lines: int, failed: bool) -> st
     results = _jsonl(store.batch_lines.results(due.id, failed))
     store.files.create(due.owner, file_id, name, "batch_output", results, due.output_ttl)
     return file_id
+
+
+def _usage(results: Iterator[dict[str, Any]]) -> tuple[dict[str, Any], str | None]:
+    """The Batch's `usage` (OpenAI's token counts, summed over the answered lines) and `model`."""
+    tokens = {"input": 0, "output": 0, "cached": 0, "reasoning": 0}
+    model = None
+    for result in results:
+        body = (result.get("response") or {}).get("body") or {}
+        model = model or body.get("model")
+        used = body.get("usage") or {}
+        # Chat and text completions and embeddings say prompt/completion; Responses input/output.
+        tokens["input"] += used.get("prompt_tokens", used.get("input_tokens", 0)) or 0
+        tokens["output"] += used.get("completion_tokens", used.get("output_tokens", 0)) or 0
+        details_in = used.get("prompt_tokens_details") or used.get("input_tokens_details") or {}
+        details_out = used.get("completion_tokens_details") or used.get("output_tokens_details") or {}
+        tokens["cached"] += details_in.get("cached_tokens") or 0
+        tokens["reasoning"] += details_out.get("reasoning_tokens") or 0
+    usage = {
+        "input_tokens": tokens["input"],
+        "input_tokens_details": {"cached_tokens": tokens["cached"]},
+        "output_tokens": tokens["output"],
+        "output_tokens_details": {"reasoning_tokens": tokens["reasoning"]},
+        "total_tokens": tokens["input"] + tokens["output"],
+    }
+    return usage, model
 
 
 def _counts(store: Store, batch_id: str) -> dict[str, int]:

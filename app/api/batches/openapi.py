@@ -50,6 +50,8 @@ COMPONENTS: dict[str, dict[str, Any]] = {
                 "properties": {"total": _INT, "completed": _INT, "failed": _INT},
             },
             "metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+            "model": _MAYBE_STR,
+            "usage": {"anyOf": [{"type": "object"}, {"type": "null"}]},
         },
     },
     "BatchList": list_schema("Batch"),

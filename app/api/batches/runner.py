@@ -149,7 +149,7 @@ class BatchRunner:
         if model is None:
             embeds = endpoint == "/v1/embeddings"
             return next((spec.id for spec in served if spec.embedding == embeds), served[0].id)
-        return model if any(spec.id == model for spec in served) else ""
+        return next((spec.id for spec in served if spec.answers_to(model)), "")
 
 
 def start(app: Flask) -> None:

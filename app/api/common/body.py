@@ -101,7 +101,7 @@ def model_index(name: str | None, use: str | None = None) -> int:
         fits = [i for i, spec in enumerate(served) if use is None or spec.embedding == (use == "embed")]
         return fits[0] if fits else 0
     for index, spec in enumerate(served):
-        if spec.id == name:
+        if spec.answers_to(name):
             return index
     ids = ", ".join(f"'{spec.id}'" for spec in served)
     raise ModelNotFoundError(f"The model '{name}' does not exist; this server serves {ids}.", param="model")

@@ -18,6 +18,9 @@ class ModelSchema(Schema):
     owned_by = fields.String(required=True)
     ready = fields.Boolean(required=True, metadata={"description": "A worker holding it has loaded it"})
     kind = fields.String(required=True, validate=validate.OneOf(["generation", "embedding"]))
+    aliases = fields.List(
+        fields.String(), required=True, metadata={"description": "Other ids requests may name it by"}
+    )
 
 
 class ModelListSchema(Schema):

@@ -32,6 +32,7 @@ def _model_object(index: int, ready: set[int]) -> dict[str, Any]:
         "owned_by": "llama.cpp",
         "ready": index in ready,
         "kind": "embedding" if spec.embedding else "generation",
+        "aliases": list(spec.aliases),
     }
 
 
@@ -47,7 +48,7 @@ def list_models() -> Response:
 def retrieve_model(model_id: str) -> Response:
     """One served model, by id."""
     for index, spec in enumerate(current_config().models):
-        if spec.id == model_id:
+        if spec.answers_to(model_id):
             return jsonify(_model_object(index, ready_models()))
     raise ModelNotFoundError(f"The model '{model_id}' does not exist.", param="model")
 

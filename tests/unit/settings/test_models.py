@@ -34,7 +34,7 @@ def test_a_good_list() -> None:
         (entries({"id": "a", "path": "/nonexistent.gguf"}), "entry 0 ('a'): path no such file"),
         (
             entries({"id": "a", "path": FAKE_MODEL}, {"id": "a", "path": FAKE_MODEL}),
-            "entry 1 ('a'): the id is used twice",
+            "entry 1 ('a'): 'a' names two models",
         ),
         (entries({"id": "a", "path": FAKE_MODEL, "workers": 0}), "entry 0 ('a'): workers must be an integer"),
         (entries({"id": "a", "path": FAKE_MODEL, "parallel": True}), "parallel must be an integer"),
@@ -55,6 +55,12 @@ def test_a_good_list() -> None:
             "spec_type must be one of none, ngram, draft",
         ),
         (entries({"id": "a", "path": FAKE_MODEL, "colour": "red"}), "entry 0 ('a'): unknown key 'colour'"),
+        (entries({"id": "a", "path": FAKE_MODEL, "aliases": "b"}), "entry 0 ('a'): aliases must be a list"),
+        (entries({"id": "a", "path": FAKE_MODEL, "aliases": [""]}), "aliases must be a list of non-empty"),
+        (
+            entries({"id": "a", "path": FAKE_MODEL}, {"id": "b", "path": FAKE_MODEL, "aliases": ["a"]}),
+            "entry 1 ('b'): 'a' names two models",
+        ),
     ],
 )
 def test_a_bad_entry_is_named(raw: str, message: str) -> None:
@@ -104,3 +110,10 @@ def test_new_workers_fill_the_model_furthest_below_its_share() -> None:
     assert model_for_new_worker(specs, [0, 1]) == 0
     assert model_for_new_worker(specs, [0, 0]) == 1  # b's worker died: its replacement holds b
     assert model_for_new_worker(specs, [0, 0, 1, 0]) == 1  # a reload: new workers spread evenly
+
+
+def test_an_entry_answers_to_its_aliases() -> None:
+    (spec,) = parse(entries({"id": "chat", "path": FAKE_MODEL, "aliases": ["smol", " gpt-4o-mini "]}))
+    assert spec.aliases == ("smol", "gpt-4o-mini")
+    assert spec.answers_to("chat") and spec.answers_to("smol") and spec.answers_to("gpt-4o-mini")
+    assert not spec.answers_to("gpt-4o")

@@ -1,4 +1,4 @@
-"""Embeddings: several inputs per decode on an embedding context, pooled by llama.cpp, normalised."""
+"""Embeddings (or a reranker's scores): several inputs per decode, pooled by llama.cpp, vectors normalised."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ POOLING = {
     "mean": llama_cpp.LLAMA_POOLING_TYPE_MEAN,
     "cls": llama_cpp.LLAMA_POOLING_TYPE_CLS,
     "last": llama_cpp.LLAMA_POOLING_TYPE_LAST,
+    "rank": llama_cpp.LLAMA_POOLING_TYPE_RANK,  # a reranker: one relevance score per input
 }
 MAX_SEQUENCES = 64  # inputs in one decode
 
@@ -46,8 +47,13 @@ class Embedder:
         self.ctx = self.context.ctx
         self.memory = llama_cpp.llama_get_memory(self.ctx)
         self.n_ctx = llama_cpp.llama_n_batch(self.ctx)
-        self.n_embd = llama_cpp.llama_model_n_embd_out(self.model.model)
         self.pooling = llama_cpp.llama_pooling_type(self.ctx)
+        self.ranks = self.pooling == llama_cpp.LLAMA_POOLING_TYPE_RANK
+        # A reranker's classifier gives scores (one per label), not a vector.
+        model = self.model.model
+        self.n_embd = (
+            llama_cpp.llama_model_n_cls_out(model) if self.ranks else llama_cpp.llama_model_n_embd_out(model)
+        )
         if self.pooling == llama_cpp.LLAMA_POOLING_TYPE_NONE:  # the GGUF names none: average the tokens
             raise ValueError("the model names no pooling type; set one (mean, cls, last) in LLM_MODELS")
         self.tokenizer = Tokenizer(self.model)
@@ -76,6 +82,8 @@ class Embedder:
                 pointer = llama_cpp.llama_get_embeddings_seq(self.ctx, row - start)
                 vectors[row] = np.ctypeslib.as_array(pointer, shape=(self.n_embd,))
             start = end
+        if self.ranks:
+            return vectors, decodes  # scores, as the classifier gave them
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms), decodes
 

@@ -33,6 +33,7 @@ class EmbeddingEngine(LoadingEngine[Embedder]):
         self.parallel = MAX_SEQUENCES
         self.n_ctx = config.n_ctx
         self.dimensions = 0  # once loaded
+        self.ranks = False  # once loaded: the model scores query-document pairs
         self._embedder: Embedder | None = None
         self._waiting: list[_Waiting] = []
         self._running: list[_Waiting] = []
@@ -108,5 +109,8 @@ class EmbeddingEngine(LoadingEngine[Embedder]):
 
     def _loaded_with(self, embedder: Embedder) -> str:
         self.dimensions = embedder.n_embd
+        self.ranks = embedder.ranks  # a reranker: /v1/rerank, not /v1/embeddings
         self.n_ctx = embedder.n_ctx  # the model's trained context may be shorter than LLM_N_CTX
+        if embedder.ranks:
+            return f"a reranker ({embedder.n_embd} scores per input)"
         return f"embeddings of {embedder.n_embd} dimensions, pooling type {embedder.pooling}"

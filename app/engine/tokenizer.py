@@ -139,6 +139,29 @@ class Tokenizer:
             tokens = [self._bos if self._bos >= 0 else self._model.token_eos()] + tokens
         return tokens
 
+    def rerank_pair(self, query: str, document: str) -> list[int]:
+        """A query and a document as a reranker reads them, as llama-server joins them: the model's
+        own "rerank" template if it has one, else [BOS] query [EOS] [SEP] document [EOS], each
+        special token where the model's metadata asks for it (BERT: [CLS] query [SEP] document)."""
+        template = llama_cpp.llama_model_chat_template(self._model.model, b"rerank")
+        if template:
+            prompt = template.decode().replace("{query}", query).replace("{document}", document)
+            return self._encode(prompt, add_special=False, parse_special=True)
+        vocab = self._vocab
+        eos = llama_cpp.llama_vocab_eos(vocab)
+        eos = eos if eos >= 0 else llama_cpp.llama_vocab_sep(vocab)
+        adds_eos = [eos] if llama_cpp.llama_vocab_get_add_eos(vocab) else []
+        adds_sep = [llama_cpp.llama_vocab_sep(vocab)] if llama_cpp.llama_vocab_get_add_sep(vocab) else []
+        adds_bos = [llama_cpp.llama_vocab_bos(vocab)] if llama_cpp.llama_vocab_get_add_bos(vocab) else []
+        return (
+            adds_bos
+            + self._encode(query, add_special=False, parse_special=False)
+            + adds_eos
+            + adds_sep
+            + self._encode(document, add_special=False, parse_special=False)
+            + adds_eos
+        )
+
     @property
     def supports_infill(self) -> bool:
         """True when the vocabulary has fill-in-the-middle markers."""

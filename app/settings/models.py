@@ -10,7 +10,7 @@ from typing import Any
 from app.chat_formats.detect import FORMATS, by_name
 from app.settings import values
 
-POOLINGS = ("mean", "cls", "last")
+POOLINGS = ("mean", "cls", "last", "rank")
 # llama-server's --cache-type-k/-v choices; each is a ggml type llama.cpp can store a KV cell in.
 KV_TYPES = ("f16", "f32", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 # Speculative decoding: off, drafts from the choice's own tokens, or from a smaller model.

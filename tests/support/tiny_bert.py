@@ -18,7 +18,11 @@ EMBD, FF, LAYERS, HEADS, CONTEXT = 32, 64, 2, 2, 128
 
 
 def write(path: Path, pooling: PoolingType = PoolingType.CLS, seed: int = 0) -> Path:
-    """Write the model to `path` (its pooling type in the metadata) and return the path."""
+    """Write the model to `path` (its pooling type in the metadata) and return the path.
+
+    With PoolingType.RANK it is a reranker: a classification head (`cls`, then `cls.output`
+    to one score) on the [CLS] state, as BERT cross-encoders such as bge-reranker have.
+    """
     # As llama.cpp's converter writes BERT's vocabulary: a word-start piece has the "▁" prefix,
     # a continuation ("##s" in BERT's files) has none.
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -71,6 +75,11 @@ def write(path: Path, pooling: PoolingType = PoolingType.CLS, seed: int = 0) -> 
         tensor(f"{block}.ffn_down.weight", EMBD, FF)
         tensor(f"{block}.ffn_down.bias", EMBD, scale=0.02)
         norm(f"{block}.layer_output_norm")
+    if pooling == PoolingType.RANK:
+        tensor("cls.weight", EMBD, EMBD)
+        tensor("cls.bias", EMBD, scale=0.02)
+        tensor("cls.output.weight", 1, EMBD, scale=1.0)
+        tensor("cls.output.bias", 1, scale=0.02)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -40,7 +40,7 @@ def test_a_good_list() -> None:
         (entries({"id": "a", "path": FAKE_MODEL, "parallel": True}), "parallel must be an integer"),
         (
             entries({"id": "a", "path": FAKE_MODEL, "pooling": "max"}),
-            "pooling must be one of mean, cls, last",
+            "pooling must be one of mean, cls, last, rank",
         ),
         (
             entries({"id": "a", "path": FAKE_MODEL, "cache_type_v": "q3_k"}),

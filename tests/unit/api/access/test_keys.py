@@ -50,3 +50,8 @@ def test_metrics_can_require_a_key(engine: FakeEngine) -> None:
 
 def test_no_keys_means_open(client: FlaskClient) -> None:
     assert client.get("/v1/models").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/tokenize", "/detokenize", "/rerank", "/reranking"])
+def test_routes_outside_v1_that_read_the_model_need_a_key_too(keyed: FlaskClient, path: str) -> None:
+    assert keyed.post(path, json={}).status_code == 401

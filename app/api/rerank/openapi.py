@@ -1,0 +1,55 @@
+"""The rerank family in the OpenAPI document: its routes (llama-server's four paths), request and answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec
+
+from app.api.common.openapi import POST_ERRORS, error_responses, json_answer, post
+from app.api.rerank.schemas import RerankRequestSchema
+from app.settings.models import ModelSpec
+
+PATHS = ("/v1/rerank", "/rerank", "/v1/reranking", "/reranking")
+_COUNT = {"type": "integer", "minimum": 0}
+RERANK_RESULT: dict[str, Any] = {
+    "type": "object",
+    "required": ["model", "object", "usage", "results"],
+    "properties": {
+        "model": {"type": "string"},
+        "object": {"const": "list"},
+        "usage": {
+            "type": "object",
+            "required": ["prompt_tokens", "total_tokens"],
+            "properties": {"prompt_tokens": _COUNT, "total_tokens": _COUNT},
+        },
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["index", "relevance_score"],
+                "properties": {
+                    "index": _COUNT,
+                    "relevance_score": {"type": "number"},
+                    "document": {"type": "object", "properties": {"text": {"type": "string"}}},
+                },
+            },
+        },
+    },
+}
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/v1/rerank and its other names."""
+    spec.components.schema("RerankResult", component=RERANK_RESULT)
+    spec.components.schema("RerankRequest", schema=RerankRequestSchema)
+    for path in PATHS:
+        spec.path(
+            path=path,
+            operations=post(
+                "Rank documents by relevance to a query (a reranking model: pooling rank)",
+                "RerankRequest",
+                json_answer("The documents, most relevant first, `top_n` of them.", "RerankResult"),
+                error_responses(*POST_ERRORS),
+            ),
+        )

@@ -1,0 +1,85 @@
+"""`POST /v1/rerank` (and llama-server's `/rerank`, `/reranking`, `/v1/reranking`): documents ranked.
+
+Served by a reranking model (an LLM_MODELS entry with "embedding": true whose pooling is
+rank, from the entry or the GGUF): each query-document pair is one input of the
+embedding engine, and the classifier's score is the document's relevance.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, g, jsonify, request
+
+from app.api.common.body import embedding_engine, model_index, parse_json, serve_here_or_relay
+from app.api.common.errors import ContextLengthError, InvalidRequestError
+from app.api.rerank.schemas import rerank_request_schema
+from app.engine.errors import QueueFullError
+from app.serving import relay
+from app.settings.current import current_config
+
+bp = Blueprint("rerank", __name__)
+NOT_A_RERANKER = (
+    'The model \'{model}\' {does}; a reranker is served with "embedding": true and "pooling": "rank" '
+    "(or a GGUF whose pooling type is rank) in LLM_MODELS."
+)
+
+
+@bp.post("/v1/rerank")
+@bp.post("/rerank")
+@bp.post("/v1/reranking")
+@bp.post("/reranking")
+def rerank() -> Response:
+    """The documents, most relevant first (`top_n` of them), each with its index and score."""
+    body = parse_json(rerank_request_schema)
+    config = current_config()
+    index = _reranker(body.get("model"))
+    spec = config.models[index]
+    if not spec.embedding:
+        does = "generates text"
+        raise InvalidRequestError(NOT_A_RERANKER.format(model=spec.id, does=does), param="model")
+    serve_here_or_relay(index)
+    engine = embedding_engine()
+    if not engine.ranks:
+        does = "computes embeddings, not relevance scores"
+        raise InvalidRequestError(NOT_A_RERANKER.format(model=spec.id, does=does), param="model")
+    pairs = [engine.tokenizer.rerank_pair(body["query"], document) for document in body["documents"]]
+    for position, pair in enumerate(pairs):
+        if len(pair) > engine.n_ctx:
+            raise ContextLengthError(
+                f"The query with documents[{position}] is {len(pair)} tokens; this model's maximum "
+                f"context length is {engine.n_ctx}.",
+                param="documents",
+            )
+    relayed = relay.to_idle_peer(request, engine)
+    if relayed is not None:  # another worker holding this model is idle
+        g.stats.relayed = True
+        return relayed
+    try:
+        scores = engine.embed(pairs)
+    except QueueFullError:
+        g.stats.rejected = True
+        raise
+    tokens = sum(len(pair) for pair in pairs)
+    g.stats.prompt_tokens = tokens
+    ranked = sorted(range(len(pairs)), key=lambda i: -float(scores[i][0]))[: body.get("top_n") or len(pairs)]
+    results = [
+        {"index": i, "relevance_score": float(scores[i][0]),
+         **({"document": {"text": body["documents"][i]}} if body.get("return_documents") else {})}
+        for i in ranked
+    ]  # fmt: skip
+    return jsonify(
+        {
+            "model": spec.id,
+            "object": "list",
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            "results": results,
+        }
+    )
+
+
+def _reranker(name: str | None) -> int:
+    """The entry a request names; without a name, the first reranking entry, else the first embedding one."""
+    if name is not None:
+        return model_index(name)
+    served = current_config().models
+    ranked = [i for i, spec in enumerate(served) if spec.embedding and spec.pooling == "rank"]
+    return ranked[0] if ranked else model_index(None, "embed")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import cohere
 import httpx
 import pytest
 from gguf import PoolingType
@@ -72,3 +73,14 @@ def test_what_cannot_be_reranked_is_a_400_naming_it(server: Server, body: dict[s
     answer = rerank(server, **body)
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["param"] == param
+
+
+def test_coheres_sdk_reranks_against_it(server: Server) -> None:
+    """A real client of this API shape, unchanged, pointed at the server."""
+    with httpx.Client(timeout=60) as connection:
+        client = cohere.Client(base_url=server.url, api_key="unused", httpx_client=connection)
+        answer = client.rerank(model="reranker", query="the cat", documents=DOCUMENTS, top_n=3)
+    ours = rerank(server, documents=DOCUMENTS, top_n=3).json()["results"]
+    assert [(r.index, round(r.relevance_score, 4)) for r in answer.results] == [
+        (r["index"], round(r["relevance_score"], 4)) for r in ours
+    ]

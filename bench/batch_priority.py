@@ -211,12 +211,10 @@ def report(
         ordered = sorted(values)
         p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
         pace = paces.get((target, condition))
+        shown = f"{statistics.mean(pace):.1f}" if pace else "—"
         lines.append(
             f"| {target} | {condition} | {statistics.median(values) * 1000:.0f} | {p90 * 1000:.0f} | "
-            f"{len(values)} | {statistics.mean(pace):.1f} |"
-            if pace
-            else f"| {target} | {condition} | {statistics.median(values) * 1000:.0f} | {p90 * 1000:.0f} | "
-            f"{len(values)} | — |"
+            f"{len(values)} | {shown} |"
         )
     idle = statistics.median(results[("ours", IDLE)])
     batch = statistics.median(results[("ours", BATCH)])

@@ -6,13 +6,12 @@ import base64
 from typing import Any
 
 import numpy as np
-from flask import Blueprint, Response, g, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 from app.api.common.body import embedding_engine, parse_body
+from app.api.common.embed import embedded
 from app.api.common.errors import ContextLengthError, InvalidRequestError
 from app.api.embeddings.schemas import embedding_request_schema
-from app.engine.errors import QueueFullError
-from app.serving import relay
 from app.settings.current import current_config
 
 bp = Blueprint("embeddings", __name__)
@@ -47,18 +46,11 @@ def create_embeddings() -> Response:
             "shorten them.",
             param="dimensions",
         )
-    relayed = relay.to_idle_peer(request, engine)
-    if relayed is not None:  # another worker holding this model is idle
-        g.stats.relayed = True
-        return relayed
-    try:
-        vectors = engine.embed(inputs)
-    except QueueFullError:
-        g.stats.rejected = True
-        raise
+    vectors = embedded(engine, inputs)
+    if isinstance(vectors, Response):  # another worker holding this model was idle: its answer
+        return vectors
     as_base64 = body.get("encoding_format") == "base64"
     tokens = sum(len(item) for item in inputs)
-    g.stats.prompt_tokens = tokens
     return jsonify(
         {
             "object": "list",

@@ -7,13 +7,12 @@ embedding engine, and the classifier's score is the document's relevance.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, g, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 from app.api.common.body import embedding_engine, model_index, parse_json, serve_here_or_relay
+from app.api.common.embed import embedded
 from app.api.common.errors import ContextLengthError, InvalidRequestError
 from app.api.rerank.schemas import rerank_request_schema
-from app.engine.errors import QueueFullError
-from app.serving import relay
 from app.settings.current import current_config
 
 bp = Blueprint("rerank", __name__)
@@ -49,17 +48,10 @@ def rerank() -> Response:
                 f"context length is {engine.n_ctx}.",
                 param="documents",
             )
-    relayed = relay.to_idle_peer(request, engine)
-    if relayed is not None:  # another worker holding this model is idle
-        g.stats.relayed = True
-        return relayed
-    try:
-        scores = engine.embed(pairs)
-    except QueueFullError:
-        g.stats.rejected = True
-        raise
+    scores = embedded(engine, pairs)
+    if isinstance(scores, Response):  # another worker holding this model was idle: its answer
+        return scores
     tokens = sum(len(pair) for pair in pairs)
-    g.stats.prompt_tokens = tokens
     ranked = sorted(range(len(pairs)), key=lambda i: -float(scores[i][0]))[: body.get("top_n") or len(pairs)]
     results = [
         {"index": i, "relevance_score": float(scores[i][0]),

@@ -69,16 +69,14 @@ class Engine(LoadingEngine[LoadedModel]):
             generation.queued = True
             self._queued += 1
         choices = [(generation, request) for request in requests]
-        if low_priority:
+        if must_wait and not low_priority:
+            self._preempt(len(requests))
+        if low_priority or not any(item[0].low_priority for item in self._waiting):
             self._waiting.extend(choices)
-        else:
-            if must_wait:
-                self._preempt(len(requests))
-            # Ahead of the low-priority choices waiting, behind the interactive ones.
+        else:  # ahead of the low-priority choices waiting, behind the interactive ones
+            interactive = [item for item in self._waiting if not item[0].low_priority]
             low = [item for item in self._waiting if item[0].low_priority]
-            self._waiting = deque(
-                [item for item in self._waiting if not item[0].low_priority] + choices + low
-            )
+            self._waiting = deque(interactive + choices + low)
         self._dispatch()
         return generation
 

@@ -78,7 +78,7 @@ if peers.table is None:  # the first start, not a reload
 
 def on_starting(server):
     # gunicorn's own worker count (-w, WEB_CONCURRENCY...) must match what LLM_MODELS asks for.
-    asked = sum(spec.workers for spec in _config.models)
+    asked = sum(spec.workers for spec in _config.models) + _config.on_demand_workers
     if _config.models_given and server.cfg.workers != asked:
         print(
             f"configuration error: LLM_MODELS asks for {asked} workers in all but gunicorn "
@@ -97,8 +97,11 @@ def when_ready(server):
 
 def pre_fork(server, worker):
     # The model furthest below its share of workers: a dead worker's replacement holds its model.
-    worker.llm_model = model_for_new_worker(_config.models, peers.table.holding())
-    worker.llm_slot = peers.table.claim(worker.llm_model)
+    table = peers.table
+    worker.llm_model = model_for_new_worker(
+        _config.models, table.holding(), table.pool_workers(), _config.on_demand_workers
+    )
+    worker.llm_slot = table.claim(worker.llm_model)
 
 
 def post_fork(server, worker):
@@ -113,7 +116,9 @@ def post_fork(server, worker):
     shared = config.n_threads == 1 or config.workers * config.n_threads > cpu.usable_cores()
     if shared and not _OMP_GIVEN:
         os.environ["OMP_WAIT_POLICY"] = "passive"
-    peers.this_worker = peers.Worker(peers.table, worker.llm_slot, worker.llm_model)
+    peers.this_worker = peers.Worker(
+        peers.table, worker.llm_slot, worker.llm_model, pool=worker.llm_model == peers.POOL
+    )
 
 
 def post_worker_init(worker):

@@ -23,6 +23,20 @@ def _store(config: Config, under_gunicorn: bool) -> Any:
     return open_store(config.store_url, config.store_ttl)
 
 
+def _unloaded_from(slot: int) -> Any:
+    """What a pool worker's unload changes in the telemetry: a count, and its row of figures cleared."""
+    from app.telemetry import metrics, worker_board
+
+    def unloaded(model: str, reason: str) -> None:
+        metrics.MODEL_UNLOADS.labels(model=model, reason=reason).inc()
+        if worker_board.board is not None:  # its figures start over; what its last load took stays
+            last_load = worker_board.board.read(slot).load_seconds
+            worker_board.board.clear(slot)
+            worker_board.board.record_load_seconds(slot, last_load)
+
+    return unloaded
+
+
 class _InOrderJSON(DefaultJSONProvider):
     sort_keys = False  # keep OpenAI's field order, as clients print it
 
@@ -42,7 +56,7 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     from app.telemetry.engine_figures import EngineFigures
 
     app = Flask(__name__, static_folder=None)  # the pages serve their own files (app/ui/static)
-    config = config or Config.from_env()
+    config = base = config or Config.from_env()
     worker = peers.this_worker
     if worker is not None:  # under gunicorn: this worker holds one model of LLM_MODELS
         config = config.for_model(worker.model)
@@ -51,9 +65,8 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     app.json = _InOrderJSON(app)
     request_log.configure_logging(json_lines=config.log_format == "json")
 
-    if engine is None:
-        if worker is not None:
-            worker.capacity = 1 if config.embedding else config.parallel
+    def make_engine(held: Config) -> Any:
+        """An engine for the model `held` names, reporting to this worker's figures; not yet started."""
         figures = (
             EngineFigures(
                 worker.publish,
@@ -65,10 +78,24 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
             if worker
             else EngineFigures()
         )
-        engine = (EmbeddingEngine if config.embedding else Engine)(config, figures)
+        # A model loaded on demand that fails to load leaves its pool worker up (the request says why).
+        return (EmbeddingEngine if held.embedding else Engine)(held, figures, exit_on_failure=worker_pinned)
+
+    worker_pinned = worker is None or not worker.pool
+    if engine is None and not worker_pinned:
+        from app.serving.model_holder import ModelHolder, NoModel
+
+        assert worker is not None, "a pool worker runs under gunicorn"
+        engine = NoModel(config)
+        reports = (metrics.model_loaded, _unloaded_from(worker.slot))
+        app.extensions["model_holder"] = ModelHolder(app, base, make_engine, worker, reports)
+    if engine is None:
+        if worker is not None:
+            worker.capacity = 1 if config.embedding else config.parallel
+        engine = make_engine(config)
         engine.start()
-        if worker is not None and worker_board.board is not None:
-            worker_board.sample_greenlets(worker_board.board, worker.slot)
+    if worker is not None and worker_board.board is not None:
+        worker_board.sample_greenlets(worker_board.board, worker.slot)
     app.extensions["engine"] = engine
     app.extensions["store"] = _store(config, under_gunicorn=worker is not None)
 

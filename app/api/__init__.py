@@ -20,12 +20,15 @@ from app.api.conversations import routes as conversations
 from app.api.embeddings import routes as embeddings
 from app.api.files import routes as files
 from app.api.meta import routes as meta
+from app.api.models import routes as models
 from app.api.rerank import routes as rerank
 from app.api.responses import routes as responses
 from app.api.tokens import routes as tokens
 from app.settings.current import config_of
 
-FAMILIES = (chat, responses, conversations, files, batches, anthropic, embeddings, rerank, tokens, meta)
+FAMILIES = (
+    chat, responses, conversations, files, batches, anthropic, embeddings, rerank, tokens, meta, models,
+)  # fmt: skip
 
 
 def init_app(app: Flask) -> None:

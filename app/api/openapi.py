@@ -21,6 +21,7 @@ from app.api.conversations import openapi as conversations
 from app.api.embeddings import openapi as embeddings
 from app.api.files import openapi as files
 from app.api.meta import openapi as meta
+from app.api.models import openapi as models
 from app.api.rerank import openapi as rerank
 from app.api.responses import openapi as responses
 from app.api.tokens import openapi as tokens
@@ -29,7 +30,9 @@ from app.settings.models import ModelSpec
 
 bp = Blueprint("openapi", __name__)
 
-FAMILIES = (chat, responses, conversations, files, batches, anthropic, embeddings, rerank, tokens, meta)
+FAMILIES = (
+    chat, responses, conversations, files, batches, anthropic, embeddings, rerank, tokens, meta, models,
+)  # fmt: skip
 DOCUMENT_PATH, DOCS_PATH = "/openapi.json", "/docs"
 
 

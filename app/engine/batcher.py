@@ -89,6 +89,12 @@ class Batcher:
         self.board_rows = len(self.sequences) + (PUBLISHED if self.host_cache else 0)
         self.governor = ThreadGovernor(model.shape.n_threads, model.set_threads)
 
+    def close(self) -> None:
+        """Free the context and weights (and the draft model's); the loop must have stopped."""
+        if self.draft_model is not None:
+            self.draft_model.close()
+        self.model.close()
+
     def submit(self, job: Job | None) -> None:
         """Queue a choice for the next step (from any thread); None stops the loop."""
         self._inbox.put(job)

@@ -94,3 +94,6 @@ class BatchContext(Protocol):
 
     def set_threads(self, n_threads: int) -> None:
         """Decode with this many threads from the next step on."""
+
+    def close(self) -> None:
+        """Free the context, then the weights."""

@@ -28,8 +28,10 @@ class EmbeddingEngine(LoadingEngine[Embedder]):
     decodes, as llama.cpp's server does across its slots.
     """
 
-    def __init__(self, config: Config, observer: EngineObserver | None = None) -> None:
-        super().__init__(config, observer)
+    def __init__(
+        self, config: Config, observer: EngineObserver | None = None, exit_on_failure: bool = True
+    ) -> None:
+        super().__init__(config, observer, exit_on_failure)
         self.parallel = MAX_SEQUENCES
         self.n_ctx = config.n_ctx
         self.dimensions = 0  # once loaded
@@ -106,6 +108,11 @@ class EmbeddingEngine(LoadingEngine[Embedder]):
         cfg = self.config
         self._embedder = Embedder(cfg.model_path, cfg.n_ctx, cfg.n_threads, cfg.pooling, cfg.n_gpu_layers)
         return self._embedder
+
+    def _free_model(self) -> None:
+        assert self._embedder is not None, "loaded"
+        self._embedder.close()
+        self._embedder = None
 
     def _loaded_with(self, embedder: Embedder) -> str:
         self.dimensions = embedder.n_embd

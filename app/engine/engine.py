@@ -28,8 +28,10 @@ class Engine(LoadingEngine[LoadedModel]):
     never queues; the hub counts the sequences back in as their last chunks arrive.
     """
 
-    def __init__(self, config: Config, observer: EngineObserver | None = None) -> None:
-        super().__init__(config, observer)
+    def __init__(
+        self, config: Config, observer: EngineObserver | None = None, exit_on_failure: bool = True
+    ) -> None:
+        super().__init__(config, observer, exit_on_failure)
         self.parallel = config.parallel
         self.admitted = 0  # requests held: generating or waiting
         self._free = config.parallel  # sequences not promised to a choice
@@ -39,6 +41,7 @@ class Engine(LoadingEngine[LoadedModel]):
         self._last_load: tuple[int, int, int] | None = None  # as last told to the observer
         self._cells_in_use = 0  # KV cells held by choices, as last told to the observer
         self._low_running: set[Generation] = set()  # low-priority generations holding a sequence
+        self._stepping: object = None  # the batcher's loop, once running (an AsyncResult)
 
     @property
     def load(self) -> int:
@@ -175,9 +178,19 @@ class Engine(LoadingEngine[LoadedModel]):
         self._batcher = Batcher(model, settings, self._post, draft_model)
         return model
 
+    def _stop(self) -> None:
+        if self._batcher is not None and self._stepping is not None:
+            self._batcher.submit(None)
+            self._stepping.get()  # type: ignore[attr-defined]  # gevent's AsyncResult
+
+    def _free_model(self) -> None:
+        assert self._batcher is not None, "loaded"
+        self._batcher.close()
+        self._batcher = None
+
     def _loaded_with(self, model: LoadedModel) -> str:
         assert self._batcher is not None, "_load made it, with the model"
-        self.pool.spawn(self._batcher.run)  # loops for the worker's life
+        self._stepping = self.pool.spawn(self._batcher.run)  # loops until the model is unloaded
         self._dispatch()
         kv = model.kv_memory
         self.observer.kv_sized(kv)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import time
@@ -31,8 +32,12 @@ LoadedT = TypeVar("LoadedT", bound=Loaded)
 class LoadingEngine(Generic[LoadedT]):
     """Loads a model in a native thread of its own; `ready` once done. Subclasses say what to load."""
 
-    def __init__(self, config: Config, observer: EngineObserver | None = None) -> None:
+    def __init__(
+        self, config: Config, observer: EngineObserver | None = None, exit_on_failure: bool = True
+    ) -> None:
         self.config = config
+        # A model loaded at start-up that cannot load stops the server; one loaded on demand does not.
+        self.exit_on_failure = exit_on_failure
         self.observer = observer or EngineObserver()
         self.created = int(time.time())
         self.pool = ThreadPool(1)
@@ -56,6 +61,11 @@ class LoadingEngine(Generic[LoadedT]):
         raise NotImplementedError
 
     @property
+    def load(self) -> int:
+        """Requests (or choices) held: generating or waiting."""
+        raise NotImplementedError
+
+    @property
     def ready(self) -> bool:
         """True once the model is loaded and can serve."""
         return self._loaded.is_set() and self.load_error is None
@@ -72,6 +82,31 @@ class LoadingEngine(Generic[LoadedT]):
     def _load(self) -> LoadedT:
         """Runs in the native thread: load and return what the engine serves with."""
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Free the model and its context, and give the memory back to the system (the engine must be
+        idle, and is of no more use). Waits, cooperatively, for the native thread to do it."""
+        self._loaded.wait()
+        self._stop()
+        self.pool.spawn(self._free_native).get()
+        self.pool.kill()
+
+    def _stop(self) -> None:
+        """On the hub, before the model is freed: stop whatever runs in the native thread."""
+
+    def _free_model(self) -> None:
+        """Runs in the native thread: free the model (when it has loaded)."""
+        raise NotImplementedError
+
+    def _free_native(self) -> None:
+        if self.ready:
+            self._free_model()
+        # glibc keeps freed heap memory for the process; llama.cpp's buffers are large, so the
+        # next load would reuse it, but an unloaded model's memory should show as returned.
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc: its allocator keeps what it keeps
+            pass
 
     def _loaded_with(self, loaded: LoadedT) -> str:
         """On the hub, once loaded: start serving; returns what to say about it in the log."""
@@ -99,6 +134,8 @@ class LoadingEngine(Generic[LoadedT]):
         setting = f"LLM_MODELS ({cfg.model_id!r})" if cfg.models_given else "LLM_MODEL_PATH"
         log.critical("%s=%s: llama.cpp could not load it: %s", setting, cfg.model_path, self.load_error)
         self._loaded.set()
+        if not self.exit_on_failure:
+            return
         # gunicorn's arbiter halts the whole server when a worker exits with 3
         # (WORKER_BOOT_ERROR), rather than restarting workers that can never load.
         logging.shutdown()

@@ -19,12 +19,17 @@ import shutil
 import socket
 import struct
 import tempfile
+import time
 from dataclasses import dataclass
+
+from app.settings.models import POOL
 
 SLOTS = 64  # room for every worker, old and new, during a reload (SIGHUP)
 # pid, load (choices holding or waiting for a sequence), capacity (sequences), model (its
-# index in LLM_MODELS), ready (1 once its model has loaded)
-_ENTRY = struct.Struct("qqqqq")
+# index in LLM_MODELS, or POOL), ready (1 once its model has loaded), pool (1 for an on-demand
+# pool worker), used (when its model last served a request, CLOCK_MONOTONIC milliseconds)
+_ENTRY = struct.Struct("qqqqqqq")
+
 _RESERVED = -1  # pid of a slot whose worker is being forked
 
 
@@ -38,6 +43,13 @@ class Peer:
     capacity: int
     model: int
     ready: bool
+    pool: bool = False
+    used: int = 0
+
+    @property
+    def idle_seconds(self) -> float:
+        """How long since its model last served a request."""
+        return time.monotonic() - self.used / 1000
 
     @property
     def live(self) -> bool:
@@ -57,30 +69,38 @@ class PeerTable:
         self.secret = secrets.token_hex(16)  # marks requests relayed between this server's workers
 
     def claim(self, model: int = 0) -> int:
-        """Master, before fork: reserve the first free slot for the worker about to start, holding `model`."""
+        """Master, before fork: reserve the first free slot for the worker about to start, holding
+        `model` (POOL: a pool worker, which loads on-demand models)."""
         for slot in range(SLOTS):
             if self._read(slot)[0] == 0:
-                self._write(slot, _RESERVED, 0, 0, model, False)
+                self._write(slot, _RESERVED, 0, 0, model, False, model == POOL)
                 return slot
         raise RuntimeError(f"more than {SLOTS} gunicorn workers at once")
 
     def release(self, slot: int) -> None:
         """Master, when a worker has exited: free its slot and remove its socket."""
-        self._write(slot, 0, 0, 0, 0, False)
+        self._write(slot, 0, 0, 0, 0, False, False)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket_path(slot))
 
-    def publish(self, slot: int, load: int, capacity: int, model: int, ready: bool) -> None:
-        """Worker: its load now, how many sequences it has, its model, and whether it is loaded."""
-        self._write(slot, os.getpid(), load, capacity, model, ready)
+    def publish(
+        self, slot: int, load: int, capacity: int, model: int, ready: bool, pool: bool = False, used: int = 0
+    ) -> None:
+        """Worker: its load now, how many sequences it has, its model, whether it is loaded, whether it
+        is a pool worker, and when its model last served."""
+        self._write(slot, os.getpid(), load, capacity, model, ready, pool, used)
 
     def peers(self) -> list[Peer]:
         """Every slot in use (live workers, and workers being forked)."""
         return [peer for slot in range(SLOTS) if (peer := Peer(slot, *self._read(slot))).pid != 0]
 
     def holding(self) -> list[int]:
-        """The model of every worker, live or about to start."""
-        return [peer.model for peer in self.peers()]
+        """The model of every worker outside the pool, live or about to start."""
+        return [peer.model for peer in self.peers() if not peer.pool]
+
+    def pool_workers(self) -> int:
+        """How many pool workers live or are about to start."""
+        return sum(1 for peer in self.peers() if peer.pool)
 
     def roomiest_peer(self, slot: int, model: int = 0) -> tuple[int, int] | None:
         """(slot, free sequences) of the other ready worker holding `model` with the most room, if any."""
@@ -98,12 +118,13 @@ class PeerTable:
         """Master, on exit: remove the sockets' directory."""
         shutil.rmtree(self.rundir, ignore_errors=True)
 
-    def _read(self, slot: int) -> tuple[int, int, int, int, bool]:
-        pid, load, capacity, model, ready = _ENTRY.unpack_from(self._memory, slot * _ENTRY.size)
-        return pid, load, capacity, model, bool(ready)
+    def _read(self, slot: int) -> tuple[int, int, int, int, bool, bool, int]:
+        pid, load, capacity, model, ready, pool, used = _ENTRY.unpack_from(self._memory, slot * _ENTRY.size)
+        return pid, load, capacity, model, bool(ready), bool(pool), used
 
-    def _write(self, slot: int, pid: int, load: int, capacity: int, model: int, ready: bool) -> None:
-        _ENTRY.pack_into(self._memory, slot * _ENTRY.size, pid, load, capacity, model, int(ready))
+    def _write(self, slot: int, *entry: int) -> None:
+        """pid, load, capacity, model, ready, pool[, used]."""
+        _ENTRY.pack_into(self._memory, slot * _ENTRY.size, *(list(entry) + [0] * (7 - len(entry))))
 
 
 @dataclass
@@ -112,13 +133,19 @@ class Worker:
 
     table: PeerTable
     slot: int
-    model: int = 0  # its index in LLM_MODELS
+    model: int = 0  # its index in LLM_MODELS, or POOL
     capacity: int = 0  # sequences; 0 until the app has read its settings
     ready: bool = False
+    pool: bool = False  # an on-demand pool worker: its model changes
+    used: int = 0  # when its model last served a request (CLOCK_MONOTONIC milliseconds)
 
     def publish(self, load: int) -> None:
         """Tell the peers how loaded this worker is."""
-        self.table.publish(self.slot, load, self.capacity, self.model, self.ready)
+        self.table.publish(self.slot, load, self.capacity, self.model, self.ready, self.pool, self.used)
+
+    def touch(self) -> None:
+        """Its model serves a request now (what least-recently-used eviction and ttl go by)."""
+        self.used = int(time.monotonic() * 1000)
 
     def became_ready(self) -> None:
         """The model has loaded: peers may send this worker its model's requests."""

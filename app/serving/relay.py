@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import http.client
+import json
 import logging
 import socket
 from collections.abc import Callable, Iterator
@@ -159,6 +160,30 @@ def migrator(request: Request, engine: Engine) -> Callable[[], None] | None:
         opened[0].close()
 
     return try_peer
+
+
+def order(slot: int, path: str, model: str, authorization: str | None, config: Config) -> tuple[int, bytes]:
+    """Ask the worker in `slot` to load or unload (`path`) `model` itself: its status and body.
+
+    The order is an ordinary request to /models/load or /models/unload, relayed, so the worker
+    acts on itself; it carries the client's key, which this worker has checked.
+    """
+    worker = peers.this_worker
+    assert worker is not None, "only gunicorn's workers have peers"
+    headers = {"Content-Type": "application/json"}
+    if authorization:
+        headers["Authorization"] = authorization
+    body = json.dumps({"model": model}).encode()
+    opened = _open(_Forward("POST", path, body, headers), config, worker.table, slot)
+    if opened is None:
+        return 503, b""
+    connection, response = opened
+    try:
+        return response.status, response.read()
+    except (OSError, http.client.HTTPException):
+        return 503, b""
+    finally:
+        connection.close()
 
 
 @dataclass

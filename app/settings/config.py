@@ -41,7 +41,7 @@ class Config:
         "",
         'Several models: a JSON list of {"id", "path", "workers"} (and optional n_ctx, parallel, '
         "chat_template, chat_format, pooling, embedding, cache_type_k, cache_type_v, spec_type, spec_max, "
-        "draft); "
+        "draft, aliases, load, ttl); "
         "default: LLM_MODEL_PATH on every worker",
         optional=True,
     )
@@ -158,6 +158,14 @@ class Config:
         values.positive_int,
         "",
         "gunicorn workers, one model each (default: gunicorn's own -w or WEB_CONCURRENCY, else 1)",
+        optional=True,
+    )
+    on_demand_workers: int = setting(
+        "LLM_ON_DEMAND_WORKERS",
+        values.int_between(0, 63),
+        "",
+        'Workers that load LLM_MODELS\' "load": "on_demand" entries when asked for, one at a time each '
+        "(default: 1 if there is such an entry, else 0)",
         optional=True,
     )
     bind: str = setting("LLM_BIND", values.bind, "127.0.0.1:8000", "Address gunicorn listens on")

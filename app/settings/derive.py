@@ -7,7 +7,7 @@ from typing import Any
 
 from app.settings import cpu
 from app.settings.keys import keys_checked
-from app.settings.models import ModelSpec
+from app.settings.models import POOL, ModelSpec
 from app.settings.setting import ConfigError
 
 Parsed = dict[str, Any]  # setting name -> value, as Config takes them
@@ -49,8 +49,9 @@ def _models(parsed: Parsed) -> None:
 
 
 def _workers(parsed: Parsed) -> None:
-    """LLM_WORKERS, when given beside LLM_MODELS, must be the sum of the entries' workers."""
-    asked = sum(spec.workers for spec in parsed["models"])
+    """LLM_WORKERS, when given beside LLM_MODELS, must be the sum of the entries' workers and the pool's."""
+    _pool(parsed)
+    asked = sum(spec.workers for spec in parsed["models"]) + parsed["on_demand_workers"]
     if parsed["models_given"] and parsed["workers_given"] and asked != parsed["workers"]:
         raise ConfigError(
             f"LLM_MODELS asks for {asked} workers in all but LLM_WORKERS={parsed['workers']}: "
@@ -59,8 +60,30 @@ def _workers(parsed: Parsed) -> None:
     parsed["workers"] = parsed["workers"] or asked
 
 
+def _pool(parsed: Parsed) -> None:
+    """On-demand entries need a pool to load them in (one worker unless told); a pool needs them."""
+    on_demand = [spec.id for spec in parsed["models"] if spec.on_demand]
+    pool = parsed["on_demand_workers"]
+    if pool is None:
+        pool = 1 if on_demand else 0
+    elif on_demand and pool == 0:
+        raise ConfigError(
+            f"LLM_ON_DEMAND_WORKERS=0: LLM_MODELS loads {', '.join(on_demand)} on demand, which needs "
+            "at least one worker to load it in"
+        )
+    elif pool and not on_demand:
+        raise ConfigError(
+            f'LLM_ON_DEMAND_WORKERS={pool}: no LLM_MODELS entry has "load": "on_demand" for them to load'
+        )
+    parsed["on_demand_workers"] = pool
+
+
 def _worker_model(parsed: Parsed) -> None:
     """The settings of the model this worker holds: its own where its LLM_MODELS entry gives them."""
+    if parsed["model_index"] == POOL:  # a pool worker holding none: the server-wide settings
+        parsed.update(model_id="", chat_template=None, pooling=None, embedding=False, chat_format=None)
+        _speculation(parsed, ModelSpec("", parsed["model_path"]))
+        return
     spec: ModelSpec = parsed["models"][parsed["model_index"]]
     parsed.update(model_path=spec.path, model_id=spec.id, n_ctx=spec.n_ctx or parsed["n_ctx"])
     parsed.update(parallel=spec.parallel or parsed["parallel"], chat_template=spec.chat_template)

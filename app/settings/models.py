@@ -15,13 +15,16 @@ POOLINGS = ("mean", "cls", "last", "rank")
 KV_TYPES = ("f16", "f32", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 # Speculative decoding: off, drafts from the choice's own tokens, or from a smaller model.
 SPEC_TYPES = ("none", "ngram", "draft")
+# Loaded with the server on its own workers, or by a worker of the on-demand pool when first asked for.
+LOADS = ("startup", "on_demand")
+POOL = -1  # the "model" of an on-demand pool worker that holds none
 _KEYS = {
     "id", "path", "workers", "n_ctx", "parallel", "chat_template", "chat_format", "pooling", "embedding",
-    "cache_type_k", "cache_type_v", "spec_type", "spec_max", "draft", "aliases",
+    "cache_type_k", "cache_type_v", "spec_type", "spec_max", "draft", "aliases", "load", "ttl",
 }  # fmt: skip
 _NUMBERS = (
     ("workers", 1, 64, 1), ("n_ctx", 1, 1 << 20, None), ("parallel", 1, 256, None),
-    ("spec_max", 1, 256, None),
+    ("spec_max", 1, 256, None), ("ttl", 1, 7 * 86400, None),
 )  # fmt: skip
 
 
@@ -44,6 +47,8 @@ class ModelSpec:
     spec_max: int | None = None  # else LLM_SPEC_MAX
     draft: str | None = None  # a smaller GGUF with the same vocabulary, drafting (else LLM_SPEC_DRAFT)
     aliases: tuple[str, ...] = ()  # other ids requests may name it by (llama-server's --alias)
+    on_demand: bool = False  # loaded by a pool worker when first asked for, not at start-up
+    ttl: int | None = None  # on demand: seconds idle before its worker unloads it (else kept till evicted)
 
     def describe(self, index: int) -> str:
         return f"entry {index} ({self.id!r})" if self.id else f"entry {index}"
@@ -89,7 +94,16 @@ def _entry(entry: Any, index: int) -> ModelSpec:
     except ValueError as exc:
         raise ValueError(f"{where}: path {exc}") from None
     numbers: dict[str, int | None] = {}
+    load = entry.get("load", "startup")
+    if load not in LOADS:
+        raise ValueError(f"{where}: load must be one of {', '.join(LOADS)}")
+    if load == "on_demand" and entry.get("workers", 0) != 0:
+        raise ValueError(f"{where}: an on-demand entry has no workers of its own (LLM_ON_DEMAND_WORKERS)")
+    if load != "on_demand" and entry.get("ttl") is not None:
+        raise ValueError(f'{where}: ttl applies only to an entry with "load": "on_demand"')
     for key, low, high, default in _NUMBERS:
+        if key == "workers" and load == "on_demand":
+            continue
         value = entry.get(key, default)
         if value is not None and (type(value) is not int or not low <= value <= high):
             raise ValueError(f"{where}: {key} must be an integer from {low} to {high}")
@@ -118,10 +132,11 @@ def _entry(entry: Any, index: int) -> ModelSpec:
     if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
         raise ValueError(f"{where}: aliases must be a list of non-empty strings")
     return ModelSpec(
-        entry["id"].strip(), path, numbers["workers"] or 1, numbers["n_ctx"], numbers["parallel"],
+        entry["id"].strip(), path, 0 if load == "on_demand" else numbers["workers"] or 1, numbers["n_ctx"],
+        numbers["parallel"],
         entry.get("chat_template"), entry.get("pooling"), entry.get("embedding", False), chat_format,
         entry.get("cache_type_k"), entry.get("cache_type_v"), entry.get("spec_type"), numbers["spec_max"],
-        draft, tuple(alias.strip() for alias in aliases),
+        draft, tuple(alias.strip() for alias in aliases), load == "on_demand", numbers["ttl"],
     )  # fmt: skip
 
 
@@ -133,11 +148,22 @@ def _known_format(name: str) -> bool:
     return True
 
 
-def model_for_new_worker(specs: Sequence[ModelSpec], holding: Sequence[int]) -> int:
-    """Which model a worker about to start should hold, given the models live workers hold.
+def model_for_new_worker(
+    specs: Sequence[ModelSpec], holding: Sequence[int], pool: int = 0, pool_size: int = 0
+) -> int:
+    """Which model a worker about to start should hold, given what the live pinned workers hold
+    (`holding`) and how many pool workers live (`pool`, of `pool_size`); POOL for a pool worker.
 
     The one furthest below its share: so a dead worker's replacement holds its model,
     and during a reload (old and new workers side by side) the new ones spread evenly.
+    The on-demand pool is one more share, of LLM_ON_DEMAND_WORKERS workers.
     """
-    counts = [sum(1 for held in holding if held == index) for index in range(len(specs))]
-    return min(range(len(specs)), key=lambda index: (counts[index] / specs[index].workers, index))
+    shares = [
+        (sum(1 for held in holding if held == index) / spec.workers, index)
+        for index, spec in enumerate(specs)
+        if spec.workers
+    ]
+    if pool_size:
+        shares.append((pool / pool_size, len(specs)))  # after every entry when tied
+    fullness, index = min(shares)
+    return POOL if index == len(specs) else index

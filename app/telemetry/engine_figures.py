@@ -28,6 +28,8 @@ class EngineFigures(EngineObserver):
 
     def loaded(self, seconds: float) -> None:
         metrics.MODEL_LOAD.set(seconds)
+        if self._board is not None:
+            self._board.record_load_seconds(self._slot, seconds)
         if self._ready is not None:
             self._ready()
 

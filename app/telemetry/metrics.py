@@ -105,6 +105,20 @@ SPEC_ACCEPTED_TOKENS = Counter("vllm:spec_decode_num_accepted_tokens", "Draft to
 MODEL_LOAD = Gauge(
     "llm_model_load_seconds", "Time the worker took to load its model", multiprocess_mode="max"
 )
+# Models loaded on demand (LLM_MODELS' "load": "on_demand"): each load and how long it took,
+# and each unload with its reason (ttl: idle too long, evicted: its worker was needed, request).
+MODEL_LOADS = Histogram(
+    "llm_model_on_demand_load_seconds",
+    "Time an on-demand model took to load",
+    ["model"],
+    buckets=(0.25, 0.5, 1, 2, 5, 10, 20, 40, 80, 160),
+)
+MODEL_UNLOADS = Counter("llm_model_unloads_total", "On-demand models unloaded", ["model", "reason"])
+
+
+def model_loaded(model: str, seconds: float) -> None:
+    """An on-demand model has loaded in `seconds`."""
+    MODEL_LOADS.labels(model=model).observe(seconds)
 
 
 def record_request(route: str, status: int, stats: RequestStats, model: str, seconds: float) -> None:

@@ -24,8 +24,10 @@ _HEAD = struct.Struct("qqqd")  # running choices, waiting choices, live greenlet
 # KV cells and their bytes; draft tokens verified and kept, since start; KV cells choices hold now
 _KV = struct.Struct("qqqqq")
 _BUCKET = struct.Struct("qq")  # a second (Unix time), tokens generated during it
-_ROW = _HEAD.size + _KV.size + WINDOW * _BUCKET.size
+_LOADED = struct.Struct("d")  # seconds its model took to load (0: none loaded)
 _BUCKETS = _HEAD.size + _KV.size  # where a row's buckets start
+_LOAD_AT = _BUCKETS + WINDOW * _BUCKET.size
+_ROW = _LOAD_AT + _LOADED.size
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class WorkerFigures:
     drafted: int = 0  # speculative decoding: draft tokens verified
     accepted: int = 0  # and kept
     kv_in_use: int = 0  # KV cells held by choices now
+    load_seconds: float = 0.0  # how long its model took to load (0: none loaded yet)
 
     @property
     def tokens_per_second(self) -> float:
@@ -98,6 +101,10 @@ class WorkerBoard:
         values = (cells, size, old_drafted + drafted, old_accepted + accepted, in_use)
         _KV.pack_into(self._memory, slot * _ROW + _HEAD.size, *values)
 
+    def record_load_seconds(self, slot: int, seconds: float) -> None:
+        """How long the worker's model took to load."""
+        _LOADED.pack_into(self._memory, slot * _ROW + _LOAD_AT, seconds)
+
     def add_tokens(self, slot: int, tokens: int, now: float | None = None) -> None:
         """Count `tokens` generated in the current second."""
         second = int(time.time() if now is None else now)
@@ -114,7 +121,11 @@ class WorkerBoard:
         start = slot * _ROW + _BUCKETS
         buckets = (_BUCKET.unpack_from(self._memory, start + i * _BUCKET.size) for i in range(WINDOW))
         tokens = sum(count for stamped, count in buckets if second - WINDOW < stamped <= second)
-        return WorkerFigures(running, waiting, greenlets, counted_at, tokens, *kv)
+        (loaded,) = _LOADED.unpack_from(self._memory, slot * _ROW + _LOAD_AT)
+        cells, size, drafted, accepted, in_use = kv
+        return WorkerFigures(
+            running, waiting, greenlets, counted_at, tokens, cells, size, drafted, accepted, in_use, loaded
+        )
 
     def totals(self) -> PoolFigures:
         """Every worker's load and KV cache added up: the instance as one model server sees it."""

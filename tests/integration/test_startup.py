@@ -60,6 +60,8 @@ BAD_SETTINGS = [
         ("LLM_SPEC_DRAFT", "/nonexistent/draft.gguf"),
         ("LLM_PROMPT_CACHE", "sometimes"),
         ("LLM_WORKERS", "0"),
+        ("LLM_ON_DEMAND_WORKERS", "64"),
+        ("LLM_ON_DEMAND_WORKERS", "2"),  # no entry loads on demand
         ("LLM_BIND", "nowhere"),
         ("LLM_MAX_BODY_BYTES", "-1"),
         ("LLM_MAX_TOKENS_LIMIT", "99999"),

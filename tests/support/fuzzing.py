@@ -72,6 +72,8 @@ OPERATIONS = [
     "POST /v1/chat/completions/input_tokens",
     "POST /apply-template",
     "GET /props",
+    "POST /models/load",
+    "POST /models/unload",
 ]
 STREAMING = {"POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/messages"}
 

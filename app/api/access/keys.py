@@ -12,7 +12,9 @@ from app.settings.current import config_of, current_config
 from app.settings.keys import ApiKey
 
 # Outside /v1 but reading the model: protected like it (llama.cpp's server does the same).
-_ALSO_PROTECTED = ("/tokenize", "/detokenize", "/tokenizer_info", "/rerank", "/reranking")
+_ALSO_PROTECTED = (
+    "/tokenize", "/detokenize", "/tokenizer_info", "/rerank", "/reranking", "/models/load", "/models/unload",
+)  # fmt: skip
 _FIGURES = ("/metrics", "/health/workers")  # need a key only with LLM_METRICS_AUTH=1
 
 

@@ -144,18 +144,21 @@ class BatchRunner:
 
     def _route(self, model: Any, endpoint: str) -> str:
         """The model whose workers run a line: the one it names, or the endpoint's default (as the
-        API picks it); "" (any worker: it answers the error) for a model this server does not serve."""
+        API picks it); "" (any worker: it answers the error) for a model this server does not serve
+        or loads on demand (batches run on the models loaded at start-up)."""
         served = self.config.models
         if model is None:
             embeds = endpoint == "/v1/embeddings"
             return next((spec.id for spec in served if spec.embedding == embeds), served[0].id)
-        return next((spec.id for spec in served if spec.answers_to(model)), "")
+        return next((spec.id for spec in served if spec.answers_to(model) and not spec.on_demand), "")
 
 
 def start(app: Flask) -> None:
     """Run batches in this worker, if the store is on."""
     store, engine = app.extensions.get("store"), app.extensions.get("engine")
-    if store is not None and engine is not None:
+    # A pool worker's model comes and goes: lines for on-demand models wait for a worker holding
+    # them at start-up (none does), so batches name pinned models (see README).
+    if store is not None and engine is not None and "model_holder" not in app.extensions:
         runner = BatchRunner(app, store, engine, config_of(app))
         app.extensions["batch_runner"] = runner
         runner.start()

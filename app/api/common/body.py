@@ -8,6 +8,7 @@ from flask import abort, current_app, g, request
 from marshmallow import Schema
 from werkzeug.exceptions import BadRequest
 
+from app.api.common import on_demand
 from app.api.common.errors import (
     InvalidRequestError,
     ModelNotFoundError,
@@ -85,8 +86,15 @@ def serve_here_or_relay(index: int) -> None:
     """Return if this worker holds model `index`; else answer with the response of a worker that does."""
     config = current_config()
     if index == config.model_index:
+        if (mine := on_demand.holder()) is not None:
+            mine.worker.touch()  # its idle clock (ttl, eviction) starts again
         return
-    relayed = relay.to_model_holder(request, index, config)
+    if config.models[index].on_demand:
+        relayed = on_demand.serve_on_demand(index)
+        if relayed is None:
+            return  # this pool worker has just loaded it
+    else:
+        relayed = relay.to_model_holder(request, index, config)
     if relayed is None:
         name = config.models[index].id
         raise ServiceUnavailableError(f"No worker holding '{name}' is ready; retry shortly.")

@@ -71,6 +71,13 @@ class PayloadTooLargeError(InvalidRequestError):
     code = "file_too_large"
 
 
+class ModelBusyError(InvalidRequestError):
+    """An on-demand model cannot be unloaded (or its worker swapped) while it serves requests."""
+
+    status = 409
+    code = "model_busy"
+
+
 class ModelNotFoundError(NotFoundError):
     """The request names a model this server does not serve."""
 

@@ -16,6 +16,7 @@ ERRORS = {
     401: "Missing or wrong API key.",
     404: "No such model (`code: model_not_found`).",
     405: "Method not allowed.",
+    409: "The on-demand model serves requests: it cannot be unloaded now (`code: model_busy`).",
     406: "The Accept header admits none of the media types the route answers with.",
     413: "The request body is larger than LLM_MAX_BODY_BYTES.",
     429: "This worker's queue is full (`code: queue_full`), or the API key is over one of its limits "

@@ -11,6 +11,20 @@ from app.api.common.openapi import error_responses, json_answer
 from app.settings.models import KV_TYPES, SPEC_TYPES, ModelSpec
 
 
+class ModelStatusSchema(Schema):
+    value = fields.String(
+        required=True,
+        validate=validate.OneOf(["loaded", "loading", "unloaded"]),
+        metadata={"description": "llama-server's router states: a worker serves it, loads it, or none does"},
+    )
+
+
+class HolderSchema(Schema):
+    slot = fields.Integer(required=True)
+    pid = fields.Integer(required=True)
+    ready = fields.Boolean(required=True)
+
+
 class ModelSchema(Schema):
     id = fields.String(required=True)
     object = fields.String(required=True, validate=validate.Equal("model"))
@@ -21,6 +35,16 @@ class ModelSchema(Schema):
     aliases = fields.List(
         fields.String(), required=True, metadata={"description": "Other ids requests may name it by"}
     )
+    load = fields.String(
+        required=True,
+        validate=validate.OneOf(["startup", "on_demand"]),
+        metadata={"description": "At start-up on workers of its own, or by a pool worker when asked for"},
+    )
+    ttl = fields.Integer(
+        required=True, allow_none=True, metadata={"description": "On demand: seconds idle before it unloads"}
+    )
+    status = fields.Nested(ModelStatusSchema, required=True)
+    workers = fields.List(fields.Nested(HolderSchema), required=True)
 
 
 class ModelListSchema(Schema):
@@ -30,7 +54,7 @@ class ModelListSchema(Schema):
 
 class HealthSchema(Schema):
     status = fields.String(required=True, validate=validate.Equal("ok"))
-    model = fields.String()
+    model = fields.String(allow_none=True, metadata={"description": "This worker's model (none: pool)"})
 
 
 _COUNT = {"type": "integer", "minimum": 0}
@@ -49,6 +73,15 @@ WORKER_LIST: dict[str, Any] = {
                     "pid": {"type": "integer"},
                     "model": {"type": ["string", "null"], "description": "The id of the model it holds"},
                     "ready": {"type": "boolean", "description": "Its model has loaded"},
+                    "on_demand": {"type": "boolean", "description": "A pool worker (on-demand models)"},
+                    "idle_seconds": {
+                        "type": ["number", "null"],
+                        "description": "A pool worker's model: seconds since it last served (ttl, eviction)",
+                    },
+                    "load_seconds": {
+                        "type": ["number", "null"],
+                        "description": "How long its (last) model took to load",
+                    },
                     "sequences": {**_COUNT, "description": "Choices it can generate at once"},
                     "running": {**_COUNT, "description": "Choices holding a sequence now"},
                     "waiting": {**_COUNT, "description": "Choices queued for a sequence"},

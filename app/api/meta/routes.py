@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
@@ -17,31 +18,43 @@ bp = Blueprint("meta", __name__)
 
 def ready_models() -> set[int]:
     """The entries of LLM_MODELS that at least one ready worker holds."""
+    return {peer.model for peer in _holders() if peer.ready}
+
+
+def _holders() -> list[peers.Peer]:
+    """The live workers holding a model (outside gunicorn: this process alone, slot 0)."""
     if peers.this_worker is None:  # one process (tests with Flask's client): this engine alone
-        engine = current_app.extensions["engine"]
-        return {current_config().model_index} if engine.ready else set()
-    return {peer.model for peer in peers.this_worker.table.peers() if peer.live and peer.ready}
+        engine, config = current_app.extensions["engine"], current_config()
+        return [peers.Peer(0, os.getpid(), 0, config.parallel, config.model_index, engine.ready)]
+    return [peer for peer in peers.this_worker.table.peers() if peer.live and peer.model >= 0]
 
 
-def _model_object(index: int, ready: set[int]) -> dict[str, Any]:
+def _model_object(index: int, holders: list[peers.Peer]) -> dict[str, Any]:
     spec = current_config().models[index]
+    held = [peer for peer in holders if peer.model == index]
+    # llama-server's router names the states so: loaded (a worker serves it), loading, unloaded.
+    state = "loaded" if any(p.ready for p in held) else "loading" if held else "unloaded"
     return {
         "id": spec.id,
         "object": "model",
         "created": current_app.extensions["engine"].created,
         "owned_by": "llama.cpp",
-        "ready": index in ready,
+        "ready": state == "loaded",
         "kind": "embedding" if spec.embedding else "generation",
         "aliases": list(spec.aliases),
+        "load": "on_demand" if spec.on_demand else "startup",
+        "ttl": spec.ttl,
+        "status": {"value": state},
+        "workers": [{"slot": p.slot, "pid": p.pid, "ready": p.ready} for p in held],
     }
 
 
 @bp.get("/v1/models")
 def list_models() -> Response:
-    """Every model this server serves."""
-    ready = ready_models()
+    """Every model this server serves, with its state and the workers holding it."""
+    holders = _holders()
     count = len(current_config().models)
-    return jsonify({"object": "list", "data": [_model_object(index, ready) for index in range(count)]})
+    return jsonify({"object": "list", "data": [_model_object(index, holders) for index in range(count)]})
 
 
 @bp.get("/v1/models/<path:model_id>")
@@ -49,7 +62,7 @@ def retrieve_model(model_id: str) -> Response:
     """One served model, by id."""
     for index, spec in enumerate(current_config().models):
         if spec.answers_to(model_id):
-            return jsonify(_model_object(index, ready_models()))
+            return jsonify(_model_object(index, _holders()))
     raise ModelNotFoundError(f"The model '{model_id}' does not exist.", param="model")
 
 
@@ -65,14 +78,16 @@ def ready() -> Response:
     if drain.draining():  # leave the load balancer's pool at once; /health stays 200 until exit
         raise ServiceUnavailableError("The server is shutting down.")
     engine = current_app.extensions["engine"]
-    if not engine.ready:
+    pool_worker = "model_holder" in current_app.extensions  # its model comes and goes: not its readiness
+    if not engine.ready and not pool_worker:
         detail = "failed to load (see the server log)" if engine.load_error else "loading"
         raise ServiceUnavailableError(f"The model is {detail}.")
     config = current_config()
-    missing = [spec.id for index, spec in enumerate(config.models) if index not in ready_models()]
+    ready = ready_models()
+    missing = [s.id for index, s in enumerate(config.models) if index not in ready and not s.on_demand]
     if missing:
         raise ServiceUnavailableError(f"No worker has {', '.join(missing)} ready yet.")
-    return jsonify({"status": "ok", "model": config.model_id})
+    return jsonify({"status": "ok", "model": config.model_id or None})
 
 
 @bp.get("/health/workers")
@@ -90,8 +105,10 @@ def workers() -> Response:
                 {
                     "slot": peer.slot,
                     "pid": peer.pid,
-                    "model": models[peer.model].id if peer.model < len(models) else None,
+                    "model": models[peer.model].id if 0 <= peer.model < len(models) else None,
                     "ready": peer.ready,
+                    "on_demand": peer.pool,
+                    "idle_seconds": round(peer.idle_seconds, 1) if peer.pool and peer.model >= 0 else None,
                     "sequences": peer.capacity,
                     "running": figures.running,
                     "waiting": figures.waiting,
@@ -100,6 +117,7 @@ def workers() -> Response:
                     "greenlets_counted_at": figures.greenlets_counted_at,
                     "tokens_last_minute": figures.tokens_last_minute,
                     "tokens_per_second": figures.tokens_per_second,
+                    "load_seconds": round(figures.load_seconds, 3) if figures.load_seconds else None,
                     "kv_cache": _kv_cache(config, peer.model, figures),
                     "speculative": _speculative(config, peer.model, figures),
                 }
@@ -109,7 +127,7 @@ def workers() -> Response:
 
 def _kv_cache(config: Config, model: int, figures: worker_board.WorkerFigures) -> dict[str, Any] | None:
     """The worker's KV cache: its cells, their types (its model's settings) and the memory they take."""
-    if not figures.kv_cells or model >= len(config.models):
+    if not figures.kv_cells or not 0 <= model < len(config.models):
         return None  # not loaded yet, or an embedding model (no KV cache kept)
     held = config.for_model(model)
     return {
@@ -123,7 +141,7 @@ def _kv_cache(config: Config, model: int, figures: worker_board.WorkerFigures) -
 
 def _speculative(config: Config, model: int, figures: worker_board.WorkerFigures) -> dict[str, Any] | None:
     """Speculative decoding in the worker: its type, the draft tokens it verified and kept."""
-    if model >= len(config.models) or config.models[model].embedding:
+    if not 0 <= model < len(config.models) or config.models[model].embedding:
         return None
     rate = figures.accepted / figures.drafted if figures.drafted else None
     return {

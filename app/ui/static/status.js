@@ -13,6 +13,7 @@ function cell(text, className) {
 }
 
 function state(worker) {
+  if (worker.on_demand && worker.model === null) return "unloaded";
   if (!worker.ready) return "loading";
   return worker.generating ? "generating" : "idle";
 }
@@ -39,19 +40,20 @@ async function refresh() {
     tr.dataset.state = state(worker);
     tr.append(
       cell(`#${worker.slot} (pid ${worker.pid})`),
-      cell(worker.model ?? "?"),
+      cell(worker.model ?? (worker.on_demand ? "none (on demand)" : "?")),
       cell(state(worker), `state ${state(worker)}`),
       cell(`${worker.running} of ${worker.sequences}`, "number"),
       cell(String(worker.waiting), "number"),
       cell(worker.tokens_per_second.toFixed(1), "number"),
       cell(kvCache(worker.kv_cache), "number"),
       cell(drafts(worker.speculative), "number"),
+      cell(worker.load_seconds === null ? "–" : `${worker.load_seconds.toFixed(2)} s`, "number"),
     );
     return tr;
   }));
   if (!workers.length) {
     const none = cell("No gunicorn workers: this process runs outside gunicorn.", "muted");
-    none.colSpan = 8;
+    none.colSpan = 9;
     const tr = document.createElement("tr");
     tr.append(none);
     rows.replaceChildren(tr);

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.settings.config import ConfigError
-from app.settings.models import ModelSpec, model_for_new_worker, parse
+from app.settings.models import POOL, ModelSpec, model_for_new_worker, parse
 from tests.unit.conftest import FAKE_MODEL
 from tests.unit.settings.test_config import settings
 
@@ -60,6 +60,16 @@ def test_a_good_list() -> None:
         (
             entries({"id": "a", "path": FAKE_MODEL}, {"id": "b", "path": FAKE_MODEL, "aliases": ["a"]}),
             "entry 1 ('b'): 'a' names two models",
+        ),
+        (entries({"id": "a", "path": FAKE_MODEL, "load": "lazy"}), "load must be one of startup, on_demand"),
+        (
+            entries({"id": "a", "path": FAKE_MODEL, "load": "on_demand", "workers": 2}),
+            "entry 0 ('a'): an on-demand entry has no workers of its own",
+        ),
+        (entries({"id": "a", "path": FAKE_MODEL, "ttl": 60}), 'ttl applies only to an entry with "load"'),
+        (
+            entries({"id": "a", "path": FAKE_MODEL, "load": "on_demand", "ttl": 0}),
+            "ttl must be an integer from 1 to 604800",
         ),
     ],
 )
@@ -117,3 +127,31 @@ def test_an_entry_answers_to_its_aliases() -> None:
     assert spec.aliases == ("smol", "gpt-4o-mini")
     assert spec.answers_to("chat") and spec.answers_to("smol") and spec.answers_to("gpt-4o-mini")
     assert not spec.answers_to("gpt-4o")
+
+
+def test_an_on_demand_entry_has_no_workers_and_a_pool_loads_it() -> None:
+    raw = entries(
+        {"id": "chat", "path": FAKE_MODEL, "workers": 2},
+        {"id": "big", "path": FAKE_MODEL, "load": "on_demand", "ttl": 300},
+    )
+    chat, big = parse(raw)
+    assert (big.workers, big.on_demand, big.ttl) == (0, True, 300)
+    assert not chat.on_demand
+    config = settings(LLM_MODELS=raw)
+    assert (config.on_demand_workers, config.workers) == (1, 3)  # a pool of one unless told
+    assert settings(LLM_MODELS=raw, LLM_ON_DEMAND_WORKERS="2").workers == 4
+    with pytest.raises(ConfigError, match="LLM_ON_DEMAND_WORKERS=0: LLM_MODELS loads big on demand"):
+        settings(LLM_MODELS=raw, LLM_ON_DEMAND_WORKERS="0")
+    with pytest.raises(ConfigError, match="LLM_ON_DEMAND_WORKERS=1: no LLM_MODELS entry"):
+        settings(LLM_ON_DEMAND_WORKERS="1")
+    pool_worker = config.for_model(POOL)  # holds none: the server-wide settings, no model id
+    assert (pool_worker.model_index, pool_worker.model_id) == (POOL, "")
+
+
+def test_the_pool_is_one_more_share_of_the_workers() -> None:
+    specs = [ModelSpec("a", FAKE_MODEL, 2), ModelSpec("big", FAKE_MODEL, 0, on_demand=True)]
+    assert model_for_new_worker(specs, [], 0, 1) == 0
+    assert model_for_new_worker(specs, [0], 0, 1) == POOL  # a at half its share, the pool empty
+    assert model_for_new_worker(specs, [0], 1, 1) == 0
+    assert model_for_new_worker(specs, [0, 0], 0, 1) == POOL  # the pool worker died: replaced
+    assert model_for_new_worker(specs, [0, 0], 1, 2) == POOL

@@ -1,0 +1,168 @@
+"""A request for an on-demand model: relay it to a worker holding it, or have a pool worker load it first.
+
+Which pool worker loads it: one holding no model (this one first, saving a hop), else the
+one whose model has been idle longest (least recently used, never one serving requests).
+That worker is told over its peer socket with an ordinary relayed `/models/load`, so a
+load is the same code whether an operator or a request asked for it. The request waits
+(at most LLM_QUEUE_TIMEOUT) and is then served like any other.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import gevent
+from flask import Response, current_app, request
+
+from app.api.common.errors import InvalidRequestError, ServiceUnavailableError
+from app.serving import internal, peers, relay
+from app.serving.model_holder import SETTLE, Busy, LoadFailed, ModelHolder
+from app.settings.current import current_config
+from app.settings.models import POOL
+
+POLL = 0.1  # seconds between looks at the peer table while a model loads elsewhere
+
+
+def holder() -> ModelHolder | None:
+    """This worker's model holder, if it is a pool worker."""
+    held: ModelHolder | None = current_app.extensions.get("model_holder")
+    return held
+
+
+def serve_on_demand(index: int) -> Response | None:
+    """None to serve the request here (this worker holds model `index`, ready); else the response
+    of the worker that holds it, once one does. A 503 if none could load it in time."""
+    config, mine = current_config(), holder()
+    if internal.of(request.environ) is not None:  # a batch line, run by a start-up model's worker
+        raise InvalidRequestError(
+            f"The model '{config.models[index].id}' loads on demand; batches run on the models "
+            "loaded at start-up.",
+            param="model",
+        )
+    deadline = time.monotonic() + config.queue_timeout
+    while True:
+        if mine is not None and mine.index == index and mine.engine.ready:
+            mine.worker.touch()
+            return None
+        relayed = relay.to_model_holder(request, index, config)
+        if relayed is not None:
+            return relayed
+        if relay.is_relayed(request) and mine is None:
+            break  # sent here for a model this worker does not hold: its sender retries
+        loaded = _load_somewhere(index, deadline)
+        if time.monotonic() >= deadline:
+            break
+        if not loaded:  # else relay (or serve) at once
+            gevent.sleep(POLL)
+    spec = config.models[index]
+    raise ServiceUnavailableError(
+        f"No worker could load '{spec.id}' within LLM_QUEUE_TIMEOUT ({config.queue_timeout:g} s): "
+        f"the {config.on_demand_workers} on-demand workers serve other models; retry shortly."
+    )
+
+
+def load(index: int) -> None:
+    """Return once a ready worker holds model `index` (an operator's /models/load); 503 if none can."""
+    config = current_config()
+    deadline = time.monotonic() + config.queue_timeout
+    while not _held_ready(index):
+        _load_somewhere(index, deadline)
+        if time.monotonic() >= deadline:
+            raise ServiceUnavailableError(
+                f"No on-demand worker was free to load '{config.models[index].id}' within "
+                f"LLM_QUEUE_TIMEOUT ({config.queue_timeout:g} s); retry shortly."
+            )
+        if not _held_ready(index):
+            gevent.sleep(POLL)
+
+
+def unload(index: int) -> list[int]:
+    """Unload model `index` from every pool worker holding it: the slots that could not (serving)."""
+    config, mine = current_config(), holder()
+    busy: list[int] = []
+    for peer in _holding(index):
+        if mine is not None and peer.slot == mine.worker.slot:
+            if not mine.unload("request"):
+                busy.append(peer.slot)
+            continue
+        status, _ = relay.order(peer.slot, "/models/unload", config.models[index].id, _key(), config)
+        if status != 200:
+            busy.append(peer.slot)
+    return busy
+
+
+def load_here(index: int) -> None:
+    """This pool worker loads model `index` (a relayed order); Busy or LoadFailed if it cannot."""
+    mine = holder()
+    if mine is None:
+        raise Busy("this worker holds its model for good (it is not an on-demand worker)")
+    mine.load(index, current_config().queue_timeout)
+
+
+def _load_somewhere(index: int, deadline: float) -> bool:
+    """Have the best pool worker load model `index`, unless one is loading it already; True once
+    a worker (this one or the one told) holds it ready."""
+    config, mine = current_config(), holder()
+    target = _loader_for(index)
+    if target is None:
+        return False  # loading somewhere already, or no worker free yet: wait
+    if mine is not None and target == mine.worker.slot:
+        try:
+            mine.load(index, max(0.0, deadline - time.monotonic()))
+        except Busy:
+            return False
+        except LoadFailed as exc:
+            raise _failed(config.models[index].id, str(exc)) from None
+        return True
+    status, body = relay.order(target, "/models/load", config.models[index].id, _key(), config)
+    if status == 503 and body:  # llama.cpp could not load it there: the worker says why
+        raise ServiceUnavailableError(_message(body))
+    return status == 200
+
+
+def _loader_for(index: int) -> int | None:
+    """The slot of the pool worker that should load model `index`; None to wait instead."""
+    pool = [peer for peer in _table().peers() if peer.live and peer.pool]
+    if any(peer.model == index for peer in pool):
+        return None  # loading there now (or just loaded): wait for it
+    mine = holder()
+    empty = sorted(peer.slot for peer in pool if peer.model == POOL)
+    if empty:
+        return mine.worker.slot if mine is not None and mine.worker.slot in empty else empty[0]
+    idle = [peer for peer in pool if peer.load == 0 and peer.idle_seconds >= SETTLE]
+    return min(idle, key=lambda peer: peer.used).slot if idle else None
+
+
+def _holding(index: int) -> list[peers.Peer]:
+    return [peer for peer in _table().peers() if peer.live and peer.model == index]
+
+
+def _held_ready(index: int) -> bool:
+    return any(peer.ready for peer in _holding(index))
+
+
+def _table() -> peers.PeerTable:
+    worker = peers.this_worker
+    if worker is None:
+        raise ServiceUnavailableError("Models load on demand only under gunicorn.")
+    return worker.table
+
+
+def _key() -> str | None:
+    return request.headers.get("Authorization") or (
+        f"Bearer {request.headers['X-Api-Key']}" if "X-Api-Key" in request.headers else None
+    )
+
+
+def _failed(model: str, reason: str) -> ServiceUnavailableError:
+    return ServiceUnavailableError(f"The model '{model}' could not be loaded: {reason}")
+
+
+def _message(body: bytes) -> str:
+    try:
+        answer: Any = json.loads(body)
+        return str(answer["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return body.decode(errors="replace")[:200]

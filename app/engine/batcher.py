@@ -88,6 +88,8 @@ class Batcher:
         # Rows of the routing board: one per sequence, then the host cache's kept states.
         self.board_rows = len(self.sequences) + (PUBLISHED if self.host_cache else 0)
         self.governor = ThreadGovernor(model.shape.n_threads, model.set_threads)
+        self._steps = 0
+        self._turns: dict[tuple[float, ...], int] = {}  # LoRA scales -> the step they last decoded in
 
     def close(self) -> None:
         """Free the context and weights (and the draft model's); the loop must have stopped."""
@@ -140,7 +142,13 @@ class Batcher:
         prompt = job.request.prompt_tokens
         # Scoring a prompt needs every one of its tokens evaluated: nothing reused or shared.
         scoring = job.request.prompt_logprobs
-        views = [scheduling.CacheView(s.seq_id, s.cached, s.last_used, not s.busy) for s in self.sequences]
+        # Cells evaluated with other LoRA scales hold other values: never reused, shared or led.
+        adapters = job.request.adapters or ()
+        alike = [s for s in self.sequences if s.adapters == adapters]
+        views = [
+            scheduling.CacheView(s.seq_id, s.cached if s in alike else [], s.last_used, not s.busy)
+            for s in self.sequences
+        ]
         reuse = self.settings.reuse_cache and not scoring
         placement = scheduling.place(views, prompt, reuse, self.model.shape.unified)
         target = self.sequences[placement.seq_id]
@@ -150,7 +158,7 @@ class Batcher:
         if job.request.thinking_budget is not None:
             sampler = BudgetedSampler(sampler, job.request.thinking_budget, self.model.tokenizer)
         drafter = drafts.drafter_for(job.request, self.settings.drafts, self.draft_model)
-        leader = None if scoring else shared_prompt.leader_for(self.sequences, prompt)
+        leader = None if scoring else shared_prompt.leader_for(alike, prompt)
         if leader is not None:  # it will share the leader's cells once they are evaluated
             self.model.forget(target.seq_id, 0, -1)
             choice = target.start(job, 0, sampler, deadline, self._tick, drafter)
@@ -161,7 +169,7 @@ class Batcher:
             self.model.forget(target.seq_id, 0, -1)
             # Within one unified cache this copies no data, only which sequences own the cells.
             self.model.share(placement.donor, target.seq_id, 0, placement.reuse)
-        elif self.host_cache is not None and reuse:
+        elif self.host_cache is not None and reuse and adapters == target.adapters == ():
             reused = self.host_cache.swap(self.model, target.seq_id, target.cached, prompt, reused)
             self.model.forget(target.seq_id, reused, -1)
         else:
@@ -182,7 +190,7 @@ class Batcher:
         self._retire_cancelled(delivery)
         batch = self._batch
         batch.clear()
-        holding = self._holding()
+        holding = self._adapter_turn(self._holding())
         generating = {s.seq_id for s, choice in holding if choice.generating and choice.row < 0}
         prefilling = sorted(((s, c) for s, c in holding if c.prefilling), key=lambda pair: pair[0].last_used)
         budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))
@@ -245,6 +253,20 @@ class Batcher:
                     shared_prompt.orphan_followers(self.sequences, s)
         threads = self.governor.threads
         return StepReport(self._busy(), batch.size, reused, seconds, threads, sampled, drafted, accepted)
+
+    def _adapter_turn(self, holding: list[tuple[Sequence, Choice]]) -> list[tuple[Sequence, Choice]]:
+        """The choices this step decodes: all of them, unless they differ in LoRA scales; then those of
+        one set of scales, the set that waited longest, as llama.cpp applies adapters to a whole context."""
+        sets = {s.adapters for s, _ in holding}
+        if len(sets) > 1:
+            self._turns = {scales: self._turns.get(scales, -1) for scales in sets}  # the sets now held
+            turn = min(sets, key=lambda scales: (self._turns[scales], scales))
+            holding = [(s, choice) for s, choice in holding if s.adapters == turn]
+        if holding:
+            self._steps += 1
+            self._turns[holding[0][0].adapters] = self._steps
+            self.model.set_adapters(holding[0][0].adapters)
+        return holding
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)

@@ -95,5 +95,8 @@ class BatchContext(Protocol):
     def set_threads(self, n_threads: int) -> None:
         """Decode with this many threads from the next step on."""
 
+    def set_adapters(self, scales: tuple[float, ...]) -> None:
+        """Decode with the LoRA adapters at these scales from the next step on (): none."""
+
     def close(self) -> None:
         """Free the context, then the weights."""

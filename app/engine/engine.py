@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from dataclasses import replace
 
 from app.engine.batcher import Batcher, BatcherSettings, StepReport
 from app.engine.context import ContextShape
@@ -42,6 +43,8 @@ class Engine(LoadingEngine[LoadedModel]):
         self._cells_in_use = 0  # KV cells held by choices, as last told to the observer
         self._low_running: set[Generation] = set()  # low-priority generations holding a sequence
         self._stepping: object = None  # the batcher's loop, once running (an AsyncResult)
+        # LoRA: each adapter's global scale (llama-server's POST /lora-adapters sets them).
+        self.lora_scales = [lora.scale for lora in config.model.loras]
 
     @property
     def load(self) -> int:
@@ -65,6 +68,7 @@ class Engine(LoadingEngine[LoadedModel]):
                 f"All {self.parallel} sequences of this worker are busy and {self._queued} requests "
                 f"wait (LLM_MAX_QUEUE={self.config.max_queue}); retry shortly."
             )
+        requests = [self._with_adapters(request) for request in requests]
         generation = Generation(requests, self.release, self.config.sse_keepalive, self.config.queue_timeout)
         generation.low_priority = low_priority
         self.admitted += 1
@@ -82,6 +86,11 @@ class Engine(LoadingEngine[LoadedModel]):
             self._waiting = deque(interactive + choices + low)
         self._dispatch()
         return generation
+
+    def _with_adapters(self, request: GenerationRequest) -> GenerationRequest:
+        """The request with its LoRA scales settled: its own, else the global ones; all 0 is ()."""
+        scales = request.adapters if request.adapters is not None else tuple(self.lora_scales)
+        return replace(request, adapters=scales if any(scales) else ())
 
     def _preempt(self, wanted: int) -> None:
         """Cancel up to `wanted` running low-priority generations, the latest started first: each
@@ -161,7 +170,10 @@ class Engine(LoadingEngine[LoadedModel]):
         cfg = self.config
         kv_types = (cfg.cache_type_k, cfg.cache_type_v)
         shape = ContextShape(cfg.parallel, cfg.n_ctx, cfg.kv_size, cfg.n_batch, cfg.n_threads, *kv_types)
-        model = LoadedModel(cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split, cfg.chat_template)
+        loras = tuple(lora.path for lora in cfg.model.loras)
+        model = LoadedModel(
+            cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split, cfg.chat_template, loras
+        )
         draft_model = None
         if cfg.spec_type == "draft" and cfg.spec_draft:
             draft_model = DraftModel(cfg.spec_draft, cfg.parallel, cfg.n_ctx, cfg.n_threads)

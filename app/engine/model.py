@@ -37,6 +37,7 @@ class LoadedModel:
         n_gpu_layers: int = 0,
         tensor_split: Any = None,
         chat_template: str | None = None,
+        loras: tuple[str, ...] = (),
     ) -> None:
         set_verbose(False)  # llama.cpp's own log: errors only, not a line per layer
         model_params = llama_cpp.llama_model_default_params()
@@ -74,6 +75,26 @@ class LoadedModel:
         self.kv_memory = KvMemory(self.kv_cells, shape.type_k, shape.type_v, self._cell_bytes(shape))
         self.tokenizer = Tokenizer(self.model, chat_template)
         self.fingerprint = fingerprint(path, shape.n_batch, shape.unified, shape.type_k, shape.type_v)
+        self.adapters = [self._adapter(lora) for lora in loras]  # freed with the weights
+        self._applied: tuple[float, ...] = ()  # the scales the context decodes with now
+
+    def _adapter(self, path: str) -> Any:
+        adapter = llama_cpp.llama_adapter_lora_init(self.model.model, path.encode())
+        if not adapter:
+            self.close()
+            raise ValueError(f"LoRA adapter {path}: llama.cpp could not load it (see its log: base model?)")
+        return adapter
+
+    def set_adapters(self, scales: tuple[float, ...]) -> None:
+        """Decode with the adapters at these scales from the next step on (() or all 0: the base model)."""
+        if scales == self._applied:
+            return
+        used = [(adapter, scale) for adapter, scale in zip(self.adapters, scales, strict=False) if scale]
+        adapters = (llama_cpp.llama_adapter_lora_p_ctypes * len(used))(*(a for a, _ in used))
+        values = (ctypes.c_float * len(used))(*(scale for _, scale in used))
+        if llama_cpp.llama_set_adapters_lora(self.ctx, adapters, len(used), values) != 0:
+            raise RuntimeError("llama.cpp could not apply the LoRA adapters")
+        self._applied = scales
 
     def _cell_bytes(self, shape: ContextShape) -> int:
         m = self.model.model

@@ -72,6 +72,7 @@ class Sequence:
     cached: list[int] = field(default_factory=list)
     last_used: int = 0
     choice: Choice | None = None
+    adapters: tuple[float, ...] = ()  # the LoRA scales its cells were evaluated with (): the base model
 
     @property
     def busy(self) -> bool:
@@ -95,6 +96,7 @@ class Sequence:
         """Take a choice whose first `reused` prompt tokens are already in this sequence's cache."""
         prompt = job.request.prompt_tokens
         self.cached, self.last_used = list(prompt[:reused]), tick
+        self.adapters = job.request.adapters or ()
         pending = np.asarray(prompt[reused:], dtype=np.int32)
         assembler = TextAssembler(job.request.stop)
         self.choice = Choice(job, sampler, deadline, reused, pending, assembler, drafter=drafter)

@@ -86,6 +86,9 @@ class GenerationRequest:
     min_tokens: int = 0  # no end-of-generation token or stop string before this many tokens
     prompt_logprobs: bool = False  # also the log-probability of every prompt token (its first: None)
     drafts: DraftLimits | None = None  # speculative decoding's limits; None: the server's
+    # LoRA: each adapter's scale for this choice (the model's adapters in order); None: the
+    # worker's global scales. Choices with different scales never share a decode step.
+    adapters: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -162,19 +162,18 @@ def migrator(request: Request, engine: Engine) -> Callable[[], None] | None:
     return try_peer
 
 
-def order(slot: int, path: str, model: str, authorization: str | None, config: Config) -> tuple[int, bytes]:
-    """Ask the worker in `slot` to load or unload (`path`) `model` itself: its status and body.
+def order(slot: int, path: str, body: object, authorization: str | None, config: Config) -> tuple[int, bytes]:
+    """Send the worker in `slot` an operator's request (`path` with a JSON `body`): its status and body.
 
-    The order is an ordinary request to /models/load or /models/unload, relayed, so the worker
-    acts on itself; it carries the client's key, which this worker has checked.
+    E.g. /models/load: the order is an ordinary request, relayed, so the worker acts on itself;
+    it carries the client's key, which this worker has checked.
     """
     worker = peers.this_worker
     assert worker is not None, "only gunicorn's workers have peers"
     headers = {"Content-Type": "application/json"}
     if authorization:
         headers["Authorization"] = authorization
-    body = json.dumps({"model": model}).encode()
-    opened = _open(_Forward("POST", path, body, headers), config, worker.table, slot)
+    opened = _open(_Forward("POST", path, json.dumps(body).encode(), headers), config, worker.table, slot)
     if opened is None:
         return 503, b""
     connection, response = opened

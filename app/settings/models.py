@@ -20,12 +20,22 @@ LOADS = ("startup", "on_demand")
 POOL = -1  # the "model" of an on-demand pool worker that holds none
 _KEYS = {
     "id", "path", "workers", "n_ctx", "parallel", "chat_template", "chat_format", "pooling", "embedding",
-    "cache_type_k", "cache_type_v", "spec_type", "spec_max", "draft", "aliases", "load", "ttl",
+    "cache_type_k", "cache_type_v", "spec_type", "spec_max", "draft", "aliases", "load", "ttl", "loras",
 }  # fmt: skip
 _NUMBERS = (
     ("workers", 1, 64, 1), ("n_ctx", 1, 1 << 20, None), ("parallel", 1, 256, None),
     ("spec_max", 1, 256, None), ("ttl", 1, 7 * 86400, None),
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LoraSpec:
+    """A LoRA adapter loaded with its model: requests name it by `id` (or its index, as llama-server's
+    integer ids), and `scale` is its global scale (0: loaded, applied only where a request asks)."""
+
+    id: str
+    path: str
+    scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,7 @@ class ModelSpec:
     aliases: tuple[str, ...] = ()  # other ids requests may name it by (llama-server's --alias)
     on_demand: bool = False  # loaded by a pool worker when first asked for, not at start-up
     ttl: int | None = None  # on demand: seconds idle before its worker unloads it (else kept till evicted)
+    loras: tuple[LoraSpec, ...] = ()  # LoRA adapters loaded with it (llama-server's --lora)
 
     def describe(self, index: int) -> str:
         return f"entry {index} ({self.id!r})" if self.id else f"entry {index}"
@@ -137,7 +148,32 @@ def _entry(entry: Any, index: int) -> ModelSpec:
         entry.get("chat_template"), entry.get("pooling"), entry.get("embedding", False), chat_format,
         entry.get("cache_type_k"), entry.get("cache_type_v"), entry.get("spec_type"), numbers["spec_max"],
         draft, tuple(alias.strip() for alias in aliases), load == "on_demand", numbers["ttl"],
+        _loras(entry.get("loras", []), where),
     )  # fmt: skip
+
+
+def _loras(entries: Any, where: str) -> tuple[LoraSpec, ...]:
+    """An entry's `loras`: a list of {"id", "path", "scale"} with ids unique."""
+    if not isinstance(entries, list):
+        raise ValueError(f'{where}: loras must be a list of {{"id", "path", "scale"}}')
+    loras: list[LoraSpec] = []
+    for number, lora in enumerate(entries):
+        if not isinstance(lora, dict) or set(lora) - {"id", "path", "scale"}:
+            raise ValueError(f'{where}: loras[{number}] must be an object with "id", "path" and "scale"')
+        if not isinstance(lora.get("id"), str) or not lora["id"].strip():
+            raise ValueError(f"{where}: loras[{number}] needs an id, a non-empty string")
+        try:
+            given = lora.get("path")
+            path = values.model_file(given if isinstance(given, str) else "")
+        except ValueError as exc:
+            raise ValueError(f"{where}: loras[{number}] path {exc}") from None
+        scale = lora.get("scale", 1.0)
+        if type(scale) not in (int, float) or not -100 <= scale <= 100:
+            raise ValueError(f"{where}: loras[{number}] scale must be a number from -100 to 100")
+        if any(known.id == lora["id"].strip() for known in loras):
+            raise ValueError(f"{where}: loras[{number}]: the id {lora['id']!r} is taken")
+        loras.append(LoraSpec(lora["id"].strip(), path, float(scale)))
+    return tuple(loras)
 
 
 def _known_format(name: str) -> bool:

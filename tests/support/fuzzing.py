@@ -74,6 +74,8 @@ OPERATIONS = [
     "GET /props",
     "POST /models/load",
     "POST /models/unload",
+    "GET /lora-adapters",
+    "POST /lora-adapters",
 ]
 STREAMING = {"POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/messages"}
 

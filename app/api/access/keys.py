@@ -14,6 +14,7 @@ from app.settings.keys import ApiKey
 # Outside /v1 but reading the model: protected like it (llama.cpp's server does the same).
 _ALSO_PROTECTED = (
     "/tokenize", "/detokenize", "/tokenizer_info", "/rerank", "/reranking", "/models/load", "/models/unload",
+    "/lora-adapters",
 )  # fmt: skip
 _FIGURES = ("/metrics", "/health/workers")  # need a key only with LLM_METRICS_AUTH=1
 

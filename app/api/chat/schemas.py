@@ -17,7 +17,7 @@ from app.api.common.fields import (
     count,
     number,
 )
-from app.api.common.schemas import BaseSchema
+from app.api.common.schemas import BaseSchema, LoraSchema
 from app.engine.types import SAMPLER_NAMES
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -107,6 +107,8 @@ class GenerationSchema(BaseSchema):
         allow_none=True,
         validate=validate.Length(max=16),
     )
+    # llama-server's per-request LoRA scales; adapters it leaves out are off (scale 0) for it.
+    lora = fields.List(fields.Nested(LoraSchema), allow_none=True, validate=validate.Length(max=64))
     stop = StopField(allow_none=True)
     seed = StrictInteger(allow_none=True)
     stream = StrictBoolean(allow_none=True)

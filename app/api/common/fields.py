@@ -57,6 +57,22 @@ class StopField(fields.Field[list[str]]):
         return [v for v in values if v]
 
 
+class AdapterIdField(fields.Field[int | str]):
+    """A LoRA adapter's id: its index, as llama-server numbers them, or its name from LLM_MODELS."""
+
+    OPENAPI = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}]}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int | str:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | str)
+            or value in ("", -1)
+            or (isinstance(value, int) and value < 0)
+        ):
+            raise ValidationError("must be an adapter's index (0, 1, ...) or its id")
+        return value
+
+
 class JsonTextOrObjectField(fields.Field[str | dict[str, Any]]):
     """A function call's `arguments`: JSON text, as OpenAI sends them, or an object, as some clients do."""
 

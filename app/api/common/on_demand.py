@@ -87,7 +87,8 @@ def unload(index: int) -> list[int]:
             if not mine.unload("request"):
                 busy.append(peer.slot)
             continue
-        status, _ = relay.order(peer.slot, "/models/unload", config.models[index].id, _key(), config)
+        named = {"model": config.models[index].id}
+        status, _ = relay.order(peer.slot, "/models/unload", named, key(), config)
         if status != 200:
             busy.append(peer.slot)
     return busy
@@ -116,7 +117,7 @@ def _load_somewhere(index: int, deadline: float) -> bool:
         except LoadFailed as exc:
             raise _failed(config.models[index].id, str(exc)) from None
         return True
-    status, body = relay.order(target, "/models/load", config.models[index].id, _key(), config)
+    status, body = relay.order(target, "/models/load", {"model": config.models[index].id}, key(), config)
     if status == 503 and body:  # llama.cpp could not load it there: the worker says why
         raise ServiceUnavailableError(_message(body))
     return status == 200
@@ -124,7 +125,7 @@ def _load_somewhere(index: int, deadline: float) -> bool:
 
 def _loader_for(index: int) -> int | None:
     """The slot of the pool worker that should load model `index`; None to wait instead."""
-    pool = [peer for peer in _table().peers() if peer.live and peer.pool]
+    pool = [peer for peer in table().peers() if peer.live and peer.pool]
     if any(peer.model == index for peer in pool):
         return None  # loading there now (or just loaded): wait for it
     mine = holder()
@@ -136,21 +137,28 @@ def _loader_for(index: int) -> int | None:
 
 
 def _holding(index: int) -> list[peers.Peer]:
-    return [peer for peer in _table().peers() if peer.live and peer.model == index]
+    return [peer for peer in table().peers() if peer.live and peer.model == index]
 
 
 def _held_ready(index: int) -> bool:
     return any(peer.ready for peer in _holding(index))
 
 
-def _table() -> peers.PeerTable:
+def this_slot() -> int:
+    """This worker's slot in the peer table (-1 outside gunicorn)."""
+    return peers.this_worker.slot if peers.this_worker is not None else -1
+
+
+def table() -> peers.PeerTable:
+    """The peer table (a 503 outside gunicorn, where there are no peers)."""
     worker = peers.this_worker
     if worker is None:
         raise ServiceUnavailableError("Models load on demand only under gunicorn.")
     return worker.table
 
 
-def _key() -> str | None:
+def key() -> str | None:
+    """The client's key, to send on with an order to another worker."""
     return request.headers.get("Authorization") or (
         f"Bearer {request.headers['X-Api-Key']}" if "X-Api-Key" in request.headers else None
     )

@@ -8,6 +8,7 @@ from typing import Any
 from app.api.common.errors import ContextLengthError, InvalidRequestError
 from app.engine.types import DraftLimits, GenerationRequest, Sampling, ThinkingBudget
 from app.settings.current import current_config
+from app.settings.models import ModelSpec
 
 _SAMPLING_FIELDS = (
     "temperature",
@@ -83,7 +84,28 @@ def plan(
         ignore_eos=bool(body.get("ignore_eos")),
         min_tokens=min_tokens,
         drafts=draft_limits(body),
+        adapters=adapter_scales(body.get("lora"), config.model),
     )
+
+
+def adapter_scales(asked: list[dict[str, Any]] | None, spec: ModelSpec) -> tuple[float, ...] | None:
+    """llama-server's `lora` as one scale per adapter of model `spec` (those it leaves out: 0); None
+    without it (the worker's global scales apply)."""
+    if asked is None:
+        return None
+    scales = [0.0] * len(spec.loras)
+    names = [lora.id for lora in spec.loras]
+    for entry in asked:
+        wanted = entry["id"]
+        index = wanted if isinstance(wanted, int) else names.index(wanted) if wanted in names else -1
+        if not 0 <= index < len(names):
+            known = ", ".join(f"{n} ({name!r})" for n, name in enumerate(names)) or "none"
+            raise InvalidRequestError(
+                f"lora: the model '{spec.id}' has no LoRA adapter {wanted!r}; its adapters: {known}.",
+                param="lora",
+            )
+        scales[index] = entry["scale"]
+    return tuple(scales)
 
 
 def draft_limits(body: dict[str, Any]) -> DraftLimits | None:

@@ -35,7 +35,8 @@ class ModelSchema(Schema):
     aliases = fields.List(
         fields.String(), required=True, metadata={"description": "Other ids requests may name it by"}
     )
-    load = fields.String(
+    load_ = fields.String(  # named so as not to hide Schema.load
+        data_key="load",
         required=True,
         validate=validate.OneOf(["startup", "on_demand"]),
         metadata={"description": "At start-up on workers of its own, or by a pool worker when asked for"},

@@ -1,1 +1,1 @@
-"""Models loaded on demand, for operators: llama-server's /models/load and /models/unload."""
+"""What operators change on models, as llama-server does: /models/load and /models/unload, /lora-adapters."""

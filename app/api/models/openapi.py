@@ -1,14 +1,36 @@
-"""The models family in the OpenAPI document: llama-server's /models/load and /models/unload."""
+"""The models family in the OpenAPI document: llama-server's /models/load, /models/unload, /lora-adapters."""
 
 from __future__ import annotations
 
 from apispec import APISpec
 
 from app.api.common.openapi import error_responses, json_answer, post
+from app.api.common.schemas import LoraSchema
 from app.api.models.schemas import ModelOrderSchema
 from app.settings.models import ModelSpec
 
 SUCCESS = {"type": "object", "required": ["success"], "properties": {"success": {"const": True}}}
+ADAPTERS = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["id", "name", "path", "scale"],
+        "properties": {
+            "id": {"type": "integer", "minimum": 0, "description": "Its index: what requests' `lora` names"},
+            "name": {"type": "string", "description": "Its id in LLM_MODELS' `loras`"},
+            "path": {"type": "string"},
+            "scale": {"type": "number", "description": "Its global scale (requests without `lora`)"},
+        },
+    },
+}
+_SCALES = {"type": "array", "items": {"$ref": "#/components/schemas/Lora"}}
+_MODEL = {
+    "name": "model",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string"},
+    "description": "The model (default: the first generating model)",
+}
 
 
 def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
@@ -32,4 +54,32 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             json_answer("No worker holds the model any more.", "ModelOrderDone"),
             error_responses(400, 401, 404, 406, 409),
         ),
+    )
+    if "Lora" not in spec.components.schemas:  # chat's `lora` field has described it already
+        spec.components.schema("Lora", schema=LoraSchema)
+    spec.components.schema("LoraAdapters", component=ADAPTERS)
+    spec.path(
+        path="/lora-adapters",
+        operations={
+            "get": {
+                "summary": "A model's LoRA adapters and their global scales (llama-server's)",
+                "parameters": [_MODEL],
+                "responses": {
+                    200: json_answer("The adapters, in order.", "LoraAdapters"),
+                    **error_responses(400, 401, 404, 503),
+                },
+            },
+            "post": {
+                "summary": "Set a model's global LoRA scales on every worker holding it (those left out: 0)",
+                "parameters": [_MODEL],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _SCALES}},
+                },
+                "responses": {
+                    200: json_answer("The scales apply.", "ModelOrderDone"),
+                    **error_responses(400, 401, 404, 406, 503),
+                },
+            },
+        },
     )

@@ -1,4 +1,4 @@
-"""`POST /models/load` and `POST /models/unload` (llama-server's router mode): on-demand models, by hand.
+"""`POST /models/load`, `POST /models/unload` (llama-server's router mode) and `/lora-adapters`.
 
 Loading waits until a worker holds the model ready (as a request for it would); unloading
 frees it from every pool worker holding it, unless one serves requests (a 409). Entries
@@ -8,12 +8,16 @@ one is refused. A relayed order (another worker's) acts on this worker itself.
 
 from __future__ import annotations
 
+from typing import Any
+from urllib.parse import quote
+
 from flask import Blueprint, Response, jsonify, request
 
 from app.api.common import on_demand
-from app.api.common.body import model_index, parse_json
+from app.api.common.body import check_accept, generating_engine, model_index, parse_json, serve_here_or_relay
 from app.api.common.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
-from app.api.models.schemas import model_order_schema
+from app.api.common.planning import adapter_scales
+from app.api.models.schemas import lora_list_schema, model_order_schema
 from app.serving import relay
 from app.serving.model_holder import Busy, LoadFailed
 from app.settings.current import current_config
@@ -60,4 +64,54 @@ def unload() -> Response:
         raise ModelBusyError(
             f"The model '{spec.id}' serves requests on {len(busy)} worker(s); unload it once they are done."
         )
+    return jsonify({"success": True})
+
+
+@bp.get("/lora-adapters")
+def list_adapters() -> Response:
+    """llama-server's list of a model's LoRA adapters (`?model=`, else the first generating model):
+    each with its index (`id`), name, path and global scale."""
+    index = model_index(request.args.get("model"), "generate")
+    serve_here_or_relay(index)
+    engine = generating_engine()
+    loras = current_config().model.loras
+    return jsonify(
+        [
+            {"id": n, "name": lora.id, "path": lora.path, "scale": engine.lora_scales[n]}
+            for n, lora in enumerate(loras)
+        ]
+    )
+
+
+@bp.post("/lora-adapters")
+def set_adapters() -> Response:
+    """Set a model's global LoRA scales (llama-server's: a list of {id, scale}; those left out: 0),
+    on every worker holding it."""
+    check_accept()
+    body = request.get_json(force=True, silent=True)
+    if not isinstance(body, list):
+        raise InvalidRequestError('The request body must be a JSON array of {"id", "scale"}.')
+    asked: list[dict[str, Any]] = lora_list_schema.load(body)
+    config = current_config()
+    index = model_index(request.args.get("model"), "generate")
+    scales = adapter_scales(asked, config.models[index])
+    assert scales is not None, "a list was given"
+    if relay.is_relayed(request):  # another worker's order: this worker holds the model
+        if index != config.model_index:
+            raise ServiceUnavailableError("This worker no longer holds that model; retry shortly.")
+        generating_engine().lora_scales = list(scales)
+        return jsonify({"success": True})
+    holders = [p for p in on_demand.table().peers() if p.live and p.ready and p.model == index]
+    if not holders:
+        model = config.models[index].id
+        raise ServiceUnavailableError(f"No worker holding '{model}' is ready; retry shortly.")
+    mine = on_demand.this_slot()
+    for peer in holders:
+        if peer.slot == mine:
+            generating_engine().lora_scales = list(scales)
+            continue
+        path = f"/lora-adapters?model={quote(config.models[index].id)}"
+        status, _ = relay.order(peer.slot, path, body, on_demand.key(), config)
+        if status != 200:
+            raise ServiceUnavailableError(f"Worker slot {peer.slot} did not take the scales; retry shortly.")
     return jsonify({"success": True})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from app.api.common.schemas import BaseSchema
+from app.api.common.schemas import BaseSchema, LoraSchema
 
 
 class ModelOrderSchema(BaseSchema):
@@ -14,3 +14,4 @@ class ModelOrderSchema(BaseSchema):
 
 
 model_order_schema = ModelOrderSchema()
+lora_list_schema = LoraSchema(many=True)  # POST /lora-adapters: a JSON array

@@ -78,6 +78,8 @@ class FakeContext:
     shares: list[tuple[int, int, int, int]] = field(default_factory=list)
     threads: list[int] = field(default_factory=list)
     logits_rows: set[int] = field(default_factory=set)
+    adapters: tuple[float, ...] = ()  # the LoRA scales set now
+    decoded_with: list[tuple[float, ...]] = field(default_factory=list)  # each decode's LoRA scales
 
     @property
     def shape(self) -> ContextShape:
@@ -101,6 +103,7 @@ class FakeContext:
             assert row.position == len(cells), f"sequence {row.seq_id}: position {row.position} leaves a gap"
             cells[row.position] = row.token
         self.decodes.append(rows)
+        self.decoded_with.append(self.adapters)
         self.logits_rows = {i for i in range(batch.size) if batch.logits[i]}
         return 0
 
@@ -139,6 +142,12 @@ class FakeContext:
 
     def set_threads(self, n_threads: int) -> None:
         self.threads.append(n_threads)
+
+    def set_adapters(self, scales: tuple[float, ...]) -> None:
+        self.adapters = scales
+
+    def close(self) -> None:
+        self.cells.clear()
 
 
 def job(prompt: list[int], max_tokens: int = 3, index: int = 0, **fields: object) -> Job:

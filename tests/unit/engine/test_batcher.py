@@ -218,3 +218,35 @@ def test_told_to_stop_the_loop_ends() -> None:
     run = Run(FakeContext())
     run.batcher.submit(None)
     assert run.batcher.cycle(wait=False) is False
+
+
+def test_choices_with_different_lora_scales_take_turns_and_never_share_a_decode() -> None:
+    run = Run(FakeContext(parallel=4))
+    base = job([5, 6], max_tokens=3, adapters=())
+    tuned = [job([20 + n], max_tokens=3, adapters=(1.0,)) for n in range(2)]
+    other = job([40], max_tokens=3, adapters=(0.5,))
+    run.submit(base, *tuned, other)
+    run.until_idle()
+    assert run.text(base) == "<7><8><9>" and run.text(other) == "<41><42><43>"
+    assert [run.text(each) for each in tuned] == ["<21><22><23>", "<22><23><24>"]
+    for rows, scales in zip(run.context.decodes, run.context.decoded_with, strict=True):
+        wanted = {0: (), 1: (1.0,), 2: (1.0,), 3: (0.5,)}
+        assert {wanted[row.seq_id] for row in rows} == {scales}  # one set of scales per decode
+    # Fair turns: each set decodes once before any decodes again, while all three are held.
+    assert run.context.decoded_with[:3] in ([(), (0.5,), (1.0,)], [(), (1.0,), (0.5,)])
+    assert len(run.context.decodes) == 3 * 3  # three sets, three steps each (prompt + 2 tokens)
+
+
+def test_a_cached_prompt_is_reused_only_under_the_same_lora_scales() -> None:
+    run = Run(FakeContext(parallel=1))
+    first = job([10, 11, 12, 13], max_tokens=1, adapters=(1.0,))
+    run.submit(first)
+    run.until_idle()
+    same_prompt_base = job([10, 11, 12, 13, 14], max_tokens=1, adapters=())
+    run.submit(same_prompt_base)
+    run.until_idle()
+    assert run.ending(same_prompt_base).cached_tokens == 0  # its cells held the adapter's values
+    again = job([10, 11, 12, 13, 14, 15], max_tokens=1, adapters=())
+    run.submit(again)
+    run.until_idle()
+    assert run.ending(again).cached_tokens == 5

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from app.settings.config import ConfigError
-from app.settings.models import POOL, ModelSpec, model_for_new_worker, parse
+from app.settings.models import POOL, LoraSpec, ModelSpec, model_for_new_worker, parse
 from tests.unit.conftest import FAKE_MODEL
 from tests.unit.settings.test_config import settings
 
@@ -62,6 +63,30 @@ def test_a_good_list() -> None:
             "entry 1 ('b'): 'a' names two models",
         ),
         (entries({"id": "a", "path": FAKE_MODEL, "load": "lazy"}), "load must be one of startup, on_demand"),
+        (entries({"id": "a", "path": FAKE_MODEL, "loras": {}}), "loras must be a list"),
+        (entries({"id": "a", "path": FAKE_MODEL, "loras": [{"path": FAKE_MODEL}]}), "loras[0] needs an id"),
+        (
+            entries({"id": "a", "path": FAKE_MODEL, "loras": [{"id": "x", "path": "/none.gguf"}]}),
+            "entry 0 ('a'): loras[0] path no such file",
+        ),
+        (
+            entries({"id": "a", "path": FAKE_MODEL, "loras": [{"id": "x", "path": FAKE_MODEL, "scale": ""}]}),
+            "loras[0] scale must be a number",
+        ),
+        (
+            entries({"id": "a", "path": FAKE_MODEL, "loras": [{"id": "x", "path": FAKE_MODEL, "alpha": 1}]}),
+            'loras[0] must be an object with "id", "path" and "scale"',
+        ),
+        (
+            entries(
+                {
+                    "id": "a",
+                    "path": FAKE_MODEL,
+                    "loras": [{"id": "x", "path": FAKE_MODEL}, {"id": "x", "path": FAKE_MODEL}],
+                }
+            ),
+            "loras[1]: the id 'x' is taken",
+        ),  # fmt: skip
         (
             entries({"id": "a", "path": FAKE_MODEL, "load": "on_demand", "workers": 2}),
             "entry 0 ('a'): an on-demand entry has no workers of its own",
@@ -74,7 +99,7 @@ def test_a_good_list() -> None:
     ],
 )
 def test_a_bad_entry_is_named(raw: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         parse(raw)
 
 
@@ -155,3 +180,9 @@ def test_the_pool_is_one_more_share_of_the_workers() -> None:
     assert model_for_new_worker(specs, [0], 1, 1) == 0
     assert model_for_new_worker(specs, [0, 0], 0, 1) == POOL  # the pool worker died: replaced
     assert model_for_new_worker(specs, [0, 0], 1, 2) == POOL
+
+
+def test_an_entry_loads_its_lora_adapters_at_their_global_scales() -> None:
+    loras = [{"id": "pirate", "path": FAKE_MODEL}, {"id": "formal", "path": FAKE_MODEL, "scale": 0}]
+    (spec,) = parse(entries({"id": "chat", "path": FAKE_MODEL, "loras": loras}))
+    assert spec.loras == (LoraSpec("pirate", FAKE_MODEL, 1.0), LoraSpec("formal", FAKE_MODEL, 0.0))

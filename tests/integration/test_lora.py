@@ -1,0 +1,165 @@
+"""LoRA adapters: loaded with their model, chosen per request (llama-server's `lora`), global scales set.
+
+The real server and model, with two small random-weight adapters written for it
+(tests/support/tiny_lora.py), driven by the openai SDK and raw HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from app.settings.values import default_model_path
+from bench import llama_server
+from tests.support import tiny_bert, tiny_lora
+from tests.support.servers import Server, serving_models
+
+KEY = "key-lora"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+PROMPT = "Once upon a time"
+
+
+@pytest.fixture(scope="module")
+def adapters(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("lora")
+    base = default_model_path()
+    return tiny_lora.write(folder / "a.gguf", base), tiny_lora.write(folder / "b.gguf", base, seed=1)
+
+
+@pytest.fixture(scope="module")
+def lora_server(adapters: tuple[Path, Path]) -> Iterator[Server]:
+    loras = [{"id": name, "path": str(path), "scale": 0} for name, path in zip("ab", adapters, strict=True)]
+    models = [{"id": "smol", "path": default_model_path(), "workers": 2, "parallel": 4, "loras": loras}]
+    with serving_models(models, answers=6, LLM_API_KEYS=KEY) as server:
+        yield server
+
+
+@pytest.fixture
+def sdk(lora_server: Server) -> Iterator[openai.OpenAI]:
+    httpx.post(lora_server.url + "/lora-adapters", json=[], headers=AUTH).raise_for_status()  # all at 0
+    yield openai.OpenAI(base_url=lora_server.url + "/v1", api_key=KEY, max_retries=0)
+
+
+def complete(sdk: openai.OpenAI, lora: list[dict[str, object]] | None = None, tokens: int = 24) -> str:
+    extra = {"lora": lora} if lora is not None else {}
+    answer = sdk.completions.create(
+        model="smol", prompt=PROMPT, max_tokens=tokens, temperature=0, extra_body=extra
+    )
+    return answer.choices[0].text
+
+
+def test_scale_zero_is_the_base_model_and_each_adapter_changes_the_answer(sdk: openai.OpenAI) -> None:
+    base = complete(sdk)
+    assert complete(sdk, [{"id": 0, "scale": 0}]) == base
+    assert complete(sdk, [{"id": "a", "scale": 0.0}, {"id": "b", "scale": 0}]) == base
+    with_a, with_b = complete(sdk, [{"id": 0, "scale": 1}]), complete(sdk, [{"id": "b", "scale": 1}])
+    assert with_a != base and with_b != base and with_a != with_b
+    assert complete(sdk, [{"id": "a", "scale": 1}]) == with_a  # by index or by name: the same adapter
+
+
+def test_requests_with_different_adapters_in_flight_at_once_each_get_their_own(sdk: openai.OpenAI) -> None:
+    mixed = [{"id": 0, "scale": 0.5}, {"id": 1, "scale": 0.5}]
+    sets = [None, [{"id": 0, "scale": 1}], [{"id": 1, "scale": 1}], mixed]
+    alone = [complete(sdk, lora, tokens=48) for lora in sets]
+    assert len(set(alone)) == 4
+    # All four in flight at once: every stream has sent a first token before any is read further.
+    started = threading.Barrier(len(sets))
+    together: list[str] = [""] * len(sets)
+
+    def stream(n: int) -> None:
+        extra = {"lora": sets[n]} if sets[n] is not None else {}
+        chunks = sdk.completions.create(model="smol", prompt=PROMPT, max_tokens=48, temperature=0,
+                                        stream=True, extra_body=extra)  # fmt: skip
+        pieces = iter(chunks)
+        first = next(pieces)
+        started.wait(60)
+        together[n] = first.choices[0].text + "".join(c.choices[0].text for c in pieces if c.choices)
+
+    threads = [threading.Thread(target=stream, args=(n,)) for n in range(len(sets))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert together == alone
+
+
+def test_global_scales_apply_on_every_worker_until_a_request_says_otherwise(
+    lora_server: Server, sdk: openai.OpenAI
+) -> None:
+    url = lora_server.url + "/lora-adapters"
+    listed = httpx.get(url, headers=AUTH).json()
+    assert [(a["id"], a["name"], a["scale"]) for a in listed] == [(0, "a", 0.0), (1, "b", 0.0)]
+    assert listed[0]["path"].endswith("a.gguf")
+    base, with_a = complete(sdk), complete(sdk, [{"id": "a", "scale": 1}])
+    done = httpx.post(url, json=[{"id": 0, "scale": 1}], headers=AUTH)
+    assert (done.status_code, done.json()) == (200, {"success": True})
+    # Both workers took it: fresh connections land on either; each answers with adapter a.
+    for _ in range(6):
+        assert httpx.get(url, headers={**AUTH, "Connection": "close"}).json()[0]["scale"] == 1.0
+        fresh = openai.OpenAI(base_url=lora_server.url + "/v1", api_key=KEY, max_retries=0)
+        assert complete(fresh) == with_a
+        fresh.close()
+    assert complete(sdk, [{"id": "b", "scale": 0}]) == base  # a request's own list: a is off for it
+    httpx.post(url, json=[], headers=AUTH).raise_for_status()
+    assert complete(sdk) == base
+
+
+def test_bad_lora_input_is_a_400_naming_it(lora_server: Server, sdk: openai.OpenAI) -> None:
+    for lora, param in [
+        ([{"id": 7, "scale": 1}], "lora"),
+        ([{"id": "c", "scale": 1}], "lora"),
+        ([{"id": -1, "scale": 1}], "lora[0].id"),
+        ([{"id": 0, "scale": "high"}], "lora[0].scale"),
+        ([{"id": 0}], "lora[0].scale"),
+        ({"id": 0, "scale": 1}, "lora"),
+    ]:
+        with pytest.raises(openai.BadRequestError) as refused:
+            complete(sdk, lora)
+        assert refused.value.status_code == 400 and refused.value.body["param"] == param, lora
+    unknown = complete_error(sdk, [{"id": 7, "scale": 1}])
+    assert "has no LoRA adapter 7; its adapters: 0 ('a'), 1 ('b')" in unknown
+    url = lora_server.url + "/lora-adapters"
+    assert httpx.get(url).status_code == 401 and httpx.post(url, json=[]).status_code == 401
+    not_a_list = httpx.post(url, json={"id": 0, "scale": 1}, headers=AUTH)
+    assert not_a_list.status_code == 400 and "JSON array" in not_a_list.json()["error"]["message"]
+    assert httpx.post(url, json=[{"id": 5, "scale": 1}], headers=AUTH).json()["error"]["param"] == "lora"
+
+
+def complete_error(sdk: openai.OpenAI, lora: list[dict[str, object]]) -> str:
+    with pytest.raises(openai.BadRequestError) as refused:
+        complete(sdk, lora)
+    return refused.value.message
+
+
+def test_an_adapter_for_another_model_stops_start_up_naming_it(tmp_path: Path) -> None:
+    bert = tiny_bert.write(tmp_path / "bert.gguf")
+    foreign = tiny_lora.write(tmp_path / "bert-lora.gguf", str(bert))
+    models = [{"id": "smol", "path": default_model_path(), "loras": [{"id": "x", "path": str(foreign)}]}]
+    server = Server(LLM_MODELS=json.dumps(models), LLM_N_THREADS="1")
+    try:
+        assert server.process.wait(timeout=120) != 0  # gunicorn halts: the worker can never boot
+        assert f"LoRA adapter {foreign}: llama.cpp could not load it" in server.output()
+    finally:
+        server.stop()
+
+
+def test_an_adapter_answers_as_llama_servers_with_the_same_adapter_and_scale(
+    adapters: tuple[Path, Path], sdk: openai.OpenAI
+) -> None:
+    reference = llama_server.start(
+        default_model_path(), threads=1, slots=1, n_ctx=512, extra=("--lora", str(adapters[0]))
+    )
+    try:
+        for scale in (1.0, 0.5, 0.0):
+            body = {"prompt": PROMPT, "max_tokens": 24, "temperature": 0, "cache_prompt": False,
+                    "lora": [{"id": 0, "scale": scale}]}  # fmt: skip
+            theirs = httpx.post(reference.url + "/v1/completions", json=body, timeout=120).json()
+            assert complete(sdk, [{"id": "a", "scale": scale}]) == theirs["choices"][0]["text"], scale
+    finally:
+        reference.stop()

@@ -13,6 +13,7 @@ import numpy as np
 from gevent import monkey
 
 from app.engine import drafts, recovery, scheduling, shared_prompt
+from app.engine.adapter_turns import AdapterTurns
 from app.engine.batch import TokenBatch
 from app.engine.cache_report import CacheReport
 from app.engine.context import BatchContext, Sampler
@@ -88,8 +89,7 @@ class Batcher:
         # Rows of the routing board: one per sequence, then the host cache's kept states.
         self.board_rows = len(self.sequences) + (PUBLISHED if self.host_cache else 0)
         self.governor = ThreadGovernor(model.shape.n_threads, model.set_threads)
-        self._steps = 0
-        self._turns: dict[tuple[float, ...], int] = {}  # LoRA scales -> the step they last decoded in
+        self.adapter_turns = AdapterTurns(model.set_adapters)
 
     def close(self) -> None:
         """Free the context and weights (and the draft model's); the loop must have stopped."""
@@ -190,7 +190,7 @@ class Batcher:
         self._retire_cancelled(delivery)
         batch = self._batch
         batch.clear()
-        holding = self._adapter_turn(self._holding())
+        holding = self.adapter_turns.pick(self._holding())
         generating = {s.seq_id for s, choice in holding if choice.generating and choice.row < 0}
         prefilling = sorted(((s, c) for s, c in holding if c.prefilling), key=lambda pair: pair[0].last_used)
         budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))
@@ -253,20 +253,6 @@ class Batcher:
                     shared_prompt.orphan_followers(self.sequences, s)
         threads = self.governor.threads
         return StepReport(self._busy(), batch.size, reused, seconds, threads, sampled, drafted, accepted)
-
-    def _adapter_turn(self, holding: list[tuple[Sequence, Choice]]) -> list[tuple[Sequence, Choice]]:
-        """The choices this step decodes: all of them, unless they differ in LoRA scales; then those of
-        one set of scales, the set that waited longest, as llama.cpp applies adapters to a whole context."""
-        sets = {s.adapters for s, _ in holding}
-        if len(sets) > 1:
-            self._turns = {scales: self._turns.get(scales, -1) for scales in sets}  # the sets now held
-            turn = min(sets, key=lambda scales: (self._turns[scales], scales))
-            holding = [(s, choice) for s, choice in holding if s.adapters == turn]
-        if holding:
-            self._steps += 1
-            self._turns[holding[0][0].adapters] = self._steps
-            self.model.set_adapters(holding[0][0].adapters)
-        return holding
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)

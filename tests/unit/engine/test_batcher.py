@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import groupby
 
 import pytest
 
+from app.engine.adapter_turns import ADAPTER_TURN
 from app.engine.batcher import Batcher, BatcherSettings, StepReport
 from app.engine.generation import Delivery, Generation
 from app.engine.sequence import Job
@@ -232,9 +234,22 @@ def test_choices_with_different_lora_scales_take_turns_and_never_share_a_decode(
     for rows, scales in zip(run.context.decodes, run.context.decoded_with, strict=True):
         wanted = {0: (), 1: (1.0,), 2: (1.0,), 3: (0.5,)}
         assert {wanted[row.seq_id] for row in rows} == {scales}  # one set of scales per decode
-    # Fair turns: each set decodes once before any decodes again, while all three are held.
-    assert run.context.decoded_with[:3] in ([(), (0.5,), (1.0,)], [(), (1.0,), (0.5,)])
     assert len(run.context.decodes) == 3 * 3  # three sets, three steps each (prompt + 2 tokens)
+
+
+def test_lora_sets_keep_their_turn_for_a_stretch_then_the_longest_waiting_goes() -> None:
+    run = Run(FakeContext(parallel=3, n_ctx=128))
+    long = [job([1], max_tokens=40, adapters=()), job([2], max_tokens=40, adapters=(1.0,))]
+    run.submit(*long)
+    run.step(2 * ADAPTER_TURN)
+    late = job([3], max_tokens=40, adapters=(0.5,))
+    run.submit(late)
+    run.until_idle()
+    turns = [scales for scales, _ in groupby(run.context.decoded_with)]
+    stretches = [len(list(steps)) for _, steps in groupby(run.context.decoded_with)]
+    assert stretches[:3] == [ADAPTER_TURN] * 3
+    # The latecomer has waited longest (it never ran): it goes before the base set's second turn.
+    assert turns[:4] == [(), (1.0,), (0.5,), ()]
 
 
 def test_a_cached_prompt_is_reused_only_under_the_same_lora_scales() -> None:

@@ -139,6 +139,12 @@ class Tokenizer:
             tokens = [self._bos if self._bos >= 0 else self._model.token_eos()] + tokens
         return tokens
 
+    def parsed(self, prompt: str) -> list[int]:
+        """Tokenize a prompt as llama-server's own /completion does: the special tokens the model adds
+        (BOS), control tokens in the text parsed; an empty prompt is the start of text."""
+        tokens = self._encode(prompt, add_special=True, parse_special=True)
+        return tokens or [self._bos if self._bos >= 0 else self._model.token_eos()]
+
     def rerank_pair(self, query: str, document: str) -> list[int]:
         """A query and a document as a reranker reads them, as llama-server joins them: the model's
         own "rerank" template if it has one, else [BOS] query [EOS] [SEP] document [EOS], each

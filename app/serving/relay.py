@@ -63,7 +63,7 @@ class Migrated(Exception):  # noqa: N818 - a hand-over, not an error
         try:
             yield from _body(self.upstream)
         finally:
-            _hang_up(self.connection)
+            hang_up(self.connection)
             self.connection.close()
 
     def response(self, environ: dict[str, object]) -> Response:
@@ -185,6 +185,20 @@ def order(slot: int, path: str, body: object, authorization: str | None, config:
         connection.close()
 
 
+def forward_of(request: Request) -> _Forward:
+    """What relaying `request` later needs of it (after its view has returned)."""
+    return _Forward(request.method, request.full_path.rstrip("?"), request.get_data(), dict(request.headers))
+
+
+def open_forward(
+    forward: _Forward, config: Config, slot: int
+) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse] | None:
+    """Send `forward` to the worker in `slot` (this one's own socket too); None if it cannot be reached."""
+    worker = peers.this_worker
+    assert worker is not None, "only gunicorn's workers have peers"
+    return _open(forward, config, worker.table, slot)
+
+
 @dataclass
 class _Forward:
     """What a relay sends on: the request as it came."""
@@ -227,7 +241,7 @@ def _as_response(
         headers=[(k, v) for k, v in upstream.getheaders() if k.lower() not in _HOP_BY_HOP],
     )
     # If our client hangs up, hang up on the peer too, so that it cancels.
-    stop_watching = disconnect.watch(environ, lambda: _hang_up(connection))
+    stop_watching = disconnect.watch(environ, lambda: hang_up(connection))
     response.call_on_close(stop_watching)
     response.call_on_close(connection.close)
     return response
@@ -242,7 +256,8 @@ def _body(upstream: http.client.HTTPResponse) -> Iterator[bytes]:
         return  # the peer went away mid-answer; our client's stream simply ends
 
 
-def _hang_up(connection: http.client.HTTPConnection) -> None:
+def hang_up(connection: http.client.HTTPConnection) -> None:
+    """Close our side of a relay at once, so that the peer sees its client gone and cancels."""
     if connection.sock is not None:
         try:
             connection.sock.shutdown(socket.SHUT_RDWR)

@@ -153,3 +153,31 @@ def test_batch_priority_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         line for line in text.splitlines() if line.startswith(("| interactive TTFT", "| beside a batch"))
     ]
     assert len(verdicts) == 2 and all(v.endswith(("| met |", "| missed |")) for v in verdicts), text
+
+
+@pytest.mark.timeout(3600)
+def test_cold_load_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "cold.md"
+    ran = bench("cold_load", "--repeats", "1", "--markdown", str(markdown))
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for target, condition in (("ours", "cold"), ("ours", "swap (evict the other, load)"), ("ours", "warm"),
+                              ("llama-server router", "cold"), ("llama-server router", "warm"),
+                              ("llama.cpp load (llama-cpp-python)", "load time")):  # fmt: skip
+        assert f"| {target} | {condition} |" in text, (target, condition)
+    verdicts = [line for line in text.splitlines() if line.startswith(("| cold TTFT", "| a cold load"))]
+    assert len(verdicts) == 2 and all(v.endswith(("| met |", "| missed |")) for v in verdicts), text
+
+
+@pytest.mark.timeout(3600)
+def test_lora_mix_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "lora.md"
+    ran = bench("lora_mix", "--repeats", "1", "--requests", "1", "--tokens", "8", "--markdown", str(markdown))
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for mix in ("base", "one adapter", "two sets", "four sets"):
+        assert text.count(f"| {mix}") == 2, mix  # its figures, and its target's verdict
+    verdicts = [line for line in text.splitlines() if "of llama-server's tokens/s" in line]
+    assert len(verdicts) == 4 and all(v.endswith(("| met |", "| missed |")) for v in verdicts), text

@@ -228,3 +228,36 @@ def test_a_batch_line_for_an_on_demand_model_is_a_clear_error_line(
     assert refused["custom_id"] == "on-demand" and refused["response"]["status_code"] == 400
     error = refused["response"]["body"]["error"]
     assert error["param"] == "model" and "batches run on the models loaded at start-up" in error["message"]
+
+
+def test_a_streamed_request_for_an_unloaded_model_streams_once_it_has_loaded(
+    pool_server: Server, sdk: openai.OpenAI
+) -> None:
+    whole = chat(sdk, "od-b", seed=3, temperature=0)
+    wait_until(lambda: order(pool_server, "unload", "od-b").status_code == 200, 20)
+    assert listed(pool_server, "od-b")["status"] == {"value": "unloaded"}
+    stream = sdk.chat.completions.create(
+        model="od-b", messages=[{"role": "user", "content": "Say hello."}], max_tokens=8, seed=3,
+        temperature=0, stream=True,
+    )  # fmt: skip
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices) == whole
+    assert listed(pool_server, "od-b")["status"] == {"value": "loaded"}
+
+
+def test_a_streamed_request_whose_model_cannot_load_ends_with_the_protocols_error_event(
+    pool_server: Server, sdk: openai.OpenAI
+) -> None:
+    # The 200 and the stream's headers went out when the load began; the failure is an event.
+    with pytest.raises(openai.APIError) as failed:
+        stream = sdk.chat.completions.create(
+            model="od-broken", messages=[{"role": "user", "content": "Hi."}], max_tokens=4, stream=True
+        )
+        list(stream)
+    assert "could not be loaded" in failed.value.message
+    messages = [{"role": "user", "content": "Hi."}]
+    body = {"model": "od-broken", "max_tokens": 4, "stream": True, "messages": messages}
+    url = pool_server.url + "/v1/messages"
+    with httpx.stream("POST", url, json=body, headers=AUTH, timeout=60) as answer:
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in answer.iter_lines() if line and not line.startswith(":")]
+    assert lines[0] == "event: error" and '"type":"error"' in lines[1] and "could not be loaded" in lines[1]

@@ -76,8 +76,13 @@ OPERATIONS = [
     "POST /models/unload",
     "GET /lora-adapters",
     "POST /lora-adapters",
+    "POST /completion",
+    "POST /completions",
 ]
-STREAMING = {"POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/messages"}
+STREAMING = {
+    "POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/messages",
+    "POST /completion", "POST /completions",
+}  # fmt: skip
 
 
 def runs() -> list[tuple[str, bool, GenerationMode]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
+from app.api.chat.llama_presenter import LlamaAnswer, LlamaPresenter
+from app.api.chat.llama_schemas import llama_completion_schema
 from app.api.chat.objects import Shape
 from app.api.chat.presenter import AnswerOptions, CompletionPresenter
 from app.api.chat.schemas import chat_completion_schema, completion_schema
@@ -82,6 +84,36 @@ def create_completion() -> Response:
     shape = Shape(current_config().model_id, chat=False, fingerprint=engine.fingerprint)
     presenter = CompletionPresenter(shape, options, wants_logprobs=body.get("logprobs") is not None)
     return generate(engine, body, requests, presenter, options.prompt_tokens)
+
+
+@bp.post("/completion")
+@bp.post("/completions")
+def create_llama_completion() -> Response:
+    """llama-server's own completion: one prompt continued, with `n_probs` token probabilities."""
+    body = parse_body(llama_completion_schema)
+    engine = generating_engine()
+    prompt = body["prompt"]
+    if isinstance(prompt, str):  # as llama-server tokenizes it here: BOS, control tokens parsed
+        tokens, text = engine.tokenizer.parsed(prompt), prompt
+    else:
+        tokens, text = _prompt(engine.tokenizer, prompt, None)
+    if body.get("n_predict") is not None:  # llama-server's name wins over max_tokens; -1: up to the context
+        body["max_tokens"] = None
+        if body["n_predict"] < 0:
+            del body["n_predict"]
+    n_probs, return_tokens = body.get("n_probs") or 0, bool(body.get("return_tokens"))
+    (request_,) = plan_choices(
+        {**body, "n": 1},
+        [tokens],
+        prompt_param="prompt",
+        max_param="n_predict",  # when not given, plan() names max_tokens
+        logprobs=n_probs if n_probs or return_tokens else None,
+        vocabulary_size=engine.tokenizer.vocabulary_size,
+    )
+    settings = {"n_predict": request_.max_tokens, "seed": body.get("seed"), "n_probs": n_probs,
+                "temperature": request_.sampling.temperature, "stream": bool(body.get("stream"))}  # fmt: skip
+    answer = LlamaAnswer(current_config().model_id, text, len(tokens), n_probs, return_tokens, settings)
+    return generate(engine, body, [request_], LlamaPresenter(answer), len(tokens))
 
 
 @bp.post("/v1/chat/completions/input_tokens")

@@ -63,7 +63,7 @@ def parse_body(schema: Schema, use: str | None = "generate") -> dict[str, Any]:
             "in LLM_MODELS.",
             param="model",
         )
-    serve_here_or_relay(index)
+    serve_here_or_relay(index, data.get("stream"))
     return data
 
 
@@ -82,15 +82,16 @@ def parse_json(schema: Schema) -> dict[str, Any]:
     return data
 
 
-def serve_here_or_relay(index: int) -> None:
-    """Return if this worker holds model `index`; else answer with the response of a worker that does."""
+def serve_here_or_relay(index: int, streams: object = False) -> None:
+    """Return if this worker holds model `index`; else answer with the response of a worker that does
+    (a request that `streams`, for a model loading on demand, with keep-alives meanwhile)."""
     config = current_config()
     if index == config.model_index:
         if (mine := on_demand.holder()) is not None:
             mine.worker.touch()  # its idle clock (ttl, eviction) starts again
         return
     if config.models[index].on_demand:
-        relayed = on_demand.serve_on_demand(index)
+        relayed = on_demand.serve_on_demand(index, bool(streams))
         if relayed is None:
             return  # this pool worker has just loaded it
     else:

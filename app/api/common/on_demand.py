@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import Any
 
 import gevent
-from flask import Response, current_app, request
+from flask import Response, copy_current_request_context, current_app, request
 
+from app.api.common import load_stream
 from app.api.common.errors import InvalidRequestError, ServiceUnavailableError
 from app.serving import internal, peers, relay
 from app.serving.model_holder import SETTLE, Busy, LoadFailed, ModelHolder
@@ -31,9 +33,10 @@ def holder() -> ModelHolder | None:
     return held
 
 
-def serve_on_demand(index: int) -> Response | None:
+def serve_on_demand(index: int, streams: bool = False) -> Response | None:
     """None to serve the request here (this worker holds model `index`, ready); else the response
-    of the worker that holds it, once one does. A 503 if none could load it in time."""
+    of the worker that holds it, once one does. A 503 if no worker could start loading it in
+    time. A request that `streams` gets its 200 and keep-alives once a load is under way."""
     config, mine = current_config(), holder()
     if internal.of(request.environ) is not None:  # a batch line, run by a start-up model's worker
         raise InvalidRequestError(
@@ -51,6 +54,10 @@ def serve_on_demand(index: int) -> Response | None:
             return relayed
         if relay.is_relayed(request) and mine is None:
             break  # sent here for a model this worker does not hold: its sender retries
+        if streams and (_loader_for(index) is not None or _loading(index)):  # a load can start, or has
+            seeing_to_it = gevent.spawn(copy_current_request_context(_load_until_held), index, deadline)
+            ready_in = partial(_ready_in, index)
+            return load_stream.keep_alive_until_loaded(request, config, ready_in, seeing_to_it)
         loaded = _load_somewhere(index, deadline)
         if time.monotonic() >= deadline:
             break
@@ -121,6 +128,29 @@ def _load_somewhere(index: int, deadline: float) -> bool:
     if status == 503 and body:  # llama.cpp could not load it there: the worker says why
         raise ServiceUnavailableError(_message(body))
     return status == 200
+
+
+def _load_until_held(index: int, deadline: float) -> str | None:
+    """Until a worker holds model `index` ready: have one load it (waiting for a free one, or for
+    a load under way). What stopped it, if something did (llama.cpp's refusal, the deadline)."""
+    try:
+        while not _held_ready(index):
+            if not _load_somewhere(index, deadline):
+                if time.monotonic() >= deadline:
+                    return "No on-demand worker could load the model in time."
+                gevent.sleep(POLL)
+    except ServiceUnavailableError as exc:
+        return exc.message
+    return None
+
+
+def _ready_in(index: int) -> int | None:
+    """The slot of a worker holding model `index` ready (this one included), if any."""
+    return next((peer.slot for peer in _holding(index) if peer.ready), None)
+
+
+def _loading(index: int) -> bool:
+    return any(not peer.ready for peer in _holding(index))
 
 
 def _loader_for(index: int) -> int | None:

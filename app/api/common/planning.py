@@ -45,6 +45,8 @@ def plan(
 ) -> GenerationRequest:
     """Decide max_tokens and sampling, refusing what cannot fit the context before any byte is sent."""
     config = current_config()
+    if not prompt_tokens:  # nothing to generate from (the views give text prompts a first token)
+        raise InvalidRequestError(f"{prompt_param} has no tokens to continue from.", param=prompt_param)
     # `max_completion_tokens` is OpenAI's newer name; errors name the field the client sent.
     if body.get(max_param) is None:
         max_param = "max_tokens"

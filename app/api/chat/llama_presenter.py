@@ -1,0 +1,122 @@
+"""llama-server's own completion answer (`/completion`): content, stop type, timings, token probabilities.
+
+The whole answer is one JSON object; the stream is `data:` events of the text so far
+(`stop: false`, with each token's probabilities when `n_probs` asks), then the whole
+object with `stop: true`, and no `[DONE]`, as llama-server sends them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from flask import g
+
+from app.api.common import sse
+from app.api.common.errors import APIError
+from app.api.common.generate import ChoiceResult
+from app.engine.types import Chunk, TokenLogprob
+
+
+@dataclass(frozen=True)
+class LlamaAnswer:
+    """What the request asked of the answer, beyond the chunks."""
+
+    model: str
+    prompt: str
+    prompt_tokens: int
+    n_probs: int
+    return_tokens: bool
+    settings: dict[str, Any]  # the generation settings echoed back
+
+
+class LlamaPresenter:
+    """llama-server's non-OpenAI completion object, and its stream."""
+
+    def __init__(self, answer: LlamaAnswer) -> None:
+        self.answer = answer
+        self.started = time.monotonic()
+        self.first: float | None = None
+
+    def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
+        """The whole answer, with every token's probabilities when `n_probs` asked."""
+        (result,) = results
+        stats = getattr(g, "stats", None)
+        if stats is not None and stats.ttft is not None:
+            self.first = stats.started + stats.ttft
+            self.started = stats.started
+        whole = self._final(result)
+        if self.answer.n_probs:
+            whole["completion_probabilities"] = [self._token(entry) for entry in result.logprobs]
+        return whole
+
+    def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
+        """One event per chunk of text (with its tokens' probabilities), then the whole answer."""
+        result = ChoiceResult(0)
+        for chunk in chunks:
+            if chunk is None:
+                yield sse.KEEPALIVE
+                continue
+            if self.first is None and (chunk.text or chunk.logprobs):
+                self.first = time.monotonic()
+            result.add(chunk)
+            if chunk.text or chunk.logprobs:
+                event: dict[str, Any] = {
+                    "index": 0, "content": chunk.text, "tokens": self._ids(chunk.logprobs), "stop": False,
+                    "id_slot": -1, "tokens_predicted": chunk.completion_tokens,
+                    "tokens_evaluated": self.answer.prompt_tokens,
+                }  # fmt: skip
+                if self.answer.n_probs:
+                    event["completion_probabilities"] = [self._token(entry) for entry in chunk.logprobs]
+                yield sse.event(event)
+        yield sse.event(self._final(result))
+
+    def failure(self, error: APIError) -> bytes:
+        """After the 200: one event holding the error, as llama-server sends one."""
+        return sse.event(error.body())
+
+    def _final(self, result: ChoiceResult) -> dict[str, Any]:
+        answer, text = self.answer, result.text
+        if result.finish_reason == "length":
+            stop_type, word = "limit", ""
+        elif result.stop_sequence is not None:
+            stop_type, word = "word", result.stop_sequence
+        else:
+            stop_type, word = "eos", ""
+        return {
+            "index": 0, "content": text, "tokens": self._ids(result.logprobs), "id_slot": -1, "stop": True,
+            "model": answer.model, "tokens_predicted": result.completion_tokens,
+            "tokens_evaluated": answer.prompt_tokens, "generation_settings": answer.settings,
+            "prompt": answer.prompt, "has_new_line": "\n" in text, "truncated": False, "stop_type": stop_type,
+            "stopping_word": word, "tokens_cached": result.cached_tokens,
+            "timings": self._timings(answer.prompt_tokens - result.cached_tokens, result.completion_tokens),
+        }  # fmt: skip
+
+    def _timings(self, evaluated: int, predicted: int) -> dict[str, float]:
+        """llama-server's timings, measured here: the prompt until the first token, then the rest."""
+        now = time.monotonic()
+        first = self.first if self.first is not None else now
+        prompt_ms, predicted_ms = (first - self.started) * 1000, (now - first) * 1000
+        return {
+            "prompt_n": evaluated, "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": prompt_ms / evaluated if evaluated else 0.0,
+            "prompt_per_second": evaluated / prompt_ms * 1000 if prompt_ms > 0 else 0.0,
+            "predicted_n": predicted, "predicted_ms": predicted_ms,
+            "predicted_per_token_ms": predicted_ms / predicted if predicted else 0.0,
+            "predicted_per_second": predicted / predicted_ms * 1000 if predicted_ms > 0 else 0.0,
+        }  # fmt: skip
+
+    def _ids(self, entries: list[TokenLogprob] | tuple[TokenLogprob, ...]) -> list[int]:
+        return [entry.token for entry in entries] if self.answer.return_tokens else []
+
+    def _token(self, entry: TokenLogprob) -> dict[str, Any]:
+        top = [_piece(token, piece, logprob) for token, piece, logprob in entry.top[: self.answer.n_probs]]
+        return {**_piece(entry.token, entry.piece, entry.logprob), "top_logprobs": top}
+
+
+def _piece(token: int, piece: bytes, logprob: float | None) -> dict[str, Any]:
+    # As llama-server: the text cut before an incomplete UTF-8 sequence, the bytes whole.
+    return {"id": token, "token": piece.decode("utf-8", errors="ignore"), "bytes": list(piece),
+            "logprob": logprob}  # fmt: skip

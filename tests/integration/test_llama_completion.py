@@ -1,0 +1,107 @@
+"""llama-server's own `POST /completion`: answer, stop types and token probabilities as llama-server's.
+
+The real server (the shared one-worker fixture) beside llama.cpp's own C++ server built from
+the same llama.cpp, both greedy on the default model, compared field by field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from app.settings.values import default_model_path
+from bench import llama_server
+from tests.support.servers import Server, Service
+
+PROMPT = "The three primary colours are"
+
+
+@pytest.fixture(scope="module")
+def reference() -> Iterator[Service]:
+    service = llama_server.start(default_model_path(), threads=1, slots=1, n_ctx=1024)
+    yield service
+    service.stop()
+
+
+def complete(url: str, **body: object) -> dict:
+    answer = httpx.post(url + "/completion", json={"prompt": PROMPT, "temperature": 0, **body}, timeout=120)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def events(url: str, **body: object) -> list[dict]:
+    request = {"prompt": PROMPT, "temperature": 0, "stream": True, **body}
+    with httpx.stream("POST", url + "/completion", json=request, timeout=120) as answer:
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in answer.iter_lines() if line.startswith("data: ")]
+    assert "data: [DONE]" not in lines  # llama-server's own stream ends with its last object
+    return [json.loads(line[6:]) for line in lines]
+
+
+def test_the_answer_and_its_token_probabilities_are_llama_servers(server: Server, reference: Service) -> None:
+    ours = complete(server.url, n_predict=12, n_probs=3, return_tokens=True, cache_prompt=False)
+    theirs = complete(reference.url, n_predict=12, n_probs=3, return_tokens=True, cache_prompt=False)
+    for field in ("content", "tokens", "stop", "stop_type", "stopping_word", "tokens_predicted",
+                  "tokens_evaluated", "has_new_line", "truncated"):  # fmt: skip
+        assert ours[field] == theirs[field], field
+    assert len(ours["completion_probabilities"]) == len(theirs["completion_probabilities"]) == 12
+    for mine, its in zip(ours["completion_probabilities"], theirs["completion_probabilities"], strict=True):
+        assert (mine["id"], mine["token"], mine["bytes"]) == (its["id"], its["token"], its["bytes"])
+        assert mine["logprob"] == pytest.approx(its["logprob"], abs=2e-3)
+        assert [t["id"] for t in mine["top_logprobs"]] == [t["id"] for t in its["top_logprobs"]]
+        for top_mine, top_its in zip(mine["top_logprobs"], its["top_logprobs"], strict=True):
+            assert top_mine["logprob"] == pytest.approx(top_its["logprob"], abs=2e-3)
+    chat = "<|im_start|>user\nName a colour.<|im_end|>\n<|im_start|>assistant\n"  # control tokens parsed
+    assert (
+        complete(server.url, prompt=chat, n_predict=-1)["content"]
+        == complete(reference.url, prompt=chat, n_predict=-1)["content"]
+    )
+    timings = ours["timings"]
+    assert timings["predicted_n"] == 12 and timings["predicted_ms"] > 0 and timings["prompt_ms"] > 0
+    assert ours["model"] and ours["prompt"] == PROMPT and ours["generation_settings"]["n_predict"] == 12
+
+
+def test_the_stream_is_llama_servers_events_then_the_whole_answer(server: Server, reference: Service) -> None:
+    ours, theirs = events(server.url, n_predict=10, n_probs=2), events(reference.url, n_predict=10, n_probs=2)
+    assert "".join(e["content"] for e in ours[:-1]) == "".join(e["content"] for e in theirs[:-1])
+    *partial, last = ours
+    assert all(e["stop"] is False and e["completion_probabilities"] for e in partial)
+    assert [p["id"] for e in partial for p in e["completion_probabilities"]] == [
+        p["id"] for e in theirs[:-1] for p in e["completion_probabilities"]
+    ]
+    assert last["stop"] is True and last["stop_type"] == "limit" and last["tokens_predicted"] == 10
+    assert last["content"] == "".join(e["content"] for e in partial)
+
+
+def test_each_stop_type_and_a_token_prompt(server: Server) -> None:
+    assert complete(server.url, prompt="", n_predict=3)["tokens_predicted"] == 3  # from the start of text
+    limited = complete(server.url, n_predict=3)
+    assert (limited["stop_type"], limited["tokens_predicted"], limited["stopping_word"]) == ("limit", 3, "")
+    worded = complete(server.url, n_predict=40, stop=[" "])
+    assert worded["stop_type"] == "word" and worded["stopping_word"] == " "
+    ended = complete(server.url, prompt="<|im_start|>user\nSay OK.<|im_end|>\n<|im_start|>assistant\n",
+                     n_predict=-1)  # fmt: skip
+    assert ended["stop_type"] == "eos" and ended["content"]
+    tokens = httpx.post(server.url + "/tokenize", json={"content": PROMPT}).json()["tokens"]
+    by_tokens = complete(server.url, prompt=tokens, n_predict=5)["content"]
+    assert by_tokens == complete(server.url, n_predict=5)["content"]
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"n_predict": 5}, "prompt"),
+        ({"prompt": ["one", "two"]}, "prompt"),
+        ({"prompt": "x", "n_predict": 0}, "n_predict"),
+        ({"prompt": "x", "n_predict": -2}, "n_predict"),
+        ({"prompt": "x", "n_probs": 101}, "n_probs"),
+        ({"prompt": "x", "post_sampling_probs": True}, "post_sampling_probs"),
+        ({"prompt": "x", "n_predict": 5000}, "n_predict"),
+    ],
+)
+def test_bad_input_is_a_400_naming_the_field(server: Server, body: dict, param: str) -> None:
+    answer = httpx.post(server.url + "/completion", json=body, timeout=60)
+    assert answer.status_code == 400 and answer.json()["error"]["param"] == param, answer.text

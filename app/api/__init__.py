@@ -15,7 +15,7 @@ from app.api.anthropic import routes as anthropic
 from app.api.batches import routes as batches
 from app.api.batches import runner as batch_runner
 from app.api.chat import routes as chat
-from app.api.common import errors
+from app.api.common import errors, on_demand
 from app.api.conversations import routes as conversations
 from app.api.embeddings import routes as embeddings
 from app.api.files import routes as files
@@ -44,6 +44,7 @@ def init_app(app: Flask) -> None:
             max_age=600,
         )
     errors.init_app(app)
+    on_demand.init_app(app)
     for family in FAMILIES:
         app.register_blueprint(family.bp)
     openapi.init_app(app)

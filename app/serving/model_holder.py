@@ -78,6 +78,9 @@ class ModelHolder:
         self.app, self.base, self.make_engine, self.worker = app, base, make_engine, worker
         self._loaded, self._unloaded = reports or (lambda model, seconds: None, lambda model, reason: None)
         self.index = POOL
+        # Requests this worker has decided to serve with its model and whose views still run (they
+        # hold the engine, and may not have handed it their choices yet): the model stays meanwhile.
+        self.in_flight = 0
         self._lock = gevent.lock.Semaphore()  # one load or unload at a time
         worker.capacity, worker.ready = 0, False
         worker.publish(0)  # live, holding none: peers may have it load a model
@@ -88,6 +91,11 @@ class ModelHolder:
         engine: LoadingEngine[Any] = self.app.extensions["engine"]
         return engine
 
+    @property
+    def serving(self) -> bool:
+        """Whether the model has requests: generating, waiting, or in a view on their way."""
+        return bool(self.engine.load or self.in_flight)
+
     def idle_for(self) -> float:
         """Seconds since the model last served (0 while it serves)."""
         return time.monotonic() - self.worker.used / 1000
@@ -97,7 +105,7 @@ class ModelHolder:
         with self._lock:
             loading = self.index != index
             if loading:
-                if self.index != POOL and (self.engine.load or self.idle_for() < SETTLE):
+                if self.index != POOL and (self.serving or self.idle_for() < SETTLE):
                     raise Busy(f"this worker serves {self.base.models[self.index].id}")
                 if self.index != POOL:
                     self._unload("evicted")
@@ -114,7 +122,7 @@ class ModelHolder:
     def unload(self, reason: str = "request") -> bool:
         """Unload the model held if it is idle; False if it serves requests (or none is held)."""
         with self._lock:
-            if self.index == POOL or self.engine.load:
+            if self.index == POOL or self.serving:
                 return False
             self._unload(reason)
             return True
@@ -153,7 +161,7 @@ class ModelHolder:
     def _tick(self) -> None:
         if self.index == POOL:
             return
-        if self.engine.load:
+        if self.serving:
             self.worker.touch()
             self.worker.publish(self.engine.load)
             return

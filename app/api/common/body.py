@@ -87,8 +87,7 @@ def serve_here_or_relay(index: int, streams: object = False) -> None:
     (a request that `streams`, for a model loading on demand, with keep-alives meanwhile)."""
     config = current_config()
     if index == config.model_index:
-        if (mine := on_demand.holder()) is not None:
-            mine.worker.touch()  # its idle clock (ttl, eviction) starts again
+        on_demand.serving_here()
         return
     if config.models[index].on_demand:
         relayed = on_demand.serve_on_demand(index, bool(streams))

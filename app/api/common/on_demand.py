@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 import gevent
-from flask import Response, copy_current_request_context, current_app, request
+from flask import Flask, Response, copy_current_request_context, current_app, g, request
 
 from app.api.common import load_stream
 from app.api.common.errors import InvalidRequestError, ServiceUnavailableError
@@ -33,6 +33,26 @@ def holder() -> ModelHolder | None:
     return held
 
 
+def serving_here() -> None:
+    """The request is served with this pool worker's model: it stays loaded until the view is done
+    (a view holds the engine before it hands the engine its choices)."""
+    mine = holder()
+    if mine is not None and "holding_model" not in g:
+        mine.worker.touch()  # its idle clock (ttl, eviction) starts again
+        mine.in_flight += 1
+        g.holding_model = mine
+
+
+def init_app(app: Flask) -> None:
+    """Let go of the model when the view is done (its choices, if any, are the engine's by then)."""
+
+    @app.teardown_request
+    def _let_go(_: BaseException | None) -> None:
+        mine = g.pop("holding_model", None)
+        if mine is not None:
+            mine.in_flight -= 1
+
+
 def serve_on_demand(index: int, streams: bool = False) -> Response | None:
     """None to serve the request here (this worker holds model `index`, ready); else the response
     of the worker that holds it, once one does. A 503 if no worker could start loading it in
@@ -47,7 +67,7 @@ def serve_on_demand(index: int, streams: bool = False) -> Response | None:
     deadline = time.monotonic() + config.queue_timeout
     while True:
         if mine is not None and mine.index == index and mine.engine.ready:
-            mine.worker.touch()
+            serving_here()
             return None
         relayed = relay.to_model_holder(request, index, config)
         if relayed is not None:

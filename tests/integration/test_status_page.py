@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -71,6 +72,7 @@ def test_each_worker_its_model_and_its_work(start_server: Callable[..., Server],
         expect(rows.filter(has_text="chat-a")).to_have_attribute("data-state", "idle")
         expect(b_row.locator("td").nth(6)).to_have_text(f"{b['bytes'] / 2**20:.1f} MiB q8_0/q8_0")
         expect(b_row.locator("td").nth(7)).to_have_text("off")  # no speculative decoding by default
+        expect(b_row.locator("td").nth(8)).to_have_text(re.compile(r"^\d+\.\d\d s$"))  # its load time
     # Hung up: the sequence is freed, and the page shows it at its next refresh.
     expect(b_row).to_have_attribute("data-state", "idle", timeout=15_000)
 

@@ -21,6 +21,7 @@ from app.api.embeddings import routes as embeddings
 from app.api.files import routes as files
 from app.api.meta import routes as meta
 from app.api.models import routes as models
+from app.api.ollama import routes as ollama
 from app.api.rerank import routes as rerank
 from app.api.responses import routes as responses
 from app.api.tokens import routes as tokens
@@ -28,6 +29,7 @@ from app.settings.current import config_of
 
 FAMILIES = (
     chat, responses, conversations, files, batches, anthropic, embeddings, rerank, tokens, meta, models,
+    ollama,
 )  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from app.api.embeddings import openapi as embeddings
 from app.api.files import openapi as files
 from app.api.meta import openapi as meta
 from app.api.models import openapi as models
+from app.api.ollama import openapi as ollama
 from app.api.rerank import openapi as rerank
 from app.api.responses import openapi as responses
 from app.api.tokens import openapi as tokens
@@ -32,6 +33,7 @@ bp = Blueprint("openapi", __name__)
 
 FAMILIES = (
     chat, responses, conversations, files, batches, anthropic, embeddings, rerank, tokens, meta, models,
+    ollama,
 )  # fmt: skip
 DOCUMENT_PATH, DOCS_PATH = "/openapi.json", "/docs"
 

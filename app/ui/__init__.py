@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, render_template
+from flask import Blueprint, Response, render_template, request
 
 from app.settings.current import current_config
 
@@ -25,8 +25,11 @@ def _guard(response: Response) -> Response:
 
 
 @bp.get("/")
-def chat() -> str:
-    """The chat page: it talks to /v1/chat/completions like any client."""
+def chat() -> str | Response:
+    """The chat page: it talks to /v1/chat/completions like any client. A client that takes no HTML
+    gets what Ollama answers at `/` (its clients check the server so)."""
+    if not request.accept_mimetypes.accept_html:
+        return Response("Ollama is running", mimetype="text/plain")
     config = current_config()
     return render_template("chat.html", keys_required=bool(config.api_keys))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -51,6 +52,20 @@ def test_stream_arrives_incrementally_through_nginx(deployment: tuple[Service, l
     # A hundred tokens take about a second; buffered, they would all arrive at once.
     assert arrivals[-1] - arrivals[0] > 0.5
     assert arrivals[len(arrivals) // 2] - arrivals[0] > 0.2
+
+
+def test_ollama_ndjson_arrives_line_by_line_through_nginx(deployment: tuple[Service, list[Server]]) -> None:
+    proxy, _ = deployment
+    arrivals = []
+    body = {"model": "SmolLM2-135M-Instruct.Q4_1", "prompt": "1, 2, 3,", "raw": True,
+            "options": {"num_predict": 100, "temperature": 0}}  # fmt: skip
+    with httpx.stream("POST", proxy.url + "/api/generate", json=body, timeout=60) as response:
+        assert response.headers["content-type"] == "application/x-ndjson"
+        for line in response.iter_lines():
+            assert json.loads(line)  # one whole object a line, as the backend wrote it
+            arrivals.append(time.monotonic())
+    assert len(arrivals) > 50
+    assert arrivals[-1] - arrivals[0] > 0.5  # unbuffered: the lines came as they were made
 
 
 def test_requests_are_spread_over_both_backends(deployment: tuple[Service, list[Server]]) -> None:

@@ -1,4 +1,4 @@
-"""The official openai and Anthropic Node SDKs (installed from npm by the tests) against the real server."""
+"""The official openai, Anthropic and Ollama Node libraries (npm, installed by the tests) on the server."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.busy import model_busy
@@ -21,7 +22,9 @@ NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 def node_sdk() -> Path:
     """Install the pinned SDKs (package-lock.json) once per session."""
     assert shutil.which("node") and shutil.which("npm"), "Node.js and npm are needed (.ci/run installs them)"
-    if not all((NODE_DIR / "node_modules" / name).is_dir() for name in ("openai", "@anthropic-ai/sdk")):
+    if not all(
+        (NODE_DIR / "node_modules" / name).is_dir() for name in ("openai", "@anthropic-ai/sdk", "ollama")
+    ):
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=300)
     return NODE_DIR / "sdk_client.mjs"
 
@@ -71,3 +74,16 @@ def test_node_anthropic_messages(node_sdk: Path, server: Server) -> None:
     streamed = seen["streamed"]
     assert streamed["text"] == streamed["final"] == seen["whole"]["text"]
     assert streamed["id"].startswith("msg_") and streamed["output_tokens"] > 0
+
+
+def test_ollama_node_library_chat_whole_and_streamed(node_sdk: Path, server: Server) -> None:
+    script = NODE_DIR / "ollama_client.mjs"
+    model = httpx.get(server.url + "/api/tags", timeout=10).json()["models"][0]["model"]
+    ran = [subprocess.run(["node", str(script), server.url, model, mode], capture_output=True, text=True,
+                          timeout=120) for mode in ("whole", "stream")]  # fmt: skip
+    for result in ran:
+        assert result.returncode == 0, result.stdout + result.stderr
+    whole, streamed = (json.loads(result.stdout.strip().splitlines()[-1]) for result in ran)
+    assert whole["done"] and whole["text"] and whole["models"] == [model]
+    assert streamed["done"] and streamed["text"] == whole["text"] and streamed["parts"] > 2
+    assert streamed["eval_count"] == whole["eval_count"]

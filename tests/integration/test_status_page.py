@@ -87,10 +87,12 @@ def test_each_worker_its_model_and_its_work(start_server: Callable[..., Server],
 
 def test_the_pages_can_be_turned_off(start_server: Callable[..., Server]) -> None:
     server = start_server(LLM_UI="0", LLM_WORKERS="1")
-    for path in ("/", "/status", "/ui/chat.js"):
+    for path in ("/status", "/ui/chat.js"):
         answer = httpx.get(server.url + path, timeout=10)
         assert answer.status_code == 404, path
         assert answer.json()["error"]["type"] == "invalid_request_error"
+    root = httpx.get(server.url + "/", headers={"Accept": "text/html"}, timeout=10)
+    assert (root.status_code, root.text) == (200, "Ollama is running")  # Ollama's answer, no page
     assert httpx.get(server.url + "/v1/models", timeout=10).status_code == 200
     assert len(workers(server)) == 1  # the figures stay for operators' tools
 

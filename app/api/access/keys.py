@@ -35,6 +35,7 @@ def _require_key() -> None:
     protected = (
         request.path.startswith("/v1/")
         or request.path in _ALSO_PROTECTED
+        or (request.path.startswith("/api/") and request.path != "/api/version")  # Ollama's routes
         or (request.path in _FIGURES and config.metrics_auth)
     )
     if not keys or not protected or request.method == "OPTIONS":  # CORS preflights carry no key

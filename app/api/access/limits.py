@@ -26,7 +26,7 @@ def _admit() -> None:
     if (
         key is None
         or request.method != "POST"
-        or not request.path.startswith("/v1/")
+        or not request.path.startswith(("/v1/", "/api/"))
         or relay.is_relayed(request)
     ):
         return

@@ -42,14 +42,16 @@ def embedding_engine() -> EmbeddingEngine:
     return cast(EmbeddingEngine, loaded_engine())
 
 
-def parse_body(schema: Schema, use: str | None = "generate") -> dict[str, Any]:
+def parse_body(
+    schema: Schema, use: str | None = "generate", keepalive_stream: bool = True, offered: list[str] = _OFFERED
+) -> dict[str, Any]:
     """The JSON object body, validated by `schema`, for a model this worker holds.
 
     A body for a model another worker holds is relayed there (and this request answered
     with that worker's response); `use` ("generate", "embed" or None for either) is
     what the route needs the model for.
     """
-    data = parse_json(schema)
+    data = parse_json(schema, offered)
     config = current_config()
     index = model_index(data.get("model"), use)
     spec = config.models[index]
@@ -63,13 +65,14 @@ def parse_body(schema: Schema, use: str | None = "generate") -> dict[str, Any]:
             "in LLM_MODELS.",
             param="model",
         )
-    serve_here_or_relay(index, data.get("stream"))
+    # An SSE stream may wait for an on-demand load with keep-alives; other framings wait before the 200.
+    serve_here_or_relay(index, data.get("stream") and keepalive_stream)
     return data
 
 
-def parse_json(schema: Schema) -> dict[str, Any]:
+def parse_json(schema: Schema, offered: list[str] = _OFFERED) -> dict[str, Any]:
     """The JSON object body, validated by `schema` (for any worker: no model involved)."""
-    check_accept()
+    check_accept(offered)
     try:
         body = request.get_json(force=True)
     except BadRequest:
@@ -115,9 +118,9 @@ def model_index(name: str | None, use: str | None = None) -> int:
     raise ModelNotFoundError(f"The model '{name}' does not exist; this server serves {ids}.", param="model")
 
 
-def check_accept() -> None:
+def check_accept(offered: list[str] = _OFFERED) -> None:
     """Refuse an Accept header that admits neither answer; the body's `stream` alone picks one."""
-    if request.headers.get("Accept", "").strip() and not request.accept_mimetypes.best_match(_OFFERED):
+    if request.headers.get("Accept", "").strip() and not request.accept_mimetypes.best_match(offered):
         raise NotAcceptableError(
             "This endpoint answers application/json or text/event-stream; the Accept header admits neither."
         )

@@ -89,7 +89,9 @@ def generate(
     generation.migrate = relay.migrator(request, engine)
     stats.prompt_tokens = prompt_tokens
     if body.get("stream"):
-        response = sse.stream_response(_stream(generation, stats, presenter))
+        # Server-Sent Events, unless the protocol frames its stream otherwise (Ollama's NDJSON).
+        framed = getattr(presenter, "stream_response", sse.stream_response)
+        response = framed(_stream(generation, stats, presenter))
         response.call_on_close(generation.close)  # even if the client leaves before the first event
         return response
     return _whole(generation, stats, presenter)

@@ -22,6 +22,7 @@ ERRORS = {
     429: "This worker's queue is full (`code: queue_full`), or the API key is over one of its limits "
     "(`code: rate_limit_exceeded`); retry after `Retry-After` seconds.",
     500: "An unexpected server error (details are in the server log).",
+    501: "Not done here: Ollama's model management (this server's models come from LLM_MODELS).",
     503: "The model is not loaded yet, no worker holding it is ready, the request waited longer than "
     "LLM_QUEUE_TIMEOUT (`code: queue_timeout`), the KV cache is full (`code: kv_cache_full`), or the "
     "response store cannot be reached (`code: store_unavailable`); retry after `Retry-After` seconds.",

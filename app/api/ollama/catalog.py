@@ -1,0 +1,72 @@
+"""What Ollama's clients list and show of a model (/api/tags, /api/show, /api/ps), from its GGUF header."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.engine import gguf_metadata
+from app.settings.models import ModelSpec
+
+# llama.cpp's file types (general.file_type), as Ollama names quantization levels.
+_FILE_TYPES = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
+    12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
+    19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
+    26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16",
+    36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4",
+}  # fmt: skip
+
+
+def details(spec: ModelSpec) -> dict[str, Any]:
+    """Ollama's `details`: format, family, parameter size and quantization level."""
+    meta = gguf_metadata.of(spec.path)
+    family = str(meta.get("general.architecture", "unknown"))
+    return {
+        "parent_model": "",
+        "format": "gguf",
+        "family": family,
+        "families": [family],
+        "parameter_size": str(meta.get("general.size_label", "")),
+        "quantization_level": _FILE_TYPES.get(int(meta.get("general.file_type", -1)), "unknown"),
+    }
+
+
+def listed(spec: ModelSpec) -> dict[str, Any]:
+    """One entry of /api/tags."""
+    stat = Path(spec.path).stat()
+    return {
+        "name": spec.id,
+        "model": spec.id,
+        "modified_at": datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(),
+        "size": stat.st_size,
+        # Which file, at which version (not a hash of its gigabytes, which listing would have to read).
+        "digest": hashlib.sha256(f"{spec.path}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest(),
+        "details": details(spec),
+    }
+
+
+def shown(spec: ModelSpec, context_length: int, verbose: bool) -> dict[str, Any]:
+    """/api/show: the template, details, the header's values (long arrays only when verbose) and
+    what the model can do."""
+    meta = gguf_metadata.of(spec.path)
+    template = (
+        str(meta.get("tokenizer.chat_template", "")) if spec.chat_template is None else spec.chat_template
+    )
+    info = {key: value for key, value in meta.items() if verbose or not key.startswith("tokenizer.")}
+    capabilities = ["embedding"] if spec.embedding else ["completion"]
+    if not spec.embedding and "tools" in template:
+        capabilities.append("tools")
+    if not spec.embedding and ("<think>" in template or "enable_thinking" in template):
+        capabilities.append("thinking")
+    return {
+        "modelfile": f"# Served by llm-server from LLM_MODELS\nFROM {spec.path}\n",
+        "parameters": f"num_ctx {context_length}",
+        "template": template,
+        "details": details(spec),
+        "model_info": info,
+        "capabilities": capabilities,
+        "modified_at": listed(spec)["modified_at"],
+    }

@@ -1,0 +1,215 @@
+"""Ollama's API: `/api/chat`, `/api/generate`, `/api/embed` (and `/api/embeddings`), `/api/tags`,
+`/api/show`, `/api/ps`, `/api/version`, and the root check its clients make.
+
+The same engine, keys, limits, queue and metrics as every other route; answers and errors
+in Ollama's shapes, streams as NDJSON (Ollama streams unless `stream: false`). Models come
+from the server's configuration: pull, push, create, copy and delete answer 501 saying so.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+import numpy as np
+from flask import Blueprint, Flask, Response, g, jsonify
+from flask.blueprints import BlueprintSetupState
+
+from app.api.common import conversation, on_demand, structured_output
+from app.api.common.body import embedding_engine, generating_engine, model_index, parse_body, parse_json
+from app.api.common.embed import embedded
+from app.api.common.errors import ContextLengthError, InvalidRequestError
+from app.api.common.generate import generate
+from app.api.common.planning import plan_choices
+from app.api.ollama import catalog, conversion, errors
+from app.api.ollama.presenter import NS, OllamaPresenter
+from app.api.ollama.schemas import chat_schema, embed_schema, embeddings_schema, generate_schema, show_schema
+from app.chat_formats.answer import AnswerReader
+from app.settings.current import config_of, current_config
+
+bp = Blueprint("ollama", __name__)
+errors.init_blueprint(bp)
+# What these routes answer: JSON, or NDJSON streams (Ollama's clients send Accept: application/json).
+OFFERED = ["application/json", "application/x-ndjson"]
+VERSION = "0.12.6"  # the Ollama API this server speaks; clients check for a minimum version
+RUNNING = "Ollama is running"
+
+
+@bp.post("/api/chat")
+def chat() -> Response:
+    """Answer the conversation: a message (with thinking and tool calls), or its NDJSON stream."""
+    body = parse_body(chat_schema, keepalive_stream=False, offered=OFFERED)
+    engine = generating_engine()
+    chat = conversion.chat_body(body)
+    prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
+    conversion.fit_context(chat, body, len(prompt.tokens), current_config())
+    grammar, triggers, param = structured_output.answer_grammar(chat, prompt.profile)
+    requests = plan_choices(
+        chat,
+        [prompt.tokens],
+        prompt_param="messages",
+        grammar=structured_output.checked(engine.tokenizer, grammar, param),
+        grammar_triggers=triggers,
+        thinking_budget=conversation.thinking_budget(engine.tokenizer, prompt, None),
+        vocabulary_size=engine.tokenizer.vocabulary_size,
+    )
+    presenter = OllamaPresenter(current_config().model_id, len(prompt.tokens), prompt.reader, chat=True)
+    return generate(engine, body, requests, presenter, len(prompt.tokens))
+
+
+@bp.post("/api/generate")
+def generate_text() -> Response:
+    """Continue the prompt (through the chat template, or `raw`, or filled in before a `suffix`)."""
+    body = parse_body(generate_schema, keepalive_stream=False, offered=OFFERED)
+    engine = generating_engine()
+    tokenizer = engine.tokenizer
+    chat = conversion.chat_body(body)
+    profile = conversation.template_profile(tokenizer, current_config().chat_format)
+    if body.get("suffix"):
+        if not tokenizer.supports_infill:
+            raise InvalidRequestError(
+                "suffix needs a model with fill-in-the-middle tokens; this one has none."
+            )
+        tokens, reader = tokenizer.infill(body["prompt"], body["suffix"]), AnswerReader(profile.format)
+    elif body.get("raw"):
+        tokens, reader = tokenizer.text(body["prompt"]), AnswerReader(profile.format)
+    else:
+        prompt = conversation.prompt(tokenizer, conversion.generate_messages(body), chat)
+        tokens, reader, profile = prompt.tokens, prompt.reader, prompt.profile
+    conversion.fit_context(chat, body, len(tokens), current_config())
+    grammar, triggers, param = structured_output.answer_grammar(chat, profile)
+    requests = plan_choices(
+        chat,
+        [tokens],
+        prompt_param="prompt",
+        grammar=structured_output.checked(tokenizer, grammar, param),
+        grammar_triggers=triggers,
+        vocabulary_size=tokenizer.vocabulary_size,
+    )
+    presenter = OllamaPresenter(current_config().model_id, len(tokens), reader, chat=False)
+    return generate(engine, body, requests, presenter, len(tokens))
+
+
+@bp.post("/api/embed")
+def embed() -> Response:
+    """Unit vectors of the input(s); past the context, inputs are cut unless `truncate` is false."""
+    body = parse_body(embed_schema, use="embed")
+    started = time.monotonic()
+    texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+    vectors = _vectors(texts, body["truncate"])
+    if isinstance(vectors, Response):
+        return vectors
+    if body.get("dimensions") not in (None, vectors.shape[1]):
+        raise InvalidRequestError(f"dimensions: this model makes {vectors.shape[1]}-dimensional embeddings.")
+    return jsonify(
+        {
+            "model": current_config().model_id,
+            "embeddings": vectors.tolist(),
+            "total_duration": int((time.monotonic() - started) * NS),
+            "load_duration": 0,
+            "prompt_eval_count": g.stats.prompt_tokens,
+        }
+    )
+
+
+@bp.post("/api/embeddings")
+def embeddings() -> Response:
+    """The older single-prompt form: `{"embedding": [...]}`."""
+    body = parse_body(embeddings_schema, use="embed")
+    vectors = _vectors([body["prompt"]], truncate=True)
+    if isinstance(vectors, Response):
+        return vectors
+    return jsonify({"embedding": vectors[0].tolist()})
+
+
+def _vectors(texts: list[str], truncate: bool) -> np.ndarray | Response:
+    engine = embedding_engine()
+    tokenizer, n_ctx = engine.tokenizer, engine.n_ctx
+    inputs = []
+    for index, text in enumerate(texts):
+        tokens = tokenizer.tokenize(text, add_special=True, parse_special=True) or [0]
+        if len(tokens) > n_ctx:
+            if not truncate:
+                raise ContextLengthError(
+                    f"input[{index}] is {len(tokens)} tokens, past this model's context of {n_ctx} "
+                    "(truncate: false)."
+                )
+            tokens = tokens[:n_ctx]
+        inputs.append(tokens)
+    return embedded(engine, inputs)
+
+
+@bp.get("/api/tags")
+def tags() -> Response:
+    """Every model this server serves, as Ollama lists local models."""
+    return jsonify({"models": [catalog.listed(spec) for spec in current_config().models]})
+
+
+@bp.post("/api/show")
+def show() -> Response:
+    """A model's template, details, header values and capabilities (no worker need hold it)."""
+    body = parse_json(show_schema)
+    config = current_config()
+    index = model_index(body["model"])
+    return jsonify(
+        catalog.shown(config.models[index], config.for_model(index).n_ctx, bool(body.get("verbose")))
+    )
+
+
+@bp.get("/api/ps")
+def running() -> Response:
+    """The models loaded now, by which workers, and until when (on-demand ones with a ttl)."""
+    config = current_config()
+    listed: dict[int, dict[str, Any]] = {}
+    for peer in on_demand.table().peers():
+        if not (peer.live and peer.ready and peer.model >= 0):
+            continue
+        if peer.model not in listed:
+            spec = config.models[peer.model]
+            listed[peer.model] = {
+                **catalog.listed(spec),
+                "expires_at": _expiry(spec.ttl if spec.on_demand else None, peer.idle_seconds),
+                "size_vram": 0,  # llama.cpp on the CPU here
+                "context_length": config.for_model(peer.model).n_ctx,
+                "workers": [],
+            }
+        listed[peer.model]["workers"].append({"slot": peer.slot, "pid": peer.pid})
+    return jsonify({"models": list(listed.values())})
+
+
+def _expiry(ttl: int | None, idle: float) -> str:
+    """When an idle model would be unloaded: its ttl less its idle time, or never (held for good)."""
+    if ttl is None:
+        return datetime(9999, 12, 31, tzinfo=UTC).isoformat()
+    return (datetime.now(UTC) + timedelta(seconds=max(0.0, ttl - idle))).isoformat()
+
+
+@bp.get("/api/version")
+def version() -> Response:
+    """The Ollama API version this server speaks."""
+    return jsonify({"version": VERSION})
+
+
+@bp.route("/api/pull", methods=["POST"])
+@bp.route("/api/push", methods=["POST"])
+@bp.route("/api/create", methods=["POST"])
+@bp.route("/api/copy", methods=["POST"])
+@bp.route("/api/delete", methods=["DELETE"])
+def managed_by_configuration() -> Response:
+    """Ollama's model management: not here, where models come from the server's configuration."""
+    raise errors.ManagedByConfigurationError(
+        "This server's models come from its configuration (LLM_MODELS): pulling, pushing, creating, "
+        "copying and deleting models is not done through the API."
+    )
+
+
+def root() -> Response:
+    """What Ollama answers at `/`, which its clients check (the chat page answers them so when on)."""
+    return Response(RUNNING, mimetype="text/plain")
+
+
+@bp.record_once
+def _root_without_pages(state: BlueprintSetupState) -> None:
+    if not config_of(cast(Flask, state.app)).ui:  # else the chat page's view answers non-browsers this way
+        state.app.add_url_rule("/", "ollama_root", root, methods=["GET", "HEAD"])

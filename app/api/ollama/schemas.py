@@ -1,0 +1,190 @@
+"""Marshmallow schemas of Ollama's request bodies: chat, generate, embed, show, with `options`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import ValidationError, fields, post_load, validate, validates_schema
+
+from app.api.common.fields import StrictBoolean, StrictInteger, count, number
+from app.api.common.schemas import BaseSchema
+from app.settings.current import current_config
+
+
+class FormatField(fields.Field[str | dict[str, Any]]):
+    """`format`: "json" (any JSON), a JSON schema (an object), or "" (free text)."""
+
+    OPENAPI = {"anyOf": [{"enum": ["", "json"]}, {"type": "object"}]}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | dict[str, Any]:
+        if value in ("", "json") or isinstance(value, dict):
+            return value  # type: ignore[no-any-return]
+        raise ValidationError('must be "json" or a JSON schema (an object)')
+
+
+class ThinkField(fields.Field[bool | str]):
+    """`think`: true or false, or a level ("low", "medium", "high") for models that take one."""
+
+    OPENAPI = {"anyOf": [{"type": "boolean"}, {"enum": ["low", "medium", "high"]}]}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool | str:
+        if isinstance(value, bool) or value in ("low", "medium", "high"):
+            return value  # type: ignore[no-any-return]
+        raise ValidationError('must be true, false, "low", "medium" or "high"')
+
+
+class KeepAliveField(fields.Field[float | str]):
+    """`keep_alive`: a duration ("5m", "1h", "30s"), seconds, or 0 / negative (unload now / never)."""
+
+    OPENAPI = {"anyOf": [{"type": "number"}, {"type": "string"}]}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float | str:
+        if isinstance(value, int | float) and not isinstance(value, bool) or isinstance(value, str):
+            return value
+        raise ValidationError('must be a duration such as "5m", or a number of seconds')
+
+
+class OllamaOptionsSchema(BaseSchema):
+    """The model options Ollama takes per request; load-time ones it names (num_gpu, num_thread,
+    use_mmap...) are this server's settings and are ignored here."""
+
+    num_predict = StrictInteger(allow_none=True, validate=validate.Range(min=-2))
+    num_ctx = count(1)
+    temperature = number(0, 2)
+    top_k = count(0)
+    top_p = number(0, 1)
+    min_p = number(0, 1)
+    typical_p = number(0, 1)
+    seed = StrictInteger(allow_none=True)
+    stop = fields.List(fields.String(), allow_none=True, validate=validate.Length(max=16))
+    repeat_penalty = number(0)
+    repeat_last_n = StrictInteger(allow_none=True, validate=validate.Range(min=-1, max=1 << 20))
+    presence_penalty = number(-2, 2)
+    frequency_penalty = number(-2, 2)
+    mirostat = StrictInteger(allow_none=True, validate=validate.OneOf([0, 1, 2]))
+    mirostat_tau = number(0)
+    mirostat_eta = number(0, 1)
+
+    @validates_schema
+    def predicts_something(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if data.get("num_predict") == 0:
+            raise ValidationError("must be -1 (no limit), -2 (fill the context) or at least 1", "num_predict")
+
+
+class OllamaCalledFunctionSchema(BaseSchema):
+    name = fields.String(required=True)
+    arguments = fields.Dict(load_default=dict)
+
+
+class OllamaToolCallSchema(BaseSchema):
+    function = fields.Nested(OllamaCalledFunctionSchema, required=True)
+
+
+class OllamaMessageSchema(BaseSchema):
+    """One Ollama chat message; images are refused (the server's models read text)."""
+
+    role = fields.String(required=True, validate=validate.OneOf(["system", "user", "assistant", "tool"]))
+    content = fields.String(load_default="")
+    thinking = fields.String(allow_none=True)
+    images = fields.List(
+        fields.Raw(),
+        allow_none=True,
+        validate=validate.Length(max=0, error="images are not supported: this server's models read text"),
+    )
+    tool_calls = fields.List(fields.Nested(OllamaToolCallSchema), allow_none=True)
+    tool_name = fields.String(allow_none=True)
+
+
+class OllamaFunctionSchema(BaseSchema):
+    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    description = fields.String(allow_none=True)
+    parameters = fields.Dict(allow_none=True)
+
+
+class OllamaToolSchema(BaseSchema):
+    type = fields.String(load_default="function", validate=validate.Equal("function"))
+    function = fields.Nested(OllamaFunctionSchema, required=True)
+
+
+class ModelNamed(BaseSchema):
+    """A request naming a model, as Ollama's clients write it: `name:tag` (`:latest` is the id itself)."""
+
+    model = fields.String(required=True, validate=validate.Length(min=1, max=256))
+
+    @post_load
+    def untagged(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        name: str = data["model"]
+        served = current_config().models
+        if name.endswith(":latest") and not any(spec.answers_to(name) for spec in served):
+            data["model"] = name.removesuffix(":latest")
+        return data
+
+
+class GenerationBase(ModelNamed):
+    format = FormatField(allow_none=True)
+    options = fields.Nested(OllamaOptionsSchema, allow_none=True)
+    stream = StrictBoolean(load_default=True)  # Ollama streams unless told not to
+    keep_alive = KeepAliveField(allow_none=True)
+    think = ThinkField(allow_none=True)
+
+
+class ChatSchema(GenerationBase):
+    messages = fields.List(fields.Nested(OllamaMessageSchema), load_default=list)
+    tools = fields.List(fields.Nested(OllamaToolSchema), allow_none=True, validate=validate.Length(max=128))
+
+
+class GenerateSchema(GenerationBase):
+    prompt = fields.String(load_default="")
+    suffix = fields.String(allow_none=True)
+    system = fields.String(allow_none=True)
+    template = fields.String(allow_none=True)
+    raw = StrictBoolean(allow_none=True)
+    context = fields.List(fields.Integer(), allow_none=True)
+    images = fields.List(fields.Raw(), allow_none=True)
+
+    @validates_schema
+    def what_is_refused(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if data.get("template"):
+            raise ValidationError(
+                "is not supported: the model's own chat template (or raw) applies", "template"
+            )
+        if data.get("context"):
+            raise ValidationError("is not supported: send the conversation to /api/chat instead", "context")
+        if data.get("images"):
+            raise ValidationError("are not supported: this server's models read text", "images")
+
+
+class EmbedSchema(ModelNamed):
+    input = fields.Raw(required=True)
+    truncate = StrictBoolean(load_default=True)
+    dimensions = count(1)
+    options = fields.Nested(OllamaOptionsSchema, allow_none=True)
+    keep_alive = KeepAliveField(allow_none=True)
+
+    @validates_schema
+    def texts(self, data: dict[str, Any], **kwargs: Any) -> None:
+        given = data.get("input")
+        if not (
+            isinstance(given, str)
+            or isinstance(given, list)
+            and given
+            and all(isinstance(t, str) for t in given)
+        ):
+            raise ValidationError("must be a string or a non-empty list of strings", "input")
+
+
+class EmbeddingsSchema(ModelNamed):
+    prompt = fields.String(required=True)
+    options = fields.Nested(OllamaOptionsSchema, allow_none=True)
+    keep_alive = KeepAliveField(allow_none=True)
+
+
+class ShowSchema(ModelNamed):
+    verbose = StrictBoolean(allow_none=True)
+
+
+chat_schema = ChatSchema()
+generate_schema = GenerateSchema()
+embed_schema = EmbedSchema()
+embeddings_schema = EmbeddingsSchema()
+show_schema = ShowSchema()

@@ -1,0 +1,211 @@
+"""Ollama's API through Ollama's own Python library, unchanged, and raw NDJSON, against the real server.
+
+One gunicorn with a chat model and an embedding model (the default GGUF with mean pooling).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import jsonschema
+import numpy as np
+import ollama
+import pytest
+
+from app.settings.values import default_model_path
+from tests.support.rawhttp import open_request, read_chunk, read_head
+from tests.support.servers import Server, serving_models
+from tests.support.waits import wait_for_log
+
+CHAT, EMBED = "smol", "smol-embed"
+GREEDY = {"temperature": 0, "seed": 7, "num_predict": 16}
+
+
+@pytest.fixture(scope="module")
+def ollama_server() -> Iterator[Server]:
+    models = [
+        {"id": CHAT, "path": default_model_path(), "workers": 1, "n_ctx": 1024},
+        {"id": EMBED, "path": default_model_path(), "embedding": True, "pooling": "mean", "n_ctx": 256},
+    ]
+    with serving_models(models, answers=6) as server:
+        yield server
+
+
+@pytest.fixture
+def client(ollama_server: Server) -> Iterator[ollama.Client]:
+    with ollama.Client(host=ollama_server.url) as sdk:
+        yield sdk
+
+
+def ask(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+def test_chat_whole_and_streamed_give_the_same_answer(client: ollama.Client) -> None:
+    started = time.monotonic()
+    whole = client.chat(model=CHAT, messages=ask("Name a colour."), options=GREEDY, stream=False)
+    wall_ns = (time.monotonic() - started) * 1e9
+    assert whole.message.role == "assistant" and whole.message.content
+    assert whole.done and whole.done_reason in ("stop", "length") and 0 < whole.eval_count <= 16
+    assert whole.prompt_eval_count > 0 and 0 < whole.total_duration <= wall_ns
+    assert whole.prompt_eval_duration + whole.eval_duration <= whole.total_duration
+    parts = list(client.chat(model=CHAT, messages=ask("Name a colour."), options=GREEDY, stream=True))
+    assert all(not part.done for part in parts[:-1]) and parts[-1].done
+    assert "".join(part.message.content or "" for part in parts) == whole.message.content
+    assert parts[-1].eval_count == whole.eval_count
+
+
+def test_generate_through_the_template_raw_and_with_a_system_prompt(client: ollama.Client) -> None:
+    templated = client.generate(model=CHAT, prompt="Say hello.", options=GREEDY, stream=False)
+    assert templated.response and templated.done
+    streamed = list(client.generate(model=CHAT, prompt="Say hello.", options=GREEDY, stream=True))
+    assert "".join(part.response for part in streamed) == templated.response and streamed[-1].done
+    raw = client.generate(model=CHAT, prompt="The sky is", raw=True, options=GREEDY, stream=False)
+    assert raw.response and raw.response != templated.response
+    system = client.generate(model=CHAT, prompt="Say hello.", system="Answer in French.", options=GREEDY,
+                             stream=False)  # fmt: skip
+    assert system.response != templated.response
+    limited = client.generate(model=CHAT, prompt="Count to fifty.", options={"num_predict": 3}, stream=False)
+    assert limited.eval_count == 3 and limited.done_reason == "length"
+
+
+def test_structured_output_follows_the_schema(client: ollama.Client) -> None:
+    name = {"type": "string", "maxLength": 20}  # a small model left alone may never close its string
+    properties = {"name": name, "age": {"type": "integer"}}
+    schema = {"type": "object", "properties": properties, "required": ["name", "age"]}
+    answer = client.chat(model=CHAT, messages=ask("Invent a person."), format=schema,
+                         options={"seed": 1, "temperature": 0}, stream=False)  # fmt: skip
+    jsonschema.validate(json.loads(answer.message.content), schema)
+    any_json = client.generate(model=CHAT, prompt="Give me JSON.", format="json",
+                               options={"seed": 1, "num_predict": 48}, stream=False)  # fmt: skip
+    assert any_json.response.lstrip().startswith("{")  # held to JSON from its first token
+    if any_json.done_reason == "stop":  # (a small model may write on past 48 tokens)
+        assert isinstance(json.loads(any_json.response), dict)
+
+
+def test_a_conversation_with_tools_and_their_results_is_answered(client: ollama.Client) -> None:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+    messages = [
+        *ask("What is the weather in Paris?"),
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather",
+                                                                           "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "content": "Sunny, 21 degrees.", "tool_name": "get_weather"},
+    ]  # fmt: skip
+    answer = client.chat(model=CHAT, messages=messages, tools=[tool], options=GREEDY, stream=False)
+    assert answer.done and (answer.message.content or answer.message.tool_calls)
+    for call in answer.message.tool_calls or []:
+        assert call.function.name == "get_weather" and isinstance(call.function.arguments, dict)
+
+
+def test_embeddings_as_ollama_gives_them(client: ollama.Client, ollama_server: Server) -> None:
+    both = client.embed(model=EMBED, input=["the cat sat", "a dog ran"])
+    vectors = np.array(both.embeddings)
+    assert vectors.shape[0] == 2 and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
+    assert both.prompt_eval_count > 0
+    one = client.embeddings(model=EMBED, prompt="the cat sat")
+    assert np.allclose(one.embedding, vectors[0], atol=1e-4)
+    long = "word " * 400  # past the model's 256-token context
+    assert len(client.embed(model=EMBED, input=long).embeddings) == 1  # cut to the context, as Ollama does
+    with pytest.raises(ollama.ResponseError) as refused:
+        client.embed(model=EMBED, input=long, truncate=False)
+    assert refused.value.status_code == 400 and "context" in refused.value.error
+
+
+def test_list_show_ps_and_version(client: ollama.Client, ollama_server: Server) -> None:
+    assert [model.model for model in client.list().models] == [CHAT, EMBED]
+    shown = client.show(CHAT)
+    assert shown.details.family == "llama" and shown.details.quantization_level == "Q4_1"
+    assert shown.details.parameter_size == "135M" and shown.details.format == "gguf"
+    assert "<|im_start|>" in shown.template and "completion" in shown.capabilities
+    assert shown.modelinfo["llama.context_length"] == 8192
+    assert client.show(f"{CHAT}:latest").details.family == "llama"  # the tag Ollama's clients add
+    loaded = {model.model: model for model in client.ps().models}
+    assert set(loaded) == {CHAT, EMBED} and loaded[CHAT].context_length == 1024
+    assert httpx.get(ollama_server.url + "/api/version").json()["version"]
+
+
+def test_the_stream_is_ndjson_one_object_a_line_and_the_last_says_done(ollama_server: Server) -> None:
+    body = {"model": CHAT, "messages": ask("Say hi."), "options": GREEDY}
+    started = time.monotonic()
+    with httpx.stream("POST", ollama_server.url + "/api/chat", json=body, timeout=60) as answer:
+        assert answer.headers["content-type"] == "application/x-ndjson"
+        raw = answer.read()
+    wall_ns = (time.monotonic() - started) * 1e9
+    lines = raw.split(b"\n")
+    assert lines[-1] == b"" and all(lines[:-1])  # every object ends its line; no blank lines
+    objects = [json.loads(line) for line in lines[:-1]]
+    assert [o["done"] for o in objects] == [False] * (len(objects) - 1) + [True]
+    last = objects[-1]
+    assert 0 < last["prompt_eval_duration"] <= last["total_duration"] <= wall_ns
+    assert 0 < last["eval_duration"] <= last["total_duration"] and 0 < last["eval_count"] <= 16
+
+
+def test_a_client_hanging_up_mid_stream_frees_its_sequence(ollama_server: Server) -> None:
+    body = {"model": CHAT, "prompt": "Count to a thousand.", "options": {"num_predict": 900}}
+    sock = open_request(ollama_server.port, "POST", "/api/generate", body)
+    with sock, sock.makefile("rb") as reader:
+        assert read_head(reader)[0] == 200
+        first = read_chunk(reader)
+        assert first is not None and json.loads(first.split(b"\n")[0])["done"] is False
+    wait_for_log(ollama_server, "request cancelled by its client")
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "says"),
+    [
+        ("/api/chat", {"model": "nope", "messages": []}, 404, "does not exist"),
+        ("/api/chat", {"model": CHAT, "messages": "hi"}, 400, "messages"),
+        ("/api/chat", {"model": CHAT, "messages": [], "options": {"temperature": "hot"}}, 400, "temperature"),
+        ("/api/chat", {"model": CHAT, "messages": [], "options": {"num_ctx": 99999}}, 400, "num_ctx"),
+        (
+            "/api/chat",
+            {"model": CHAT, "messages": [{"role": "user", "content": "x", "images": ["aGk="]}]},
+            400,
+            "images",
+        ),
+        ("/api/generate", {"model": CHAT, "prompt": "x", "template": "{{ .Prompt }}"}, 400, "template"),
+        ("/api/generate", {"model": EMBED, "prompt": "x"}, 400, "embedding model"),
+        ("/api/embed", {"model": CHAT, "input": "x"}, 400, "embeddings"),
+        ("/api/pull", {"model": "llama3"}, 501, "configuration"),
+    ],
+)
+def test_errors_are_ollamas_shape_with_the_right_status(
+    ollama_server: Server, path: str, body: dict, status: int, says: str
+) -> None:
+    answer = httpx.post(ollama_server.url + path, json=body, timeout=60)
+    assert answer.status_code == status, answer.text
+    assert list(answer.json()) == ["error"] and says in answer.json()["error"]
+
+
+def test_the_root_says_ollama_is_running_and_browsers_get_the_chat_page(ollama_server: Server) -> None:
+    plain = httpx.get(ollama_server.url + "/", headers={"Accept": "application/json"})
+    assert (plain.status_code, plain.text) == (200, "Ollama is running")
+    assert httpx.head(ollama_server.url + "/", headers={"Accept": "application/json"}).status_code == 200
+    page = httpx.get(ollama_server.url + "/", headers={"Accept": "text/html"})
+    assert page.status_code == 200 and "<html" in page.text.lower()
+
+
+def test_the_keys_guard_ollamas_routes_but_its_version(start_server: Callable[..., Server]) -> None:
+    server = start_server(LLM_API_KEYS="ollama-key", LLM_WORKERS="1")
+    refused = httpx.get(server.url + "/api/tags")
+    assert refused.status_code == 401 and list(refused.json()) == ["error"]  # Ollama's shape
+    assert httpx.post(server.url + "/api/chat", json={"model": "x", "messages": []}).status_code == 401
+    assert httpx.get(server.url + "/api/version").status_code == 200  # clients probe it first
+    with ollama.Client(host=server.url, headers={"Authorization": "Bearer ollama-key"}) as keyed:
+        assert keyed.list().models
+        answer = keyed.generate(model=keyed.list().models[0].model, prompt="Hi", options={"num_predict": 4})
+        assert answer.done and answer.eval_count == 4

@@ -81,6 +81,9 @@ class ModelHolder:
         # Requests this worker has decided to serve with its model and whose views still run (they
         # hold the engine, and may not have handed it their choices yet): the model stays meanwhile.
         self.in_flight = 0
+        # How long to keep the model once idle, as the last request said (Ollama's keep_alive):
+        # seconds, negative for good; None: its entry's ttl.
+        self.keep_alive: float | None = None
         self._lock = gevent.lock.Semaphore()  # one load or unload at a time
         worker.capacity, worker.ready = 0, False
         worker.publish(0)  # live, holding none: peers may have it load a model
@@ -110,6 +113,7 @@ class ModelHolder:
                 if self.index != POOL:
                     self._unload("evicted")
                 self._install(index, self.make_engine(self.base.for_model(index)))
+                self.keep_alive = None
                 self.engine.start()
             self.worker.touch()
             if not self.engine.wait_ready(timeout) and self.index == index:
@@ -165,6 +169,6 @@ class ModelHolder:
             self.worker.touch()
             self.worker.publish(self.engine.load)
             return
-        ttl = self.base.models[self.index].ttl
-        if ttl is not None and self.idle_for() >= ttl and not self._lock.locked():
+        ttl = self.base.models[self.index].ttl if self.keep_alive is None else self.keep_alive
+        if ttl is not None and 0 <= ttl <= self.idle_for() and not self._lock.locked():
             self.unload("ttl")

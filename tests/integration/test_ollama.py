@@ -18,7 +18,7 @@ import pytest
 from app.settings.values import default_model_path
 from tests.support.rawhttp import open_request, read_chunk, read_head
 from tests.support.servers import Server, serving_models
-from tests.support.waits import wait_for_log
+from tests.support.waits import wait_for_log, wait_until
 
 CHAT, EMBED = "smol", "smol-embed"
 GREEDY = {"temperature": 0, "seed": 7, "num_predict": 16}
@@ -209,3 +209,24 @@ def test_the_keys_guard_ollamas_routes_but_its_version(start_server: Callable[..
         assert keyed.list().models
         answer = keyed.generate(model=keyed.list().models[0].model, prompt="Hi", options={"num_predict": 4})
         assert answer.done and answer.eval_count == 4
+
+
+def test_an_empty_request_loads_the_model_and_keep_alive_0_unloads_it() -> None:
+    models = [
+        {"id": CHAT, "path": default_model_path(), "workers": 1, "n_ctx": 512},
+        {"id": "later", "path": default_model_path(), "load": "on_demand", "n_ctx": 512},
+    ]
+    with serving_models(models, answers=6) as server, ollama.Client(host=server.url) as client:
+        loaded = client.generate(model="later", prompt="")  # Ollama's way to load a model
+        assert (loaded.done, loaded.done_reason, loaded.response) == (True, "load", "")
+        assert "later" in {model.model for model in client.ps().models}
+        answer = client.chat(model="later", messages=ask("Hi."), options={"num_predict": 4}, keep_alive="1s")
+        assert answer.done and answer.eval_count == 4
+        # keep_alive: 1s: unloaded a second after it went idle (its entry has no ttl of its own).
+        wait_until(lambda: "later" not in {m.model for m in client.ps().models}, 30, "the keep_alive unload")
+        client.chat(model="later", messages=ask("Hi."), options={"num_predict": 2}, keep_alive=-1)
+        unloaded = client.chat(model="later", messages=[], keep_alive=0)  # and Ollama's way to unload
+        assert (unloaded.done, unloaded.done_reason) == (True, "unload")
+        assert "later" not in {model.model for model in client.ps().models}
+        pinned = client.generate(model=CHAT, prompt="", keep_alive=0)  # a start-up model stays
+        assert pinned.done_reason == "unload" and CHAT in {model.model for model in client.ps().models}

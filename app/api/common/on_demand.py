@@ -43,6 +43,14 @@ def serving_here() -> None:
         g.holding_model = mine
 
 
+def keep_alive(seconds: float | None) -> None:
+    """Keep the on-demand model this pool worker serves the request with this long once idle (Ollama's
+    `keep_alive`: 0 unloads it when idle, negative keeps it for good); start-up models stay regardless."""
+    mine = holder()
+    if seconds is not None and mine is not None and mine.index == current_config().model_index:
+        mine.keep_alive = seconds
+
+
 def init_app(app: Flask) -> None:
     """Let go of the model when the view is done (its choices, if any, are the engine's by then)."""
 

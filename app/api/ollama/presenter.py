@@ -71,8 +71,7 @@ class OllamaPresenter:
         return ndjson.line({"error": error.message})
 
     def _head(self, done: bool) -> dict[str, Any]:
-        now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
-        return {"model": self.model, "created_at": now, "done": done}
+        return {"model": self.model, "created_at": now(), "done": done}
 
     def _piece(self, text: str, thinking: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
         if self.chat:
@@ -96,6 +95,11 @@ class OllamaPresenter:
             "eval_count": result.completion_tokens,
             "eval_duration": int((now - first) * NS),
         }
+
+
+def now() -> str:
+    """Ollama's `created_at`: UTC, RFC 3339."""
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _arguments(text: str) -> Any:

@@ -15,6 +15,7 @@ from typing import Any, cast
 import numpy as np
 from flask import Blueprint, Flask, Response, g, jsonify
 from flask.blueprints import BlueprintSetupState
+from marshmallow import Schema
 
 from app.api.common import conversation, on_demand, structured_output
 from app.api.common.body import embedding_engine, generating_engine, model_index, parse_body, parse_json
@@ -23,7 +24,7 @@ from app.api.common.errors import ContextLengthError, InvalidRequestError
 from app.api.common.generate import generate
 from app.api.common.planning import plan_choices
 from app.api.ollama import catalog, conversion, errors
-from app.api.ollama.presenter import NS, OllamaPresenter
+from app.api.ollama.presenter import NS, OllamaPresenter, now
 from app.api.ollama.schemas import chat_schema, embed_schema, embeddings_schema, generate_schema, show_schema
 from app.chat_formats.answer import AnswerReader
 from app.settings.current import config_of, current_config
@@ -39,7 +40,11 @@ RUNNING = "Ollama is running"
 @bp.post("/api/chat")
 def chat() -> Response:
     """Answer the conversation: a message (with thinking and tool calls), or its NDJSON stream."""
+    nothing = _load_or_unload(chat_schema, "messages")
+    if nothing is not None:
+        return nothing
     body = parse_body(chat_schema, keepalive_stream=False, offered=OFFERED)
+    on_demand.keep_alive(body.get("keep_alive"))
     engine = generating_engine()
     chat = conversion.chat_body(body)
     prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
@@ -61,7 +66,11 @@ def chat() -> Response:
 @bp.post("/api/generate")
 def generate_text() -> Response:
     """Continue the prompt (through the chat template, or `raw`, or filled in before a `suffix`)."""
+    nothing = _load_or_unload(generate_schema, "prompt")
+    if nothing is not None:
+        return nothing
     body = parse_body(generate_schema, keepalive_stream=False, offered=OFFERED)
+    on_demand.keep_alive(body.get("keep_alive"))
     engine = generating_engine()
     tokenizer = engine.tokenizer
     chat = conversion.chat_body(body)
@@ -89,6 +98,27 @@ def generate_text() -> Response:
     )
     presenter = OllamaPresenter(current_config().model_id, len(tokens), reader, chat=False)
     return generate(engine, body, requests, presenter, len(tokens))
+
+
+def _load_or_unload(schema: Schema, asked: str) -> Response | None:
+    """Ollama's idiom: a request with nothing to answer loads its model (or, with `keep_alive: 0`,
+    unloads it) and says so; None when there is something to answer."""
+    body = parse_json(schema, OFFERED)
+    if body.get(asked) or body.get("suffix"):
+        return None
+    index = model_index(body["model"], "generate")
+    spec = current_config().models[index]
+    done = {"model": spec.id, "created_at": now(), "done": True}
+    if body.get("keep_alive") == 0:
+        if spec.on_demand:
+            on_demand.unload(index)  # those serving requests stay until idle
+        reason = "unload"
+    else:
+        if spec.on_demand:
+            on_demand.load(index)
+        reason = "load"
+    answer = {"message": {"role": "assistant", "content": ""}} if asked == "messages" else {"response": ""}
+    return jsonify({**done, **answer, "done_reason": reason})
 
 
 @bp.post("/api/embed")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
@@ -33,14 +34,26 @@ class ThinkField(fields.Field[bool | str]):
         raise ValidationError('must be true, false, "low", "medium" or "high"')
 
 
-class KeepAliveField(fields.Field[float | str]):
-    """`keep_alive`: a duration ("5m", "1h", "30s"), seconds, or 0 / negative (unload now / never)."""
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_GO_DURATION = re.compile(r"(-?)((?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+)")
+
+
+class KeepAliveField(fields.Field[float]):
+    """`keep_alive`, loaded as seconds: a Go duration ("5m", "1h30m", "300ms"), a number of seconds, 0
+    (unload once idle), or negative (keep for good)."""
 
     OPENAPI = {"anyOf": [{"type": "number"}, {"type": "string"}]}
 
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float | str:
-        if isinstance(value, int | float) and not isinstance(value, bool) or isinstance(value, str):
-            return value
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            if re.fullmatch(r"-?\d+(\.\d+)?", value.strip()):
+                return float(value)
+            if match := _GO_DURATION.fullmatch(value.strip()):
+                parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", match[2])
+                seconds = sum(float(number) * _UNITS[unit] for number, unit in parts)
+                return -seconds if match[1] else seconds
         raise ValidationError('must be a duration such as "5m", or a number of seconds')
 
 

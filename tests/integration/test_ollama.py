@@ -170,7 +170,7 @@ def test_a_client_hanging_up_mid_stream_frees_its_sequence(ollama_server: Server
         ("/api/chat", {"model": "nope", "messages": []}, 404, "does not exist"),
         ("/api/chat", {"model": CHAT, "messages": "hi"}, 400, "messages"),
         ("/api/chat", {"model": CHAT, "messages": [], "options": {"temperature": "hot"}}, 400, "temperature"),
-        ("/api/chat", {"model": CHAT, "messages": [], "options": {"num_ctx": 99999}}, 400, "num_ctx"),
+        ("/api/chat", {"model": CHAT, "messages": ask("x"), "options": {"num_ctx": 99999}}, 400, "num_ctx"),
         (
             "/api/chat",
             {"model": CHAT, "messages": [{"role": "user", "content": "x", "images": ["aGk="]}]},

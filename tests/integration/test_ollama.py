@@ -230,3 +230,26 @@ def test_an_empty_request_loads_the_model_and_keep_alive_0_unloads_it() -> None:
         assert "later" not in {model.model for model in client.ps().models}
         pinned = client.generate(model=CHAT, prompt="", keep_alive=0)  # a start-up model stays
         assert pinned.done_reason == "unload" and CHAT in {model.model for model in client.ps().models}
+
+
+def test_langchains_chat_ollama_invokes_streams_and_binds_tools(ollama_server: Server) -> None:
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langchain_ollama import ChatOllama
+
+    chat = ChatOllama(base_url=ollama_server.url, model=CHAT, temperature=0, seed=7, num_predict=16)
+    whole = chat.invoke("Name a colour.")
+    assert isinstance(whole, AIMessage) and whole.content
+    assert whole.usage_metadata and whole.usage_metadata["output_tokens"] <= 16
+    streamed = "".join(str(chunk.content) for chunk in chat.stream("Name a colour."))
+    assert streamed == whole.content
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "Sunny"
+
+    answer = chat.bind_tools([get_weather]).invoke("What is the weather in Paris? Use the tool.")
+    assert isinstance(answer, AIMessage) and (answer.content or answer.tool_calls)
+    for call in answer.tool_calls:  # whatever the small model chose, a call comes back parsed
+        assert call["name"] == "get_weather" and isinstance(call["args"], dict)

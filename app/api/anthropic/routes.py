@@ -7,10 +7,10 @@ from flask import Blueprint, Response, jsonify
 from app.api.anthropic import conversion, errors
 from app.api.anthropic.presenter import MessagesPresenter
 from app.api.anthropic.schemas import count_tokens_request_schema, messages_request_schema
-from app.api.common import conversation, structured_output
+from app.api.common import conversation
 from app.api.common.body import generating_engine, parse_body
 from app.api.common.generate import generate
-from app.api.common.planning import plan_choices
+from app.api.common.planning import plan_answer
 from app.settings.current import current_config
 
 bp = Blueprint("anthropic", __name__)
@@ -24,15 +24,9 @@ def create_message() -> Response:
     engine = generating_engine()
     chat = conversion.chat_body(body)
     prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
-    grammar, triggers, param = structured_output.answer_grammar(chat, prompt.profile)
-    requests = plan_choices(
-        chat,
-        [prompt.tokens],
-        prompt_param="messages",
-        grammar=structured_output.checked(engine.tokenizer, grammar, param),
-        grammar_triggers=triggers,
-        thinking_budget=conversation.thinking_budget(engine.tokenizer, prompt, chat.get("reasoning_budget")),
-        vocabulary_size=engine.tokenizer.vocabulary_size,
+    budget = conversation.thinking_budget(engine.tokenizer, prompt, chat.get("reasoning_budget"))
+    requests = plan_answer(
+        chat, prompt.tokens, prompt.profile, engine.tokenizer, prompt_param="messages", thinking_budget=budget
     )
     model = current_config().model_id
     presenter = MessagesPresenter(model, len(prompt.tokens), prompt.reader)

@@ -100,17 +100,9 @@ def serve_on_demand(index: int, streams: bool = False) -> Response | None:
 
 def load(index: int) -> None:
     """Return once a ready worker holds model `index` (an operator's /models/load); 503 if none can."""
-    config = current_config()
-    deadline = time.monotonic() + config.queue_timeout
-    while not _held_ready(index):
-        _load_somewhere(index, deadline)
-        if time.monotonic() >= deadline:
-            raise ServiceUnavailableError(
-                f"No on-demand worker was free to load '{config.models[index].id}' within "
-                f"LLM_QUEUE_TIMEOUT ({config.queue_timeout:g} s); retry shortly."
-            )
-        if not _held_ready(index):
-            gevent.sleep(POLL)
+    stopped = _load_until_held(index, time.monotonic() + current_config().queue_timeout)
+    if stopped is not None:
+        raise ServiceUnavailableError(stopped)
 
 
 def unload(index: int) -> list[int]:
@@ -165,7 +157,11 @@ def _load_until_held(index: int, deadline: float) -> str | None:
         while not _held_ready(index):
             if not _load_somewhere(index, deadline):
                 if time.monotonic() >= deadline:
-                    return "No on-demand worker could load the model in time."
+                    config = current_config()
+                    return (
+                        f"No on-demand worker was free to load '{config.models[index].id}' within "
+                        f"LLM_QUEUE_TIMEOUT ({config.queue_timeout:g} s); retry shortly."
+                    )
                 gevent.sleep(POLL)
     except ServiceUnavailableError as exc:
         return exc.message

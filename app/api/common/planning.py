@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from app.api.common import structured_output
 from app.api.common.errors import ContextLengthError, InvalidRequestError
+from app.chat_formats.profile import TemplateProfile
+from app.engine.tokenizer import Tokenizer
 from app.engine.types import DraftLimits, GenerationRequest, Sampling, ThinkingBudget
 from app.settings.current import current_config
 from app.settings.models import ModelSpec
@@ -180,3 +183,26 @@ def logit_bias(raw: dict[str, float] | None, vocabulary_size: int) -> dict[int, 
             )
         bias[int(key)] = float(value)
     return bias
+
+
+def plan_answer(
+    chat: dict[str, Any],
+    tokens: list[int],
+    profile: TemplateProfile,
+    tokenizer: Tokenizer,
+    *,
+    prompt_param: str,
+    thinking_budget: ThinkingBudget | None = None,
+) -> list[GenerationRequest]:
+    """The one choice of a chat-shaped request (Anthropic's, Ollama's): the grammar its answer follows
+    (calls in the model's own syntax, or its response format), checked, then planned."""
+    grammar, triggers, param = structured_output.answer_grammar(chat, profile)
+    return plan_choices(
+        chat,
+        [tokens],
+        prompt_param=prompt_param,
+        grammar=structured_output.checked(tokenizer, grammar, param),
+        grammar_triggers=triggers,
+        thinking_budget=thinking_budget,
+        vocabulary_size=tokenizer.vocabulary_size,
+    )

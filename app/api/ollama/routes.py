@@ -17,12 +17,12 @@ from flask import Blueprint, Flask, Response, g, jsonify
 from flask.blueprints import BlueprintSetupState
 from marshmallow import Schema
 
-from app.api.common import conversation, on_demand, structured_output
+from app.api.common import conversation, on_demand
 from app.api.common.body import embedding_engine, generating_engine, model_index, parse_body, parse_json
 from app.api.common.embed import embedded
 from app.api.common.errors import ContextLengthError, InvalidRequestError
 from app.api.common.generate import generate
-from app.api.common.planning import plan_choices
+from app.api.common.planning import plan_answer
 from app.api.ollama import catalog, conversion, errors
 from app.api.ollama.presenter import NS, OllamaPresenter, now
 from app.api.ollama.schemas import chat_schema, embed_schema, embeddings_schema, generate_schema, show_schema
@@ -40,24 +40,16 @@ RUNNING = "Ollama is running"
 @bp.post("/api/chat")
 def chat() -> Response:
     """Answer the conversation: a message (with thinking and tool calls), or its NDJSON stream."""
-    nothing = _load_or_unload(chat_schema, "messages")
-    if nothing is not None:
-        return nothing
-    body = parse_body(chat_schema, keepalive_stream=False, offered=OFFERED)
-    on_demand.keep_alive(body.get("keep_alive"))
+    body = _answerable(chat_schema, "messages")
+    if isinstance(body, Response):
+        return body
     engine = generating_engine()
     chat = conversion.chat_body(body)
     prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
     conversion.fit_context(chat, body, len(prompt.tokens), current_config())
-    grammar, triggers, param = structured_output.answer_grammar(chat, prompt.profile)
-    requests = plan_choices(
-        chat,
-        [prompt.tokens],
-        prompt_param="messages",
-        grammar=structured_output.checked(engine.tokenizer, grammar, param),
-        grammar_triggers=triggers,
-        thinking_budget=conversation.thinking_budget(engine.tokenizer, prompt, None),
-        vocabulary_size=engine.tokenizer.vocabulary_size,
+    budget = conversation.thinking_budget(engine.tokenizer, prompt, None)
+    requests = plan_answer(
+        chat, prompt.tokens, prompt.profile, engine.tokenizer, prompt_param="messages", thinking_budget=budget
     )
     presenter = OllamaPresenter(current_config().model_id, len(prompt.tokens), prompt.reader, chat=True)
     return generate(engine, body, requests, presenter, len(prompt.tokens))
@@ -66,11 +58,9 @@ def chat() -> Response:
 @bp.post("/api/generate")
 def generate_text() -> Response:
     """Continue the prompt (through the chat template, or `raw`, or filled in before a `suffix`)."""
-    nothing = _load_or_unload(generate_schema, "prompt")
-    if nothing is not None:
-        return nothing
-    body = parse_body(generate_schema, keepalive_stream=False, offered=OFFERED)
-    on_demand.keep_alive(body.get("keep_alive"))
+    body = _answerable(generate_schema, "prompt")
+    if isinstance(body, Response):
+        return body
     engine = generating_engine()
     tokenizer = engine.tokenizer
     chat = conversion.chat_body(body)
@@ -87,17 +77,20 @@ def generate_text() -> Response:
         prompt = conversation.prompt(tokenizer, conversion.generate_messages(body), chat)
         tokens, reader, profile = prompt.tokens, prompt.reader, prompt.profile
     conversion.fit_context(chat, body, len(tokens), current_config())
-    grammar, triggers, param = structured_output.answer_grammar(chat, profile)
-    requests = plan_choices(
-        chat,
-        [tokens],
-        prompt_param="prompt",
-        grammar=structured_output.checked(tokenizer, grammar, param),
-        grammar_triggers=triggers,
-        vocabulary_size=tokenizer.vocabulary_size,
-    )
+    requests = plan_answer(chat, tokens, profile, tokenizer, prompt_param="prompt")
     presenter = OllamaPresenter(current_config().model_id, len(tokens), reader, chat=False)
     return generate(engine, body, requests, presenter, len(tokens))
+
+
+def _answerable(schema: Schema, asked: str) -> dict[str, Any] | Response:
+    """The body of a request with something to answer, on the worker holding its model (its
+    keep_alive noted); or the answer to one with nothing to answer (Ollama's load and unload)."""
+    nothing = _load_or_unload(schema, asked)
+    if nothing is not None:
+        return nothing
+    body = parse_body(schema, keepalive_stream=False, offered=OFFERED)
+    on_demand.keep_alive(body.get("keep_alive"))
+    return body
 
 
 def _load_or_unload(schema: Schema, asked: str) -> Response | None:

@@ -43,7 +43,8 @@ def lora_server(adapters: tuple[Path, Path]) -> Iterator[Server]:
 @pytest.fixture
 def sdk(lora_server: Server) -> Iterator[openai.OpenAI]:
     httpx.post(lora_server.url + "/lora-adapters", json=[], headers=AUTH).raise_for_status()  # all at 0
-    yield openai.OpenAI(base_url=lora_server.url + "/v1", api_key=KEY, max_retries=0)
+    with openai.OpenAI(base_url=lora_server.url + "/v1", api_key=KEY, max_retries=0) as client:
+        yield client
 
 
 def complete(sdk: openai.OpenAI, lora: list[dict[str, object]] | None = None, tokens: int = 24) -> str:

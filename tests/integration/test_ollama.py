@@ -6,8 +6,11 @@ One gunicorn with a chat model and an embedding model (the default GGUF with mea
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import jsonschema
@@ -20,7 +23,10 @@ from tests.support.rawhttp import open_request, read_chunk, read_head
 from tests.support.servers import Server, serving_models
 from tests.support.waits import wait_for_log, wait_until
 
-CHAT, EMBED = "smol", "smol-embed"
+CHAT, EMBED, THINKER = "smol", "smol-embed", "r1"
+TEMPLATES = Path(__file__).parents[1] / "data" / "templates"
+# LlamaIndex's own venv (Makefile: install-test): it needs marshmallow < 4.
+LLAMAINDEX = Path(sys.executable).parent.parent / "llamaindex" / "bin" / "python"
 GREEDY = {"temperature": 0, "seed": 7, "num_predict": 16}
 WEATHER = {
     "type": "function",
@@ -34,11 +40,16 @@ WEATHER = {
 
 @pytest.fixture(scope="module")
 def ollama_server() -> Iterator[Server]:
+    """A chat model, an embedding model and a thinking one: the default model with DeepSeek R1's
+    template, whose prompt ends inside <think> (it never closes its thinking by itself: the
+    server's reasoning budget, 8 tokens, closes it)."""
+    r1 = (TEMPLATES / "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja").read_text()
     models = [
         {"id": CHAT, "path": default_model_path(), "workers": 1, "n_ctx": 1024},
         {"id": EMBED, "path": default_model_path(), "embedding": True, "pooling": "mean", "n_ctx": 256},
+        {"id": THINKER, "path": default_model_path(), "workers": 1, "n_ctx": 1024, "chat_template": r1},
     ]
-    with serving_models(models, answers=6) as server:
+    with serving_models(models, answers=9, LLM_REASONING_BUDGET="8") as server:
         yield server
 
 
@@ -128,6 +139,42 @@ def test_a_tool_call_forced_by_format_comes_back_as_ollamas_tool_calls(client: o
     assert parts[-1].done and not "".join(part.message.content or "" for part in parts)
 
 
+def test_a_call_cut_off_comes_back_as_text_not_as_a_broken_call(client: ollama.Client) -> None:
+    # Ollama only reports calls it could parse, and its clients take arguments as an object.
+    call = {"type": "object", "required": ["name", "arguments"], "properties": {
+        "name": {"const": "get_weather"},
+        "arguments": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }}  # fmt: skip
+    asked = {"model": CHAT, "messages": ask("What is the weather in Paris?"), "tools": [WEATHER],
+             "format": call, "options": {"temperature": 0, "num_predict": 8}}  # fmt: skip
+    whole = client.chat(**asked, stream=False)
+    assert whole.done_reason == "length" and not whole.message.tool_calls
+    assert whole.message.content.lstrip().startswith("{")
+    parts = list(client.chat(**asked, stream=True))
+    assert not any(part.message.tool_calls for part in parts)
+    assert "".join(part.message.content or "" for part in parts) == whole.message.content
+
+
+def test_a_thinking_model_thinks_apart_and_a_model_that_cannot_says_so(client: ollama.Client) -> None:
+    asked = {"model": THINKER, "messages": ask("Name a colour."), "think": True, "options": {**GREEDY,
+             "num_predict": 40}}  # fmt: skip
+    whole = client.chat(**asked, stream=False)
+    assert whole.message.thinking and whole.message.content  # 8 tokens of thinking, then the answer
+    assert "<think>" not in whole.message.content + whole.message.thinking
+    assert "</think>" not in whole.message.content + whole.message.thinking
+    parts = list(client.chat(**asked, stream=True))
+    assert "".join(part.message.thinking or "" for part in parts) == whole.message.thinking
+    assert "".join(part.message.content or "" for part in parts) == whole.message.content
+    generated = client.generate(model=THINKER, prompt="Name a colour.", think=True, options=GREEDY)
+    assert generated.thinking and "</think>" not in generated.thinking + generated.response
+    assert "thinking" in client.show(THINKER).capabilities
+    assert "thinking" not in client.show(CHAT).capabilities
+    with pytest.raises(ollama.ResponseError) as refused:
+        client.chat(model=CHAT, messages=ask("Hi."), think=True, options=GREEDY)
+    assert refused.value.status_code == 400 and "does not support thinking" in refused.value.error
+    assert client.chat(model=CHAT, messages=ask("Hi."), think=False, options=GREEDY).message.content
+
+
 def test_embeddings_as_ollama_gives_them(client: ollama.Client, ollama_server: Server) -> None:
     both = client.embed(model=EMBED, input=["the cat sat", "a dog ran"])
     vectors = np.array(both.embeddings)
@@ -143,15 +190,17 @@ def test_embeddings_as_ollama_gives_them(client: ollama.Client, ollama_server: S
 
 
 def test_list_show_ps_and_version(client: ollama.Client, ollama_server: Server) -> None:
-    assert [model.model for model in client.list().models] == [CHAT, EMBED]
+    assert [model.model for model in client.list().models] == [CHAT, EMBED, THINKER]
     shown = client.show(CHAT)
     assert shown.details.family == "llama" and shown.details.quantization_level == "Q4_1"
     assert shown.details.parameter_size == "135M" and shown.details.format == "gguf"
     assert "<|im_start|>" in shown.template and "completion" in shown.capabilities
-    assert shown.modelinfo["llama.context_length"] == 8192
+    # The context it is served with (clients size num_ctx from it), and the file's own beside it.
+    assert shown.modelinfo["llama.context_length"] == 1024
+    assert shown.modelinfo["llama.context_length_trained"] == 8192
     assert client.show(f"{CHAT}:latest").details.family == "llama"  # the tag Ollama's clients add
     loaded = {model.model: model for model in client.ps().models}
-    assert set(loaded) == {CHAT, EMBED} and loaded[CHAT].context_length == 1024
+    assert set(loaded) == {CHAT, EMBED, THINKER} and loaded[CHAT].context_length == 1024
     assert httpx.get(ollama_server.url + "/api/version").json()["version"]
 
 
@@ -277,3 +326,37 @@ def test_langchains_chat_ollama_invokes_streams_and_binds_tools(ollama_server: S
 
     finally:
         chat._client.close()  # LangChain never closes the Ollama client it makes (its socket would leak)
+
+
+def test_llamaindex_chats_streams_calls_tools_thinks_and_embeds(ollama_server: Server) -> None:
+    """LlamaIndex's `Ollama` and `OllamaEmbedding` with their defaults (the context window read
+    from /api/show and sent as num_ctx with every request), in LlamaIndex's own venv."""
+    ran = subprocess.run(
+        [str(LLAMAINDEX), str(Path(__file__).parents[1] / "llamaindex" / "ollama_client.py"),
+         ollama_server.url, CHAT, EMBED, THINKER],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    report = json.loads(ran.stdout.strip().splitlines()[-1])
+    chats = report["chats"]
+    assert chats["context_window"] == 1024 and chats["whole"]
+    assert chats["usage"]["completion_tokens"] <= 16 and chats["streamed_pieces"] > 2
+    # Greedy with a seed: every way LlamaIndex asks gives the same answer.
+    assert {chats[key] for key in ("streamed", "async_whole", "async_streamed", "complete",
+                                   "stream_complete")} == {chats["whole"]}  # fmt: skip
+    person = report["structured"]
+    assert isinstance(person["name"], str) and isinstance(person["age"], int)
+    tools = report["tools"]
+    assert (tools["name"], tools["calls"], tools["text_of_call"]) == ("get_weather", 1, "")
+    assert isinstance(tools["kwargs"]["city"], str)
+    # The call and its result went back as LlamaIndex writes them, and were answered.
+    assert tools["answer"] or tools["answer_calls"]
+    thinking = report["thinking"]
+    assert thinking["thinking"] and thinking["text"] and thinking["thinking_deltas"] > 0
+    assert thinking["streamed_thinking"] == thinking["thinking"]
+    assert thinking["streamed_text"] == thinking["text"]
+    vectors = report["embeddings"]
+    assert len(vectors["one"]) == 576 and np.isclose(np.linalg.norm(vectors["one"]), 1, atol=1e-4)
+    assert np.allclose(vectors["batch"][0], vectors["one"], atol=1e-4)
+    assert np.allclose(vectors["query"], vectors["one"], atol=1e-4)
+    assert not np.allclose(vectors["batch"][1], vectors["one"], atol=1e-2)

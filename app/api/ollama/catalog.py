@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.chat_formats import detect
 from app.engine import gguf_metadata
 from app.settings.models import ModelSpec
 
@@ -48,25 +49,44 @@ def listed(spec: ModelSpec) -> dict[str, Any]:
     }
 
 
+def template(spec: ModelSpec) -> str:
+    """The chat template the model is served with: LLM_MODELS' own, else the GGUF's."""
+    if spec.chat_template is not None:
+        return spec.chat_template
+    return str(gguf_metadata.of(spec.path).get("tokenizer.chat_template", ""))
+
+
+def capabilities(spec: ModelSpec) -> list[str]:
+    """What Ollama's clients may ask of the model; thinking as the chat API's template probe finds it."""
+    if spec.embedding:
+        return ["embedding"]
+    text = template(spec)
+    found = ["completion"]
+    if "tools" in text:
+        found.append("tools")
+    if detect.thinks(text, detect.by_name(spec.chat_format) if spec.chat_format else detect.detect(text)):
+        found.append("thinking")
+    return found
+
+
 def shown(spec: ModelSpec, context_length: int, verbose: bool) -> dict[str, Any]:
     """/api/show: the template, details, the header's values (long arrays only when verbose) and
     what the model can do."""
     meta = gguf_metadata.of(spec.path)
-    template = (
-        str(meta.get("tokenizer.chat_template", "")) if spec.chat_template is None else spec.chat_template
-    )
     info = {key: value for key, value in meta.items() if verbose or not key.startswith("tokenizer.")}
-    capabilities = ["embedding"] if spec.embedding else ["completion"]
-    if not spec.embedding and "tools" in template:
-        capabilities.append("tools")
-    if not spec.embedding and ("<think>" in template or "enable_thinking" in template):
-        capabilities.append("thinking")
+    # Clients size `options.num_ctx` from this value (LlamaIndex sends it with every request): it is
+    # the context this server runs the model with, and the file's own stays beside it.
+    architecture = str(meta.get("general.architecture", ""))
+    trained = info.get(f"{architecture}.context_length")
+    info[f"{architecture}.context_length"] = context_length
+    if trained is not None:
+        info[f"{architecture}.context_length_trained"] = trained
     return {
         "modelfile": f"# Served by llm-server from LLM_MODELS\nFROM {spec.path}\n",
         "parameters": f"num_ctx {context_length}",
-        "template": template,
+        "template": template(spec),
         "details": details(spec),
         "model_info": info,
-        "capabilities": capabilities,
+        "capabilities": capabilities(spec),
         "modified_at": listed(spec)["modified_at"],
     }

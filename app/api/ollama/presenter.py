@@ -8,6 +8,7 @@ then to the last. Tool calls go on one line of their own, whole, as Ollama sends
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from app.api.common.errors import APIError
 from app.api.common.generate import ChoiceResult
 from app.api.ollama import ndjson
 from app.chat_formats.answer import AnswerReader, DeltaStream
+from app.chat_formats.base import ToolCall
 from app.engine.types import Chunk
 
 NS = 1_000_000_000
@@ -32,6 +34,8 @@ class OllamaPresenter:
 
     def __init__(self, model: str, prompt_tokens: int, reader: AnswerReader, chat: bool) -> None:
         self.model, self.prompt_tokens, self.reader, self.chat = model, prompt_tokens, reader, chat
+        # How the answer reads when its calls are none Ollama's clients could take (see _calls).
+        self.as_text = dataclasses.replace(reader, functions=(), forced=False)
         stats = getattr(g, "stats", None)
         self.started = stats.started if stats is not None else time.monotonic()
         self.first: float | None = None
@@ -43,12 +47,14 @@ class OllamaPresenter:
         if stats is not None and stats.ttft is not None:
             self.first = stats.started + stats.ttft
         parsed = self.reader.read(result.text, partial=False)
-        calls = [{"function": {"name": c.name, "arguments": _arguments(c.arguments)}} for c in parsed.calls]
-        return self._done(result) | self._piece(parsed.content, parsed.reasoning, calls)
+        calls = _calls(parsed.calls)
+        if calls is None:
+            parsed = self.as_text.read(result.text, partial=False)
+        return self._done(result) | self._piece(parsed.content, parsed.reasoning, calls or [])
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
         """A line per piece of text or thinking as it is read, the calls whole, then the last line."""
-        result, stream = ChoiceResult(0), DeltaStream(self.reader)
+        result, stream, sent = ChoiceResult(0), DeltaStream(self.reader), ""
         for chunk in chunks:
             if chunk is None:
                 continue  # no keep-alives: Ollama's clients parse every line as JSON
@@ -57,13 +63,17 @@ class OllamaPresenter:
             result.add(chunk)
             for delta in stream.update(result.text, chunk.finish_reason is not None):
                 if delta.kind == "content" and delta.text:
+                    sent += delta.text
                     yield ndjson.line(self._head(False) | self._piece(delta.text, "", []))
                 elif delta.kind == "reasoning" and delta.text:
                     yield ndjson.line(self._head(False) | self._piece("", delta.text, []))
-        calls = stream.last.calls
+        calls = _calls(stream.last.calls)
         if calls:
-            shaped = [{"function": {"name": c.name, "arguments": _arguments(c.arguments)}} for c in calls]
-            yield ndjson.line(self._head(False) | self._piece("", "", shaped))
+            yield ndjson.line(self._head(False) | self._piece("", "", calls))
+        elif calls is None:  # held back as calls, but none a client could take: the text after all
+            text = self.as_text.read(result.text, partial=False).content
+            if text.startswith(sent) and len(text) > len(sent):
+                yield ndjson.line(self._head(False) | self._piece(text[len(sent) :], "", []))
         yield ndjson.line(self._done(result) | self._piece("", "", []))
 
     def failure(self, error: APIError) -> bytes:
@@ -102,8 +112,19 @@ def now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
-def _arguments(text: str) -> Any:
-    try:
-        return json.loads(text) if text else {}
-    except ValueError:  # a model that wrote broken JSON: hand it over as text
-        return text
+def _calls(calls: list[ToolCall]) -> list[dict[str, Any]] | None:
+    """Ollama's `tool_calls`, or None if one is cut off or its arguments are no JSON object.
+
+    Ollama's clients take `arguments` as an object (the Python library's types refuse anything
+    else), and Ollama itself only reports calls it could parse: the rest stays text.
+    """
+    shaped = []
+    for call in calls:
+        try:
+            arguments = json.loads(call.arguments) if call.arguments else {}
+        except ValueError:
+            return None
+        if not call.complete or not isinstance(arguments, dict):
+            return None
+        shaped.append({"function": {"name": call.name, "arguments": arguments}})
+    return shaped

@@ -90,6 +90,10 @@ def _answerable(schema: Schema, asked: str) -> dict[str, Any] | Response:
         return nothing
     body = parse_body(schema, keepalive_stream=False, offered=OFFERED)
     on_demand.keep_alive(body.get("keep_alive"))
+    thinks = "thinking" in catalog.capabilities(current_config().model)
+    if body.get("think") not in (None, False) and not thinks:
+        # As Ollama answers: asking a model that never thinks to think is a mistake worth a word.
+        raise InvalidRequestError(f'"{body["model"]}" does not support thinking', param="think")
     return body
 
 

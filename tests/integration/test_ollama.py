@@ -202,6 +202,9 @@ def test_list_show_ps_and_version(client: ollama.Client, ollama_server: Server) 
     loaded = {model.model: model for model in client.ps().models}
     assert set(loaded) == {CHAT, EMBED, THINKER} and loaded[CHAT].context_length == 1024
     assert httpx.get(ollama_server.url + "/api/version").json()["version"]
+    # Continue asks by Ollama's older `name` and reads num_ctx from `parameters`.
+    by_name = httpx.post(ollama_server.url + "/api/show", json={"name": CHAT}, timeout=30)
+    assert by_name.status_code == 200 and by_name.json()["parameters"] == "num_ctx 1024"
 
 
 def test_the_stream_is_ndjson_one_object_a_line_and_the_last_says_done(ollama_server: Server) -> None:

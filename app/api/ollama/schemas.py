@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from marshmallow import ValidationError, fields, post_load, validate, validates_schema
+from marshmallow import ValidationError, fields, post_load, pre_load, validate, validates_schema
 
 from app.api.common.fields import StrictBoolean, StrictInteger, count, number
 from app.api.common.schemas import BaseSchema
@@ -194,6 +194,14 @@ class EmbeddingsSchema(ModelNamed):
 
 class ShowSchema(ModelNamed):
     verbose = StrictBoolean(allow_none=True)
+    name = fields.String(load_only=True, validate=validate.Length(min=1, max=256))
+
+    @pre_load
+    def named(self, data: Any, **kwargs: Any) -> Any:
+        """Ollama's older `name` for `model`, which Continue still sends to /api/show."""
+        if isinstance(data, dict) and "model" not in data and "name" in data:
+            return {**data, "model": data["name"]}
+        return data
 
 
 chat_schema = ChatSchema()

@@ -100,6 +100,30 @@ def rpm_across(first: HTTPConnection, second: HTTPConnection) -> None:
     assert "x-ratelimit-limit-requests" not in post(first, "sk-free-5a8")[1]  # a key without limits
 
 
+def test_every_route_that_works_needs_the_key_and_counts_against_it(limited: Server) -> None:
+    # llama-server's and Ollama's routes as much as /v1: none is a way around the key or its limits.
+    url = limited.url
+    unkeyed = httpx.post(url + "/completion", json={"prompt": "Hi", "n_predict": 1}, timeout=60)
+    assert unkeyed.status_code == 401 and unkeyed.json()["error"]["code"] == "invalid_api_key"
+    assert httpx.get(url + "/props", timeout=60).status_code == 401
+    assert httpx.get(url + "/health", timeout=60).status_code == 200
+    work = [
+        ("/completion", {"prompt": "Hi", "n_predict": 1}),
+        ("/api/generate", {"model": "x", "prompt": "Hi", "stream": False, "options": {"num_predict": 1}}),
+        ("/tokenize", {"content": "Hi"}),
+        ("/apply-template", {"messages": [{"role": "user", "content": "Hi"}]}),
+    ]
+    model = httpx.get(url + "/v1/models", headers=auth("sk-rpm-2c4"), timeout=60).json()["data"][0]["id"]
+    answers = []
+    for path, body in work:
+        body = {**body, "model": model} if "model" in body else body
+        answers.append(httpx.post(url + path, json=body, headers=auth("sk-rpm-2c4"), timeout=60))
+    assert [a.status_code for a in answers] == [200] * 4, [a.text for a in answers]
+    assert [a.headers["x-ratelimit-remaining-requests"] for a in answers] == ["3", "2", "1", "0"]
+    over = httpx.post(url + "/completion", json=work[0][1], headers=auth("sk-rpm-2c4"), timeout=60)
+    assert over.status_code == 429 and "4 requests per minute" in over.text
+
+
 def test_tokens_per_minute_count_prompt_and_completion(limited: Server) -> None:
     used = 0
     while used < 60:  # each answer counts its prompt and completion tokens, on either worker

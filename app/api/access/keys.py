@@ -1,4 +1,4 @@
-"""API keys: when configured, the API routes (and optionally /metrics) need `Authorization: Bearer <key>`."""
+"""API keys: when configured, every route but a few public ones needs `Authorization: Bearer <key>`."""
 
 from __future__ import annotations
 
@@ -11,12 +11,20 @@ from app.serving import internal
 from app.settings.current import config_of, current_config
 from app.settings.keys import ApiKey
 
-# Outside /v1 but reading the model: protected like it (llama.cpp's server does the same).
-_ALSO_PROTECTED = (
-    "/tokenize", "/detokenize", "/tokenizer_info", "/rerank", "/reranking", "/models/load", "/models/unload",
-    "/lora-adapters",
-)  # fmt: skip
+# Every route needs the key but these (as llama-server keeps a short public list): a route
+# added later is protected unless it is named here. The pages ask for the key and send it.
+_PUBLIC = ("/", "/health", "/health/ready", "/status", "/openapi.json", "/api/version")
+_PUBLIC_UNDER = ("/docs/", "/ui/")  # Swagger UI's and the pages' static files
 _FIGURES = ("/metrics", "/health/workers")  # need a key only with LLM_METRICS_AUTH=1
+
+
+def _public(path: str, metrics_auth: bool) -> bool:
+    return (
+        path in _PUBLIC
+        or path == "/docs"
+        or path.startswith(_PUBLIC_UNDER)
+        or (path in _FIGURES and not metrics_auth)
+    )
 
 
 def _matching_key(presented: str, keys: tuple[tuple[bytes, ApiKey], ...]) -> ApiKey | None:
@@ -32,13 +40,8 @@ def _matching_key(presented: str, keys: tuple[tuple[bytes, ApiKey], ...]) -> Api
 def _require_key() -> None:
     config = current_config()
     keys: tuple[tuple[bytes, ApiKey], ...] = current_app.extensions["api_keys"]
-    protected = (
-        request.path.startswith("/v1/")
-        or request.path in _ALSO_PROTECTED
-        or (request.path.startswith("/api/") and request.path != "/api/version")  # Ollama's routes
-        or (request.path in _FIGURES and config.metrics_auth)
-    )
-    if not keys or not protected or request.method == "OPTIONS":  # CORS preflights carry no key
+    if not keys or _public(request.path, config.metrics_auth) or request.method == "OPTIONS":
+        # (CORS preflights carry no key.)
         return
     call = internal.of(request.environ)
     if call is not None:  # a batch line: its batch's key was checked when the batch was created

@@ -21,14 +21,10 @@ def _limited_key() -> ApiKey | None:
 
 def _admit() -> None:
     key = _limited_key()
-    # Only work is counted (not listing models), and a request relayed from another
+    # Work is counted, on every route that takes it (a POST: llama-server's and Ollama's
+    # routes as much as /v1), not reading (listing models); a request relayed from another
     # worker was counted there.
-    if (
-        key is None
-        or request.method != "POST"
-        or not request.path.startswith(("/v1/", "/api/"))
-        or relay.is_relayed(request)
-    ):
+    if key is None or request.method != "POST" or relay.is_relayed(request):
         return
     limits: KeyLimits = current_app.extensions["key_limits"]
     verdict = limits.admit(_worker_slot(), key)

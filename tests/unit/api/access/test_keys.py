@@ -1,4 +1,4 @@
-"""API keys on /v1 (and optionally /metrics) through Flask's test client."""
+"""API keys on every route but the public ones (and optionally /metrics), through Flask's test client."""
 
 from __future__ import annotations
 
@@ -52,6 +52,27 @@ def test_no_keys_means_open(client: FlaskClient) -> None:
     assert client.get("/v1/models").status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/tokenize", "/detokenize", "/rerank", "/reranking"])
-def test_routes_outside_v1_that_read_the_model_need_a_key_too(keyed: FlaskClient, path: str) -> None:
-    assert keyed.post(path, json={}).status_code == 401
+PUBLIC = {"/", "/health", "/health/ready", "/status", "/openapi.json", "/api/version", "/metrics",
+          "/health/workers"}  # fmt: skip
+
+
+def test_every_route_but_the_public_ones_needs_a_key(keyed: FlaskClient) -> None:
+    """Walks every route Flask serves, so a route added later cannot be left open by mistake."""
+    checked = 0
+    for rule in keyed.application.url_map.iter_rules():
+        path = rule.rule.replace("<", "").replace(">", "").replace("path:", "")
+        if rule.endpoint == "static" or path.startswith(("/docs", "/ui/")) or path in PUBLIC:
+            continue
+        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+            response = keyed.open(path, method=method, json={})
+            assert response.status_code == 401, (method, path, response.status_code)
+            checked += 1
+    assert checked > 40  # /v1, Ollama's /api, llama-server's own routes
+    for path in sorted(PUBLIC - {"/metrics", "/health/workers"}):
+        assert keyed.get(path).status_code != 401, path
+
+
+@pytest.mark.parametrize("path", ["/completion", "/completions", "/apply-template", "/props", "/slots"])
+def test_llama_servers_own_routes_need_a_key(keyed: FlaskClient, path: str) -> None:
+    method = keyed.get if path in ("/props", "/slots") else keyed.post
+    assert method(path, json={}).status_code == 401

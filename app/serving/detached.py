@@ -11,6 +11,31 @@ import time
 from collections.abc import Callable
 
 _running: set[threading.Thread] = set()
+
+
+class Handoff:
+    """What a request settles when it ends (its key's place, its tokens), settled instead when the
+    work it started apart ends: a background response holds its key's place while it runs."""
+
+    def __init__(self) -> None:
+        self._settle: list[Callable[[int], object]] = []
+        self._tokens: int | None = None  # set once the work has ended
+
+    def on_end(self, settle: Callable[[int], object]) -> None:
+        """Call `settle(tokens)` when the work ends (at once if it has)."""
+        if self._tokens is not None:
+            settle(self._tokens)
+        else:
+            self._settle.append(settle)
+
+    def end(self, tokens: int) -> None:
+        """The work has ended, having used `tokens` (prompt and completion)."""
+        self._tokens = tokens
+        settle, self._settle = self._settle, []
+        for each in settle:
+            each(tokens)
+
+
 _stopping = [False]  # a plain flag: set from a signal handler, in a module imported before gevent patches
 
 

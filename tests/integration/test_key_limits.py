@@ -124,6 +124,39 @@ def test_every_route_that_works_needs_the_key_and_counts_against_it(limited: Ser
     assert over.status_code == 429 and "4 requests per minute" in over.text
 
 
+def test_a_background_response_holds_its_keys_place_and_counts_its_tokens_until_it_ends(
+    limited: Server,
+) -> None:
+    # Its POST answers at once; the run it started is the key's work until it ends.
+    def background(key: str, max_output_tokens: int) -> dict:
+        body = {"model": "x", "input": "Count to fifty.", "background": True, "temperature": 0,
+                "max_output_tokens": max_output_tokens}  # fmt: skip
+        models = httpx.get(limited.url + "/v1/models", headers=auth(key), timeout=30).json()
+        body["model"] = models["data"][0]["id"]
+        answer = httpx.post(limited.url + "/v1/responses", json=body, headers=auth(key), timeout=60)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    def finished(key: str, rid: str) -> dict | None:
+        stored = httpx.get(f"{limited.url}/v1/responses/{rid}", headers=auth(key), timeout=30).json()
+        return stored if stored["status"] not in ("queued", "in_progress") else None
+
+    running = background("sk-conc-7d1", 400)
+    assert running["status"] in ("queued", "in_progress")
+    refused = complete(limited, "sk-conc-7d1")
+    assert refused.status_code == 429 and "1 generations at once" in refused.text
+    httpx.post(f"{limited.url}/v1/responses/{running['id']}/cancel", headers=auth("sk-conc-7d1"), timeout=30)
+    wait_until(lambda: finished("sk-conc-7d1", running["id"]), 60, "the background run ended")
+    wait_until(lambda: complete(limited, "sk-conc-7d1").status_code == 200, 30, "its place given back")
+
+    done = background("sk-tpm-9e0", 8)
+    wait_until(lambda: finished("sk-tpm-9e0", done["id"]), 60, "the background run ended")
+    usage = finished("sk-tpm-9e0", done["id"])["usage"]  # type: ignore[index]
+    used = usage["input_tokens"] + usage["output_tokens"]
+    remaining = complete(limited, "sk-tpm-9e0").headers["x-ratelimit-remaining-tokens"]
+    assert remaining == str(max(0, 60 - used))
+
+
 def test_tokens_per_minute_count_prompt_and_completion(limited: Server) -> None:
     used = 0
     while used < 60:  # each answer counts its prompt and completion tokens, on either worker

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask, Response, current_app, g, request
 
 from app.api.common.errors import KeyLimitError
-from app.serving import internal, key_limits, peers, relay
+from app.serving import detached, internal, key_limits, peers, relay
 from app.serving.key_limits import KeyLimits
 from app.settings.keys import ApiKey
 
@@ -47,11 +47,19 @@ def _attach(response: Response) -> Response:
     held, stats, worker = g.pop("limit_held", False), g.stats, _worker_slot()
     batch_line = internal.of(request.environ) is not None  # a batch's tokens are not the key's live budget
 
-    def ended() -> None:  # after the last byte of a stream, or when its client hung up
+    def settle(tokens: int) -> None:
         if held:
             limits.release(worker, key)
         if key.tpm is not None and not stats.relayed and not batch_line:  # the worker that generated counts
-            limits.count_tokens(key, stats.prompt_tokens + stats.completion_tokens)
+            limits.count_tokens(key, tokens)
+
+    apart: detached.Handoff | None = g.get("handoff")
+
+    def ended() -> None:  # after the last byte of a stream, or when its client hung up
+        if apart is not None:
+            apart.on_end(settle)  # a background run: settled when it ends, not with its POST
+        else:
+            settle(stats.prompt_tokens + stats.completion_tokens)
 
     response.call_on_close(ended)
     return response

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from flask import Response, jsonify
+from flask import Response, g, jsonify
 
 from app.api.common import sse, storage
 from app.api.common.errors import APIError, InvalidRequestError, ServerError, from_engine
@@ -65,7 +65,9 @@ def start(
     except BaseException:
         generation.close()  # the store is away: its sequence goes back at once
         raise
-    run = _Run(presenter, keeper, kept.events, kept.responses, queued["id"])
+    # The key's place and tokens are settled when the run ends, not when this POST does.
+    g.handoff = handoff = detached.Handoff()
+    run = _Run(presenter, keeper, kept.events, kept.responses, queued["id"], handoff)
     _written[run.response_id] = threading.Event()
     # Under gevent's patching, a greenlet that outlives this request; a stopping worker waits
     # for it as it waits for open connections (app/serving/detached.py).
@@ -88,9 +90,10 @@ class _Run:
         events: EventLog,
         responses: ResponseStore,
         rid: str,
+        handoff: detached.Handoff,
     ) -> None:
         self.presenter, self.keeper, self.events, self.responses = presenter, keeper, events, responses
-        self.response_id = rid
+        self.response_id, self.handoff = rid, handoff
         self.pending: list[dict[str, Any]] = []
         self.flushed = time.monotonic()
         self.final: dict[str, Any] | None = None
@@ -100,7 +103,7 @@ class _Run:
         presenter.on_event = self._add
 
     def run(self, generation: Any) -> None:
-        stats = RequestStats()
+        stats = RequestStats(prompt_tokens=len(generation.requests[0].prompt_tokens))
         try:
             for _ in self.presenter.events(self._watched(chunks(generation, stats), generation)):
                 pass
@@ -114,6 +117,7 @@ class _Run:
         finally:
             generation.close()
             self._finish()
+            self.handoff.end(stats.prompt_tokens + stats.completion_tokens)
 
     def _watched(self, chunks: Iterator[Chunk | None], generation: Any) -> Iterator[Chunk | None]:
         """The chunks, with a look at the stored status now and then: a cancel stops the generation."""

@@ -77,13 +77,21 @@ def test_chat_whole_and_streamed_give_the_same_answer(client: ollama.Client) -> 
     assert parts[-1].eval_count == whole.eval_count
 
 
-def test_generate_through_the_template_raw_and_with_a_system_prompt(client: ollama.Client) -> None:
+def test_generate_through_the_template_raw_and_with_a_system_prompt(
+    client: ollama.Client, ollama_server: Server
+) -> None:
     templated = client.generate(model=CHAT, prompt="Say hello.", options=GREEDY, stream=False)
     assert templated.response and templated.done
     streamed = list(client.generate(model=CHAT, prompt="Say hello.", options=GREEDY, stream=True))
     assert "".join(part.response for part in streamed) == templated.response and streamed[-1].done
     raw = client.generate(model=CHAT, prompt="The sky is", raw=True, options=GREEDY, stream=False)
     assert raw.response and raw.response != templated.response
+    # A prompt the client templated itself, sent raw, is the template's own (special tokens parsed).
+    asked = {"model": CHAT, "messages": ask("Say hello.")}
+    rendered = httpx.post(ollama_server.url + "/apply-template", json=asked, timeout=30).json()["prompt"]
+    assert "<|im_start|>" in rendered
+    by_hand = client.generate(model=CHAT, prompt=rendered, raw=True, options=GREEDY, stream=False)
+    assert by_hand.response == templated.response
     system = client.generate(model=CHAT, prompt="Say hello.", system="Answer in French.", options=GREEDY,
                              stream=False)  # fmt: skip
     assert system.response != templated.response
@@ -173,6 +181,34 @@ def test_a_thinking_model_thinks_apart_and_a_model_that_cannot_says_so(client: o
         client.chat(model=CHAT, messages=ask("Hi."), think=True, options=GREEDY)
     assert refused.value.status_code == 400 and "does not support thinking" in refused.value.error
     assert client.chat(model=CHAT, messages=ask("Hi."), think=False, options=GREEDY).message.content
+
+
+@pytest.fixture(scope="module")
+def fim_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default model, its GGUF told that three of its special tokens (<issue_start>,
+    <issue_comment>, <issue_closed>) are fill-in-the-middle's <pre>, <suf> and <mid>."""
+    copy = tmp_path_factory.mktemp("fim") / "smol-fim.gguf"
+    tokens = [arg for kind, token in (("fim_pre", "8"), ("fim_suf", "9"), ("fim_mid", "10"))
+              for arg in ("--special-token-by-id", kind, token)]  # fmt: skip
+    rewrite = Path(sys.executable).with_name("gguf-new-metadata")  # the gguf package's own tool
+    subprocess.run([str(rewrite), default_model_path(), str(copy), *tokens, "--force"], check=True,
+                   capture_output=True, timeout=300)  # fmt: skip
+    return copy
+
+
+def test_suffix_fills_in_the_middle_on_a_model_with_its_tokens(fim_model: Path) -> None:
+    prefix, suffix = "def add(a, b):\n    return", "\n\nprint(add(1, 2))\n"
+    models = [{"id": "fim", "path": str(fim_model), "workers": 1, "n_ctx": 512}]
+    with serving_models(models, answers=3) as server, ollama.Client(host=server.url) as client:
+        filled = client.generate(model="fim", prompt=prefix, suffix=suffix, options=GREEDY)
+        assert filled.done and filled.response and filled.prompt_eval_count > 3
+        # The same tokens written out by hand: <pre>prefix<suf>suffix<mid>, the same answer.
+        by_hand = f"<issue_start>{prefix}<issue_comment>{suffix}<issue_closed>"
+        raw = client.generate(model="fim", prompt=by_hand, raw=True, options=GREEDY)
+        assert raw.response == filled.response
+        streamed = list(client.generate(model="fim", prompt=prefix, suffix=suffix, options=GREEDY,
+                                        stream=True))  # fmt: skip
+        assert "".join(part.response for part in streamed) == filled.response
 
 
 def test_embeddings_as_ollama_gives_them(client: ollama.Client, ollama_server: Server) -> None:

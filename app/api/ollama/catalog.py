@@ -76,11 +76,12 @@ def shown(spec: ModelSpec, context_length: int, verbose: bool) -> dict[str, Any]
     info = {key: value for key, value in meta.items() if verbose or not key.startswith("tokenizer.")}
     # Clients size `options.num_ctx` from this value (LlamaIndex sends it with every request): it is
     # the context this server runs the model with, and the file's own stays beside it.
-    architecture = str(meta.get("general.architecture", ""))
-    trained = info.get(f"{architecture}.context_length")
-    info[f"{architecture}.context_length"] = context_length
-    if trained is not None:
-        info[f"{architecture}.context_length_trained"] = trained
+    architecture = meta.get("general.architecture")
+    if architecture:
+        trained = info.get(f"{architecture}.context_length")
+        info[f"{architecture}.context_length"] = context_length
+        if trained is not None:
+            info[f"{architecture}.context_length_trained"] = trained
     return {
         "modelfile": f"# Served by llm-server from LLM_MODELS\nFROM {spec.path}\n",
         "parameters": f"num_ctx {context_length}",

@@ -72,7 +72,9 @@ def generate_text() -> Response:
             )
         tokens, reader = tokenizer.infill(body["prompt"], body["suffix"]), AnswerReader(profile.format)
     elif body.get("raw"):
-        tokens, reader = tokenizer.text(body["prompt"]), AnswerReader(profile.format)
+        # As Ollama tokenizes every prompt: the model's BOS, and the special tokens in the text
+        # parsed, so a prompt the client templated itself reads as the template's own.
+        tokens, reader = tokenizer.parsed(body["prompt"]), AnswerReader(profile.format)
     else:
         prompt = conversation.prompt(tokenizer, conversion.generate_messages(body), chat)
         tokens, reader, profile = prompt.tokens, prompt.reader, prompt.profile
@@ -90,8 +92,8 @@ def _answerable(schema: Schema, asked: str) -> dict[str, Any] | Response:
         return nothing
     body = parse_body(schema, keepalive_stream=False, offered=OFFERED)
     on_demand.keep_alive(body.get("keep_alive"))
-    thinks = "thinking" in catalog.capabilities(current_config().model)
-    if body.get("think") not in (None, False) and not thinks:
+    asks_thinking = body.get("think") not in (None, False)
+    if asks_thinking and "thinking" not in catalog.capabilities(current_config().model):
         # As Ollama answers: asking a model that never thinks to think is a mistake worth a word.
         raise InvalidRequestError(f'"{body["model"]}" does not support thinking', param="think")
     return body

@@ -27,7 +27,7 @@ import httpx
 
 from app.settings.values import default_model_path
 from bench import llama_server, references
-from bench.run import progress, rotate
+from bench.run import progress, publish, rotate
 from bench.workloads import CODE
 from tests.support.servers import Service
 
@@ -188,9 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         if cpp is not None:
             cpp.stop()
     text = report(args, results, paces)
-    print(text, end="")
-    if args.markdown:
-        args.markdown.write_text(text)
+    publish(text, args.markdown)
     return 0
 
 

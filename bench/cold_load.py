@@ -31,7 +31,7 @@ import httpx
 
 from app.settings.values import default_model_path
 from bench import llama_server
-from bench.run import progress, rotate
+from bench.run import progress, publish, rotate
 from tests.support.servers import Server, Service, free_port
 
 COLD, SWAP, WARM = "cold", "swap (evict the other, load)", "warm"
@@ -158,9 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         ours.stop()
         router.stop()
     text = report(args, results)
-    print(text, end="")
-    if args.markdown:
-        args.markdown.write_text(text)
+    publish(text, args.markdown)
     return 0
 
 

@@ -26,7 +26,7 @@ import httpx
 
 from app.settings.values import default_model_path
 from bench import llama_server, references
-from bench.run import progress, rotate
+from bench.run import progress, publish, rotate
 from bench.workloads import CODE
 from tests.support.servers import Service, nginx
 
@@ -156,9 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             for service in services:
                 service.stop()
     text = markdown(args, results)
-    sys.stdout.write(text)
-    if args.markdown:
-        args.markdown.write_text(text)
+    publish(text, args.markdown)
     return 0
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 
 from bench import references
+from bench.run import publish
 from tests.support.servers import Server
 
 QUESTIONS = [
@@ -131,9 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             f"- time to first token of a chat's second turn, {name}: {1000 * statistics.median(ttfts):.0f} ms"
         )
     text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    if args.markdown:
-        args.markdown.write_text(text)
+    publish(text, args.markdown)
     return 0
 
 

@@ -28,6 +28,7 @@ import llama_cpp
 from app.settings.values import default_model_path
 from bench import llama_server, references
 from bench.report import CPP, OURS, RAW, at_least
+from bench.run import publish
 
 WORDS = "river stone quiet market engine winter garden signal harbour lantern copper meadow".split()
 
@@ -116,9 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         ours.stop()
         cpp.stop()
     text = report(args, figures)
-    sys.stdout.write(text)
-    if args.markdown:
-        args.markdown.write_text(text)
+    publish(text, args.markdown)
     return 0
 
 

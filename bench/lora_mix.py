@@ -33,7 +33,7 @@ import httpx
 
 from app.settings.values import default_model_path
 from bench import llama_server, references
-from bench.run import progress, rotate
+from bench.run import progress, publish, rotate
 from tests.support import tiny_lora
 from tests.support.servers import Service
 
@@ -107,9 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         if cpp is not None:
             cpp.stop()
     text = report(args, results)
-    print(text, end="")
-    if args.markdown:
-        args.markdown.write_text(text)
+    publish(text, args.markdown)
     return 0
 
 

@@ -27,6 +27,13 @@ def progress(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
 
+def publish(text: str, markdown: Path | None) -> None:
+    """Print a benchmark's report, and write it to the --markdown file when one is named."""
+    sys.stdout.write(text)
+    if markdown:
+        markdown.write_text(text)
+
+
 def rotate(names: list[str], turn: int) -> list[str]:
     """The targets in a different order each repeat, so none always runs first."""
     turn %= len(names)
@@ -145,9 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     progress("memory")
     mem = None if args.skip_memory else memory(args, index)
     text = report.markdown(args, singles, swept, busy, mem)
-    sys.stdout.write(text)
-    if args.markdown:
-        args.markdown.write_text(text)
+    publish(text, args.markdown)
     if args.chart:
         report.chart(args.chart, swept)
     return 0

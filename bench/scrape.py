@@ -25,7 +25,7 @@ import httpx
 
 from app.settings.values import default_model_path
 from bench import llama_server, references
-from bench.run import progress, rotate
+from bench.run import progress, publish, rotate
 from tests.support.servers import Service
 
 OURS, AGED, CPP = "ours (2 workers)", "ours, LLM_METRICS_MAX_AGE=1", "llama.cpp llama-server"
@@ -115,9 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         for service in servers.values():
             service.stop()
     text = report(args, rest, busy, speed)
-    print(text, end="")
-    if args.markdown:
-        args.markdown.write_text(text)
+    publish(text, args.markdown)
     return 0
 
 

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import spread
-from bench.speculation import CPP_MODES, CPP_OFF, OFF, ON
+
+# The targets' names (the benchmark runs them, this module reports them).
+OFF, ON = "ours, no drafts", "ours, n-gram drafts"
+CPP_OFF = "llama-server, no drafts"
+CPP_MODES = {  # llama-server's n-gram modes: its defaults, and ngram-simple keyed as ours
+    "llama-server, ngram-simple": ("--spec-type", "ngram-simple"),
+    "llama-server, ngram-simple n=4": ("--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "4"),
+    "llama-server, ngram-mod": ("--spec-type", "ngram-mod"),
+}
 
 
 def markdown(

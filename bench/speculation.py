@@ -24,16 +24,9 @@ import httpx
 
 from app.settings.values import default_model_path
 from bench import llama_server, measure, references, spec_report, workloads
-from bench.run import progress, rotate
+from bench.run import progress, publish, rotate
+from bench.spec_report import CPP_MODES, CPP_OFF, OFF, ON
 from tests.support.servers import Service
-
-OFF, ON = "ours, no drafts", "ours, n-gram drafts"
-CPP_OFF = "llama-server, no drafts"
-CPP_MODES = {  # llama-server's n-gram modes: its defaults, and ngram-simple keyed as ours
-    "llama-server, ngram-simple": ("--spec-type", "ngram-simple"),
-    "llama-server, ngram-simple n=4": ("--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "4"),
-    "llama-server, ngram-mod": ("--spec-type", "ngram-mod"),
-}
 
 
 def start(args: argparse.Namespace) -> dict[str, Service]:
@@ -149,9 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         for service in servers.values():
             service.stop()
     text = spec_report.markdown(args, edited, told, kv)
-    sys.stdout.write(text)
-    if args.markdown:
-        args.markdown.write_text(text)
+    publish(text, args.markdown)
     return 0
 
 

@@ -26,7 +26,7 @@ import httpx
 
 from app.settings.values import default_model_path
 from bench import llama_server, references
-from bench.run import progress, rotate
+from bench.run import progress, publish, rotate
 from bench.workloads import CODE
 from tests.support.servers import Service
 
@@ -118,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         for service in set(servers.values()):
             service.stop()
     text = report(args, ttfts)
-    print(text, end="")
-    if args.markdown:
-        args.markdown.write_text(text)
+    publish(text, args.markdown)
     return 0
 
 

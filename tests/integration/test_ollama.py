@@ -84,6 +84,8 @@ def test_generate_through_the_template_raw_and_with_a_system_prompt(
     assert templated.response and templated.done
     streamed = list(client.generate(model=CHAT, prompt="Say hello.", options=GREEDY, stream=True))
     assert "".join(part.response for part in streamed) == templated.response and streamed[-1].done
+    tagged = client.generate(model=f"{CHAT}:latest", prompt="Say hello.", options=GREEDY, stream=False)
+    assert tagged.response == templated.response and tagged.model == f"{CHAT}:latest"  # echoed as asked
     raw = client.generate(model=CHAT, prompt="The sky is", raw=True, options=GREEDY, stream=False)
     assert raw.response and raw.response != templated.response
     # A prompt the client templated itself, sent raw, is the template's own (special tokens parsed).
@@ -332,7 +334,16 @@ def test_an_empty_request_loads_the_model_and_keep_alive_0_unloads_it() -> None:
         assert answer.done and answer.eval_count == 4
         # keep_alive: 1s: unloaded a second after it went idle (its entry has no ttl of its own).
         wait_until(lambda: "later" not in {m.model for m in client.ps().models}, 30, "the keep_alive unload")
-        client.chat(model="later", messages=ask("Hi."), options={"num_predict": 2}, keep_alive=-1)
+        cold = client.chat(model="later", messages=ask("Hi."), options={"num_predict": 2}, keep_alive=-1)
+        # The wait for its load is load_duration, within total_duration; a warm model's is near 0.
+        assert cold.load_duration > answer.load_duration and cold.load_duration > 0
+        parts = cold.load_duration + cold.prompt_eval_duration + cold.eval_duration
+        assert abs(cold.total_duration - parts) <= 3  # ns of rounding
+        for told in ("nan", "1e308", "-5", "soon"):  # the peers' own header, sent by a client: no effect
+            body = {"model": "later", "messages": ask("Hi."), "stream": False, "options": {"num_predict": 1}}
+            header = {"X-LLM-Load-Seconds": told}
+            sent = httpx.post(server.url + "/api/chat", json=body, headers=header, timeout=60)
+            assert sent.status_code == 200 and 0 <= sent.json()["load_duration"] < 60 * 1e9, sent.text
         unloaded = client.chat(model="later", messages=[], keep_alive=0)  # and Ollama's way to unload
         assert (unloaded.done, unloaded.done_reason) == (True, "unload")
         assert "later" not in {model.model for model in client.ps().models}

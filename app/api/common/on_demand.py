@@ -10,6 +10,7 @@ load is the same code whether an operator or a request asked for it. The request
 from __future__ import annotations
 
 import json
+import math
 import time
 from functools import partial
 from typing import Any
@@ -25,6 +26,9 @@ from app.settings.current import current_config
 from app.settings.models import POOL
 
 POLL = 0.1  # seconds between looks at the peer table while a model loads elsewhere
+# How long a relayed request waited for its model on the worker that relayed it (trusted
+# only on a relayed request: the peers' marker says so).
+WAITED_HEADER, WAITED_ENVIRON = "X-LLM-Load-Seconds", "HTTP_X_LLM_LOAD_SECONDS"
 
 
 def holder() -> ModelHolder | None:
@@ -41,6 +45,8 @@ def serving_here() -> None:
         mine.worker.touch()  # its idle clock (ttl, eviction) starts again
         mine.in_flight += 1
         g.holding_model = mine
+        if relay.is_relayed(request):
+            _note_wait(0.0)  # the worker that relayed it says how long it waited
 
 
 def keep_alive(seconds: float | None) -> None:
@@ -72,11 +78,14 @@ def serve_on_demand(index: int, streams: bool = False) -> Response | None:
             "loaded at start-up.",
             param="model",
         )
-    deadline = time.monotonic() + config.queue_timeout
+    arrived = time.monotonic()
+    deadline = arrived + config.queue_timeout
     while True:
         if mine is not None and mine.index == index and mine.engine.ready:
+            _note_wait(time.monotonic() - arrived)
             serving_here()
             return None
+        request.environ[WAITED_ENVIRON] = f"{time.monotonic() - arrived:.6f}"  # for the holder
         relayed = relay.to_model_holder(request, index, config)
         if relayed is not None:
             return relayed
@@ -96,6 +105,21 @@ def serve_on_demand(index: int, streams: bool = False) -> Response | None:
         f"No worker could load '{spec.id}' within LLM_QUEUE_TIMEOUT ({config.queue_timeout:g} s): "
         f"the {config.on_demand_workers} on-demand workers serve other models; retry shortly."
     )
+
+
+def _note_wait(waited: float) -> None:
+    """What Ollama reports as `load_duration`: how long the request waited for its model, here or
+    (told by its header) on the worker that relayed it; `g.model_ready_at`: when that wait ended."""
+    if "load_seconds" in g:
+        return
+    if relay.is_relayed(request):
+        try:
+            told = float(request.headers.get(WAITED_HEADER, "0"))
+        except ValueError:
+            told = 0.0
+        # (A client's own header may ride along on other relays: bounded, never NaN.)
+        waited = min(max(told, 0.0), float(current_config().queue_timeout)) if math.isfinite(told) else 0.0
+    g.load_seconds, g.model_ready_at = waited, time.monotonic()
 
 
 def load(index: int) -> None:

@@ -37,7 +37,11 @@ class OllamaPresenter:
         # How the answer reads when its calls are none Ollama's clients could take (see _calls).
         self.as_text = dataclasses.replace(reader, functions=(), forced=False)
         stats = getattr(g, "stats", None)
-        self.started = stats.started if stats is not None else time.monotonic()
+        # Durations count from when the model was ready (an on-demand model may have loaded
+        # first: that wait is `load_duration`, and part of `total_duration`).
+        self.load = float(g.get("load_seconds", 0.0))
+        ready_at = g.get("model_ready_at")
+        self.started = ready_at if ready_at is not None else stats.started if stats else time.monotonic()
         self.first: float | None = None
 
     def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
@@ -45,7 +49,7 @@ class OllamaPresenter:
         (result,) = results
         stats = getattr(g, "stats", None)
         if stats is not None and stats.ttft is not None:
-            self.first = stats.started + stats.ttft
+            self.first = max(stats.started + stats.ttft, self.started)
         parsed = self.reader.read(result.text, partial=False)
         calls = _calls(parsed.calls)
         if calls is None:
@@ -98,8 +102,8 @@ class OllamaPresenter:
         first = self.first if self.first is not None else now
         return self._head(True) | {
             "done_reason": "length" if result.finish_reason == "length" else "stop",
-            "total_duration": int((now - self.started) * NS),
-            "load_duration": 0,
+            "total_duration": int((now - self.started + self.load) * NS),
+            "load_duration": int(self.load * NS),
             "prompt_eval_count": self.prompt_tokens - result.cached_tokens,
             "prompt_eval_duration": int((first - self.started) * NS),
             "eval_count": result.completion_tokens,

@@ -51,7 +51,7 @@ def chat() -> Response:
     requests = plan_answer(
         chat, prompt.tokens, prompt.profile, engine.tokenizer, prompt_param="messages", thinking_budget=budget
     )
-    presenter = OllamaPresenter(current_config().model_id, len(prompt.tokens), prompt.reader, chat=True)
+    presenter = OllamaPresenter(body["named"], len(prompt.tokens), prompt.reader, chat=True)
     return generate(engine, body, requests, presenter, len(prompt.tokens))
 
 
@@ -80,7 +80,7 @@ def generate_text() -> Response:
         tokens, reader, profile = prompt.tokens, prompt.reader, prompt.profile
     conversion.fit_context(chat, body, len(tokens), current_config())
     requests = plan_answer(chat, tokens, profile, tokenizer, prompt_param="prompt")
-    presenter = OllamaPresenter(current_config().model_id, len(tokens), reader, chat=False)
+    presenter = OllamaPresenter(body["named"], len(tokens), reader, chat=False)
     return generate(engine, body, requests, presenter, len(tokens))
 
 
@@ -107,7 +107,7 @@ def _load_or_unload(schema: Schema, asked: str) -> Response | None:
         return None
     index = model_index(body["model"], "generate")
     spec = current_config().models[index]
-    done = {"model": spec.id, "created_at": now(), "done": True}
+    done = {"model": body["named"], "created_at": now(), "done": True}
     if body.get("keep_alive") == 0:
         if spec.on_demand:
             on_demand.unload(index)  # those serving requests stay until idle
@@ -133,10 +133,10 @@ def embed() -> Response:
         raise InvalidRequestError(f"dimensions: this model makes {vectors.shape[1]}-dimensional embeddings.")
     return jsonify(
         {
-            "model": current_config().model_id,
+            "model": body["named"],
             "embeddings": vectors.tolist(),
-            "total_duration": int((time.monotonic() - started) * NS),
-            "load_duration": 0,
+            "total_duration": int((time.monotonic() - started + g.get("load_seconds", 0.0)) * NS),
+            "load_duration": int(g.get("load_seconds", 0.0) * NS),
             "prompt_eval_count": g.stats.prompt_tokens,
         }
     )

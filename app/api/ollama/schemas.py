@@ -127,6 +127,7 @@ class ModelNamed(BaseSchema):
     @post_load
     def untagged(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         name: str = data["model"]
+        data["named"] = name  # answers echo the name as the client wrote it, as Ollama's do
         served = current_config().models
         if name.endswith(":latest") and not any(spec.answers_to(name) for spec in served):
             data["model"] = name.removesuffix(":latest")

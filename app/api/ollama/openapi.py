@@ -14,7 +14,10 @@ _ERROR = {"type": "object", "required": ["error"], "properties": {"error": {"typ
 _NS = {"type": "integer", "minimum": 0, "description": "Nanoseconds"}
 _DONE = {
     "done": {"type": "boolean"},
-    "done_reason": {"enum": ["stop", "length"]},
+    "done_reason": {
+        "enum": ["stop", "length", "load", "unload"],
+        "description": "load / unload: the answer to a request with nothing to answer (Ollama's idiom)",
+    },
     "total_duration": _NS,
     "load_duration": _NS,
     "prompt_eval_count": {"type": "integer"},
@@ -25,7 +28,10 @@ _DONE = {
 _CALL = {
     "type": "object",
     "properties": {
-        "function": {"type": "object", "properties": {"name": {"type": "string"}, "arguments": {}}},
+        "function": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+        },
     },
 }
 CHAT_ANSWER: dict[str, Any] = {
@@ -113,6 +119,15 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     """The Ollama routes."""
     for name, schema in REQUESTS.items():
         spec.components.schema(name, schema=schema)
+    # Ollama's clients must name a model: the served ones, by use (aliases and `:latest` work too).
+    generating = [model.id for model in models if not model.embedding]
+    embedding = [model.id for model in models if model.embedding]
+    named = {"OllamaChatRequest": generating, "OllamaGenerateRequest": generating,
+             "OllamaEmbedRequest": embedding, "OllamaEmbeddingsRequest": embedding,
+             "OllamaShowRequest": generating + embedding}  # fmt: skip
+    for name, ids in named.items():
+        if ids:
+            spec.components.schemas[name]["properties"]["model"]["enum"] = ids
     for name, component in ANSWERS.items():
         spec.components.schema(name, component=component)
     errors = error_responses(400, 401, 404, 406, 413, 429, 500, 503, schema="OllamaError")

@@ -51,7 +51,7 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     from app import api
     from app.engine.embedding_engine import EmbeddingEngine
     from app.engine.engine import Engine
-    from app.serving import peers, prefix_board
+    from app.serving import global_scales, peers, prefix_board
     from app.telemetry import metrics, request_log, worker_board
     from app.telemetry.engine_figures import EngineFigures
 
@@ -79,7 +79,11 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
             else EngineFigures()
         )
         # A model loaded on demand that fails to load leaves its pool worker up (the request says why).
-        return (EmbeddingEngine if held.embedding else Engine)(held, figures, exit_on_failure=worker_pinned)
+        made = (EmbeddingEngine if held.embedding else Engine)(held, figures, exit_on_failure=worker_pinned)
+        scales = global_scales.saved(held.model)
+        if scales is not None and isinstance(made, Engine):  # set by POST /lora-adapters since start-up
+            made.lora_scales = scales
+        return made
 
     worker_pinned = worker is None or not worker.pool
     if engine is None and not worker_pinned:

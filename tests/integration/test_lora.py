@@ -7,6 +7,8 @@ The real server and model, with two small random-weight adapters written for it
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,9 @@ import pytest
 from app.settings.values import default_model_path
 from bench import llama_server
 from tests.support import tiny_bert, tiny_lora
+from tests.support.procs import connection_to_each_worker, worker_pids
 from tests.support.servers import Server, serving_models
+from tests.support.waits import wait_until
 
 KEY = "key-lora"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -109,6 +113,30 @@ def test_global_scales_apply_on_every_worker_until_a_request_says_otherwise(
     assert complete(sdk, [{"id": "b", "scale": 0}]) == base  # a request's own list: a is off for it
     httpx.post(url, json=[], headers=AUTH).raise_for_status()
     assert complete(sdk) == base
+
+
+def test_global_scales_hold_on_a_worker_started_after_they_were_set(
+    lora_server: Server, sdk: openai.OpenAI
+) -> None:
+    url = lora_server.url + "/lora-adapters"
+    with_a = complete(sdk, [{"id": "a", "scale": 1}])
+    httpx.post(url, json=[{"id": 0, "scale": 1}], headers=AUTH).raise_for_status()
+    master = lora_server.process.pid
+    before = set(worker_pids(master))
+    os.kill(min(before), signal.SIGKILL)  # gunicorn starts another, which loads the model afresh
+    wait_until(lambda: len(set(worker_pids(master)) - before) == 1, 60, "a new worker")
+    lora_server.wait_ready(answers=6)
+    held = connection_to_each_worker("127.0.0.1", lora_server.port, master, 2)
+    try:
+        for connection in held.values():  # the new worker too: the scales set, not LLM_MODELS' 0
+            connection.request("GET", "/lora-adapters", headers=AUTH)
+            assert [a["scale"] for a in json.loads(connection.getresponse().read())] == [1.0, 0.0]
+    finally:
+        for connection in held.values():
+            connection.close()
+    for _ in range(4):
+        with openai.OpenAI(base_url=lora_server.url + "/v1", api_key=KEY, max_retries=0) as fresh:
+            assert complete(fresh) == with_a
 
 
 def test_bad_lora_input_is_a_400_naming_it(lora_server: Server, sdk: openai.OpenAI) -> None:

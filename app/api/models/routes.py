@@ -18,7 +18,7 @@ from app.api.common.body import check_accept, generating_engine, model_index, pa
 from app.api.common.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
 from app.api.common.planning import adapter_scales
 from app.api.models.schemas import lora_list_schema, model_order_schema
-from app.serving import relay
+from app.serving import global_scales, relay
 from app.serving.model_holder import Busy, LoadFailed
 from app.settings.current import current_config
 
@@ -105,6 +105,8 @@ def set_adapters() -> Response:
     if not holders:
         model = config.models[index].id
         raise ServiceUnavailableError(f"No worker holding '{model}' is ready; retry shortly.")
+    # Kept first: a worker starting the model meanwhile reads them; the holders are told next.
+    global_scales.save(config.models[index], list(scales))
     mine = on_demand.this_slot()
     for peer in holders:
         if peer.slot == mine:

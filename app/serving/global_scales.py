@@ -1,0 +1,58 @@
+"""A model's global LoRA scales (POST /lora-adapters), kept where every worker of the server reads them.
+
+The scales are each worker's engine state; a worker that starts later (a restart, an
+on-demand load) would start from LLM_MODELS' scales and answer differently from its
+peers. So the scales set are also written to the server's run directory, a small file per
+model, and a worker starting the model reads them. They hold while LLM_MODELS says the
+same of the model's adapters: a reload (SIGHUP) that changes its adapters or their
+scales starts from the new configuration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from app.serving import peers
+from app.settings.models import ModelSpec
+
+
+def _path(spec: ModelSpec) -> Path | None:
+    worker = peers.this_worker
+    if worker is None:
+        return None
+    named = hashlib.sha256(spec.id.encode()).hexdigest()[:16]  # an id may hold "/" or worse
+    return Path(worker.table.rundir) / f"lora-scales-{named}.json"
+
+
+def _configured(spec: ModelSpec) -> dict[str, Any]:
+    return {"paths": [lora.path for lora in spec.loras], "scales": [lora.scale for lora in spec.loras]}
+
+
+def save(spec: ModelSpec, scales: list[float]) -> None:
+    """Keep `scales` for the model (under gunicorn; one process has nobody to tell)."""
+    path = _path(spec)
+    if path is None:
+        return
+    # Written aside, then renamed over: a worker reading it sees the old list or the new, whole.
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".lora-")
+    with os.fdopen(handle, "w") as file:
+        json.dump({"configured": _configured(spec), "scales": scales}, file)
+    os.replace(temporary, path)
+
+
+def saved(spec: ModelSpec) -> list[float] | None:
+    """The scales last set for the model, if any and LLM_MODELS still says what it said then."""
+    path = _path(spec)
+    if path is None or not spec.loras:
+        return None
+    with contextlib.suppress(FileNotFoundError, ValueError, TypeError, KeyError):
+        kept = json.loads(path.read_text())
+        if kept["configured"] == _configured(spec) and len(kept["scales"]) == len(spec.loras):
+            return [float(scale) for scale in kept["scales"]]
+    return None

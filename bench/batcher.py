@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 _MEASURE = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from app.engine.batcher import Batcher, BatcherSettings
+from app.engine.batcher import Batcher
+from app.engine.batcher_settings import BatcherSettings
 from app.engine.model import LoadedModel
 from app.engine.sequence import Job
 from app.engine.types import GenerationRequest, Sampling

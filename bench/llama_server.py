@@ -8,6 +8,7 @@ llama.cpp versions.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import shlex
@@ -45,7 +46,10 @@ def cpu_options() -> list[str]:
 def binary() -> Path:
     """The llama-server executable, built on first use (about ten minutes on two cores)."""
     version = importlib.metadata.version("llama_cpp_python")
-    build = CACHE / f"build-{version}-no-amx"  # an earlier build with AMX crashes on Sapphire Rapids
+    # Named by the CPU options too: a build with other kernels (AMX, llamafile's sgemm) computes
+    # other numbers than our wheel, and the tests compare answers bit for bit.
+    options = hashlib.sha256(" ".join(cpu_options()).encode()).hexdigest()[:12]
+    build = CACHE / f"build-{version}-{options}"
     built = build / "bin" / "llama-server"  # beside the shared libraries it links to
     if built.exists():
         return built
@@ -70,8 +74,21 @@ def binary() -> Path:
     return built
 
 
-def start(model_path: str, threads: int, slots: int, n_ctx: int, extra: tuple[str, ...] = ()) -> Service:
-    """llama-server with `slots` slots of `n_ctx` tokens each (as ours: a whole context per sequence)."""
+# The kernels our default LLM_BATCH_INVARIANT=1 runs (app/engine/model.py): llama-server given
+# them answers bit for bit as ours does; without them it runs llama.cpp's fastest (the benchmarks').
+SAME_KERNELS = ("--flash-attn", "off", "--no-repack")
+
+
+def start(
+    model_path: str,
+    threads: int,
+    slots: int,
+    n_ctx: int,
+    extra: tuple[str, ...] = (),
+    same_kernels: bool = False,
+) -> Service:
+    """llama-server with `slots` slots of `n_ctx` tokens each (as ours: a whole context per sequence);
+    `same_kernels`: with the batch-invariant kernels ours runs by default, to compare answers."""
     port = free_port()
     command = [
         str(binary()),
@@ -83,6 +100,8 @@ def start(model_path: str, threads: int, slots: int, n_ctx: int, extra: tuple[st
         "--parallel", str(slots),
         "--ctx-size", str(slots * n_ctx),
         "--no-webui",
+        *(SAME_KERNELS if same_kernels else ()),
         *extra,
     ]  # fmt: skip
-    return Service(command, port).wait_ready("/health")
+    env = {"GGML_CPU_TILED_MM": "0"} if same_kernels else {}
+    return Service(command, port, env).wait_ready("/health")

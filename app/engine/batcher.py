@@ -7,55 +7,32 @@ import queue
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 from gevent import monkey
 
-from app.engine import drafts, recovery, scheduling, shared_prompt
+from app.engine import drafts, recovery, resumption, scheduling, shared_prompt
 from app.engine.adapter_turns import AdapterTurns
 from app.engine.batch import TokenBatch
+from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.cache_report import CacheReport
+from app.engine.checkpoints import Checkpoints
 from app.engine.context import BatchContext, Sampler
 from app.engine.draft_model import DraftModel
 from app.engine.generation import Delivery
 from app.engine.host_cache import PUBLISHED, HostCache
+from app.engine.memory import checkpoint_stops
 from app.engine.sequence import Choice, Job, Sequence
 from app.engine.thinking import BudgetedSampler
 from app.engine.threads import ThreadGovernor
-from app.engine.types import Chunk, DraftLimits
+from app.engine.types import Chunk
 
 log = logging.getLogger(__name__)
 
 # gevent swaps queue.SimpleQueue for a greenlet one once patched; this thread is not a
 # greenlet, so it blocks on the real one (and releases the GIL while it waits).
 NativeQueue: type[queue.SimpleQueue[Job | None]] = monkey.get_original("queue", "SimpleQueue")
-
-
-@dataclass(frozen=True)
-class StepReport:
-    """What one step did, for telemetry."""
-
-    busy: int  # sequences holding a choice after the step
-    decoded: int  # tokens in the step's batch
-    reused: int  # prompt tokens admitted this step that were already in the KV cache
-    seconds: float  # time spent in llama_decode
-    threads: int  # llama.cpp threads chosen for the next step
-    sampled: int = 0  # tokens generated (one per sequence sampled, more with drafts kept)
-    drafted: int = 0  # draft tokens verified (speculative decoding)
-    accepted: int = 0  # of which kept
-    # Sequences whose cells hold other tokens than last reported: (seq_id, their block hashes).
-    blocks: tuple[tuple[int, tuple[int, ...]], ...] = ()
-    cells_in_use: int = 0  # KV cells held by sequences with a choice (idle sequences' cache is free room)
-
-
-@dataclass(frozen=True)
-class BatcherSettings:
-    prefill_chunk: int  # most prompt tokens per step, so running streams wait at most one chunk
-    reuse_cache: bool  # start a prompt from a cached prefix (prompt cache)
-    max_seconds: float  # wall time of one choice; 0: no limit
-    drafts: DraftLimits | None = None  # n-gram speculative decoding, unless a request says otherwise
-    cache_ram_bytes: int = 0  # sequences' states kept in host memory when new prompts take them
 
 
 class Batcher:
@@ -78,11 +55,17 @@ class Batcher:
         self.settings = settings
         self._deliver = deliver
         self._inbox = NativeQueue()
-        self.sequences = [Sequence(seq_id) for seq_id in range(model.shape.parallel)]
+        self.memory = model.memory_kind
+        # Checkpoints only where the live cells cannot be cut back to any prefix.
+        limit = 0 if self.memory.plain else settings.checkpoints
+        self.sequences = [
+            Sequence(seq_id, checkpoints=Checkpoints(limit)) for seq_id in range(model.shape.parallel)
+        ]
         self._batch = TokenBatch(model.n_batch)
         self._end_tokens = [t for t in range(model.n_vocab) if model.tokenizer.is_end_of_generation(t)]
         self._tick = 0
         self._reused = 0
+        self._resumes = [0, 0]  # since the last report: from a checkpoint, in full despite a prefix
         self._drafts_off = False  # for one step, after drafts did not fit the KV cache
         self._cache_report = CacheReport()
         self.host_cache = HostCache(settings.cache_ram_bytes) if settings.cache_ram_bytes else None
@@ -122,8 +105,10 @@ class Batcher:
         except Exception:  # noqa: BLE001 - a failed step must not end the loop or strand a client
             delivery.extend(recovery.fail_all(self.sequences, self.model, traceback.format_exc()))
             report = StepReport(0, 0, 0, 0.0, self.governor.threads)
-        blocks = self._cache_report.changes(self.sequences, self.host_cache)
+        blocks = self._cache_report.changes(self.sequences, self.host_cache, self.model)
         in_use = sum(len(s.cached) for s in self.sequences if s.busy)
+        (restores, full), self._resumes = self._resumes, [0, 0]
+        report = replace(report, restores=restores, full_reprocessing=full)
         self._deliver(delivery, replace(report, blocks=blocks, cells_in_use=in_use))
         return True
 
@@ -146,35 +131,44 @@ class Batcher:
         adapters = job.request.adapters or ()
         alike = [s for s in self.sequences if s.adapters == adapters]
         views = [
-            scheduling.CacheView(s.seq_id, s.cached if s in alike else [], s.last_used, not s.busy)
+            scheduling.CacheView(
+                s.seq_id,
+                s.cached if s in alike else [],
+                s.last_used,
+                not s.busy,
+                None if self.memory.cuts_anywhere or s.busy else s.resumable(self.memory, self.model),
+            )
             for s in self.sequences
         ]
         reuse = self.settings.reuse_cache and not scoring
-        placement = scheduling.place(views, prompt, reuse, self.model.shape.unified)
+        placement = scheduling.place(views, prompt, reuse, self.model.shape.unified, self.memory.plain)
         target = self.sequences[placement.seq_id]
         self._tick += 1
         deadline = time.monotonic() + self.settings.max_seconds if self.settings.max_seconds else float("inf")
         sampler: Sampler = self.model.sampler(job.request, self._end_tokens)
         if job.request.thinking_budget is not None:
             sampler = BudgetedSampler(sampler, job.request.thinking_budget, self.model.tokenizer)
-        drafter = drafts.drafter_for(job.request, self.settings.drafts, self.draft_model)
+        drafter = drafts.drafter_for(job.request, self.settings.drafts, self.draft_model, self.memory)
         leader = None if scoring else shared_prompt.leader_for(alike, prompt)
         if leader is not None:  # it will share the leader's cells once they are evaluated
-            self.model.forget(target.seq_id, 0, -1)
+            target.drop_cache(self.model)
             choice = target.start(job, 0, sampler, deadline, self._tick, drafter)
             choice.pending, choice.leader = choice.pending[:0], leader
             return
         reused = placement.reuse
         if placement.donor is not None:
-            self.model.forget(target.seq_id, 0, -1)
+            target.drop_cache(self.model)
             # Within one unified cache this copies no data, only which sequences own the cells.
             self.model.share(placement.donor, target.seq_id, 0, placement.reuse)
-        elif self.host_cache is not None and reuse and adapters == target.adapters == ():
-            reused = self.host_cache.swap(self.model, target.seq_id, target.cached, prompt, reused)
-            self.model.forget(target.seq_id, reused, -1)
         else:
-            self.model.forget(target.seq_id, placement.reuse, -1)
-        target.start(job, reused, sampler, deadline, self._tick, drafter)
+            kept = self.host_cache if reuse and adapters == target.adapters == () else None
+            resumed = resumption.resume(self.model, target, prompt, reused, placement.shared, kept)
+            reused = resumed.tokens
+            self._resumes[0] += resumed.from_checkpoint
+            self._resumes[1] += resumed.full_reprocessing
+        choice = target.start(job, reused, sampler, deadline, self._tick, drafter)
+        if target.checkpoints.limit and reuse:
+            choice.stops = checkpoint_stops(len(prompt), reused, self.model.n_batch)
         self._reused += reused
 
     def _holding(self) -> list[tuple[Sequence, Choice]]:
@@ -211,7 +205,11 @@ class Batcher:
                     s.cached.extend(choice.draft.tolist())
             elif s.seq_id in shares:
                 first, row = len(s.cached), batch.size
-                tokens = s.take_prompt(shares[s.seq_id])
+                if first in choice.stops:  # the cells hold the prompt up to here: keep what cannot be cut
+                    s.checkpoint(self.model)
+                tokens = s.take_prompt(
+                    scheduling.chunk_size(shares[s.seq_id], [p - first for p in choice.stops])
+                )
                 every = choice.request.prompt_logprobs
                 done = len(choice.pending) == 0
                 last = batch.add_run(tokens, first, s.seq_id, logits_last=done, logits_all=every)

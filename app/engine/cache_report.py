@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from app.engine.context import BatchContext
 from app.engine.host_cache import HostCache
-from app.engine.prefix_blocks import block_hashes
+from app.engine.memory import Resumable
+from app.engine.prefix_blocks import block_hashes, resumable_only
 from app.engine.sequence import Sequence
 
 Row = tuple[int, tuple[int, ...]]  # a row of the routing board and the block hashes it holds now
@@ -17,19 +19,33 @@ class CacheReport:
     def __init__(self) -> None:
         self._reported: dict[int, object] = {}  # per row: what it held when last reported
 
-    def changes(self, sequences: Iterable[Sequence], host_cache: HostCache | None) -> tuple[Row, ...]:
+    def changes(
+        self, sequences: Iterable[Sequence], host_cache: HostCache | None, model: BatchContext
+    ) -> tuple[Row, ...]:
         """Rows whose cells hold other tokens than last reported: a new prompt taken, an answer
         ended, a cache dropped (a busy sequence reports its prompt: its cells will hold it); then
-        the host cache's kept states, after the sequences' rows."""
+        the host cache's kept states, after the sequences' rows. Only blocks a prompt can resume
+        into are reported (all of them, but on a sliding window or a recurrent state)."""
+        memory = model.memory_kind
         changed = []
         count = 0
         for s in sequences:
             count += 1
-            key: object = ("busy", id(s.choice)) if s.choice is not None else len(s.cached)
+            choice = s.choice
+            if choice is not None:
+                tokens = choice.request.prompt_tokens
+                # Its cells will hold the prompt; where they resume is known once evaluated: until
+                # then, at its checkpoints (those it keeps, those it will take) and its end.
+                points = s.checkpoints.positions + choice.stops
+                resumable = Resumable(len(tokens), 0 if memory.cuts_anywhere else len(tokens), points)
+                key: object = ("busy", id(choice))
+            else:
+                tokens = s.cached
+                resumable = s.resumable(memory, model) if not memory.cuts_anywhere else Resumable(len(tokens))
+                key = (len(tokens), resumable)
             if self._reported.get(s.seq_id) != key:
                 self._reported[s.seq_id] = key
-                tokens = s.choice.request.prompt_tokens if s.choice is not None else s.cached
-                changed.append((s.seq_id, tuple(block_hashes(tokens))))
+                changed.append((s.seq_id, tuple(resumable_only(block_hashes(tokens), resumable))))
         if host_cache is not None and self._reported.get(-1) != host_cache.version:
             self._reported[-1] = host_cache.version
             for row, hashes in enumerate(host_cache.published(), start=count):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from app.engine.batch import TokenBatch
+from app.engine.memory import MemoryKind
 from app.engine.types import GenerationRequest, TokenLogprob
 
 
@@ -25,6 +26,9 @@ class ContextShape:
     n_threads: int
     type_k: str = "f16"  # the ggml type KV cells store keys in (LLM_CACHE_TYPE_K)
     type_v: str = "f16"
+    swa_full: bool = False  # sliding-window layers keep every position (LLM_SWA_FULL)
+    # Kernels whose sums do not depend on the batch or the threads (LLM_BATCH_INVARIANT): see model.py.
+    batch_invariant: bool = False
 
     @property
     def unified(self) -> bool:
@@ -68,11 +72,15 @@ class BatchContext(Protocol):
     @property
     def tokenizer(self) -> Pieces: ...
 
+    @property
+    def memory_kind(self) -> MemoryKind: ...
+
     def decode(self, batch: TokenBatch) -> int:
         """llama_decode's code: 0 done, 1 no room in the KV cache, else a failure."""
 
-    def forget(self, seq_id: int, start: int, end: int) -> None:
-        """Drop the sequence's cells for positions start..end (-1: to the end)."""
+    def forget(self, seq_id: int, start: int, end: int) -> bool:
+        """Drop the sequence's cells for positions start..end (-1: to the end); False if the memory
+        cannot (a recurrent state cut short), and then nothing changed."""
 
     def share(self, source: int, target: int, start: int, end: int) -> None:
         """Give `target` the cells `source` holds for positions start..end (-1, -1: all of them)."""
@@ -80,11 +88,15 @@ class BatchContext(Protocol):
     def clear(self) -> None:
         """Drop every sequence's cells."""
 
-    def save_state(self, seq_id: int) -> bytes:
-        """The sequence's cells as llama.cpp saves them (to restore later, maybe into another sequence)."""
+    def pos_min(self, seq_id: int) -> int:
+        """The oldest position the sequence's memory still holds (-1: none)."""
 
-    def load_state(self, seq_id: int, state: bytes) -> None:
-        """Put cells saved by `save_state` into the (empty) sequence `seq_id`."""
+    def save_state(self, seq_id: int, partial: bool = False) -> bytes:
+        """The sequence's cells as llama.cpp saves them (to restore later, maybe into another
+        sequence); `partial`: only what cannot be cut back (sliding-window cells, recurrent state)."""
+
+    def load_state(self, seq_id: int, state: bytes, partial: bool = False) -> None:
+        """Put a state saved by `save_state` into sequence `seq_id` (empty, unless `partial`)."""
 
     def sampler(self, request: GenerationRequest, end_tokens: list[int]) -> Sampler:
         """A sampler for one choice of `request` (ending tokens banned while `min_tokens` asks)."""

@@ -7,6 +7,7 @@ import logging
 import numpy as np
 
 from app.engine.draft_model import DraftModel, ModelDrafter
+from app.engine.memory import MemoryKind
 from app.engine.sequence import Choice, Sequence
 from app.engine.speculation import Drafter, NgramDrafter
 from app.engine.types import DraftLimits, GenerationRequest
@@ -15,12 +16,16 @@ log = logging.getLogger("app.engine.batcher")
 
 
 def drafter_for(
-    request: GenerationRequest, default: DraftLimits | None, draft_model: DraftModel | None
+    request: GenerationRequest,
+    default: DraftLimits | None,
+    draft_model: DraftModel | None,
+    memory: MemoryKind,
 ) -> Drafter | None:
-    """The request's own draft limits, else the server's; none for one token, or when off.
-    With a draft model loaded, it drafts; else the choice's own n-grams do."""
+    """The request's own draft limits, else the server's; none for one token, or when off, or on a
+    memory that cannot drop refused draft tokens (a recurrent state). With a draft model loaded,
+    it drafts; else the choice's own n-grams do."""
     limits = request.drafts if request.drafts is not None else default
-    if limits is None or limits.n_max <= 0 or request.max_tokens < 2:
+    if limits is None or limits.n_max <= 0 or request.max_tokens < 2 or not memory.rolls_back:
         return None
     kind = ModelDrafter if draft_model is not None else NgramDrafter
     return kind(request.prompt_tokens, len(request.prompt_tokens) + request.max_tokens, limits)

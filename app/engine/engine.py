@@ -6,12 +6,14 @@ import logging
 from collections import deque
 from dataclasses import replace
 
-from app.engine.batcher import Batcher, BatcherSettings, StepReport
+from app.engine.batcher import Batcher
+from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.context import ContextShape
 from app.engine.draft_model import DraftModel
 from app.engine.errors import QueueFullError
 from app.engine.generation import Delivery, Generation
 from app.engine.loading import LoadingEngine
+from app.engine.memory import MemoryKind, describe, drafts_off
 from app.engine.model import LoadedModel
 from app.engine.observer import EngineObserver
 from app.engine.sequence import Job
@@ -45,6 +47,9 @@ class Engine(LoadingEngine[LoadedModel]):
         self._stepping: object = None  # the batcher's loop, once running (an AsyncResult)
         # LoRA: each adapter's global scale (llama-server's POST /lora-adapters sets them).
         self.lora_scales = [lora.scale for lora in config.model.loras]
+        self.memory_kind: MemoryKind | None = None  # what the model's memory keeps, once loaded
+        self.drafts_off = ""  # why speculative decoding is off for this model, if it is
+        self.batch_invariant = False  # its answers do not depend on batching or threads, once loaded
 
     @property
     def load(self) -> int:
@@ -162,6 +167,8 @@ class Engine(LoadingEngine[LoadedModel]):
             self.observer.kv_in_use(report.cells_in_use)
         if report.drafted:
             self.observer.drafted(report.drafted, report.accepted)
+        if report.restores or report.full_reprocessing:
+            self.observer.resumed(report.restores, report.full_reprocessing)
         rows = self._batcher.board_rows if self._batcher is not None else self.parallel
         for row, hashes in report.blocks:
             self.observer.cached_blocks(row, rows, list(hashes))
@@ -169,13 +176,19 @@ class Engine(LoadingEngine[LoadedModel]):
     def _load(self) -> LoadedModel:
         cfg = self.config
         kv_types = (cfg.cache_type_k, cfg.cache_type_v)
-        shape = ContextShape(cfg.parallel, cfg.n_ctx, cfg.kv_size, cfg.n_batch, cfg.n_threads, *kv_types)
+        shape = ContextShape(
+            cfg.parallel, cfg.n_ctx, cfg.kv_size, cfg.n_batch, cfg.n_threads, *kv_types, cfg.swa_full,
+            cfg.batch_invariant,
+        )  # fmt: skip
         loras = tuple(lora.path for lora in cfg.model.loras)
         model = LoadedModel(
             cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split, cfg.chat_template, loras
         )
+        self.drafts_off = drafts_off(model.memory_kind, cfg.spec_type)
+        if self.drafts_off:
+            log.warning("speculative decoding is off for %s: %s", cfg.model_id, self.drafts_off)
         draft_model = None
-        if cfg.spec_type == "draft" and cfg.spec_draft:
+        if cfg.spec_type == "draft" and cfg.spec_draft and not self.drafts_off:
             draft_model = DraftModel(cfg.spec_draft, cfg.parallel, cfg.n_ctx, cfg.n_threads)
             try:
                 draft_model.check_vocabulary(model.model)
@@ -185,9 +198,15 @@ class Engine(LoadingEngine[LoadedModel]):
                 raise ValueError(f"draft model {cfg.spec_draft}: {exc}") from None
         drafts = DraftLimits(cfg.spec_max) if cfg.spec_type != "none" else None
         settings = BatcherSettings(
-            cfg.prefill_chunk, cfg.prompt_cache, cfg.max_generation_seconds, drafts, cfg.cache_ram_mb << 20
+            cfg.prefill_chunk,
+            cfg.prompt_cache,
+            cfg.max_generation_seconds,
+            drafts,
+            cfg.cache_ram_mb << 20,
+            cfg.ctx_checkpoints,
         )
         self._batcher = Batcher(model, settings, self._post, draft_model)
+        self.memory_kind, self.batch_invariant = model.memory_kind, model.batch_invariant
         return model
 
     def _stop(self) -> None:
@@ -206,7 +225,9 @@ class Engine(LoadingEngine[LoadedModel]):
         self._dispatch()
         kv = model.kv_memory
         self.observer.kv_sized(kv)
+        self.observer.memory_known(model.memory_kind, self.config.ctx_checkpoints, self.drafts_off)
         return (
             f"{self.parallel} sequences, {kv.cells} KV cells of {kv.type_k}/{kv.type_v} "
-            f"({kv.total_bytes / 2**20:.1f} MiB), {self.config.n_threads} threads"
+            f"({kv.total_bytes / 2**20:.1f} MiB), {self.config.n_threads} threads, "
+            f"memory: {describe(model.memory_kind, self.config.ctx_checkpoints)}"
         )

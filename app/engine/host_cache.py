@@ -3,10 +3,10 @@
 A sequence's cells are a conversation's history; when another request takes the
 sequence, the history would otherwise be evaluated again on its next turn. Before the
 cells go, their state (`llama_state_seq_get_data`) is copied into memory, up to
-LLM_CACHE_RAM_MB, the least recently used going first; a prompt that shares a longer
-prefix with a kept state than with any sequence gets it back (`llama_state_seq_set_data`)
-and evaluates only the rest. Copying a state costs about a millisecond per 40 MB, far
-less than evaluating the tokens it holds.
+LLM_CACHE_RAM_MB, the least recently used going first, with the sequence's context
+checkpoints; a prompt that can resume a longer prefix from a kept state than from any
+sequence gets it back (`llama_state_seq_set_data`) and evaluates only the rest. Copying a
+state costs about a millisecond per 40 MB, far less than evaluating the tokens it holds.
 """
 
 from __future__ import annotations
@@ -14,20 +14,34 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from app.engine.checkpoints import Checkpoint
 from app.engine.context import BatchContext
-from app.engine.prefix_blocks import BLOCK, block_hashes
+from app.engine.memory import Resumable
+from app.engine.prefix_blocks import BLOCK, block_hashes, resumable_only
 from app.engine.scheduling import common_prefix
+from app.engine.sequence import Sequence
 
 PUBLISHED = 16  # kept states whose prefixes routing hears of (the most recently used)
 
 
 @dataclass(frozen=True)
 class Kept:
-    """One sequence's cells as they were: the tokens they held and llama.cpp's saved state."""
+    """One sequence's cells as they were: the tokens they held, llama.cpp's saved state, and where
+    that state can be resumed (its live range and checkpoints, for memories that cannot be cut)."""
 
     tokens: tuple[int, ...]
     state: bytes
     blocks: tuple[int, ...]  # block hashes of `tokens`, to compare prefixes a block at a time
+    live_from: int = 0
+    checkpoints: tuple[Checkpoint, ...] = ()
+
+    @property
+    def resumable(self) -> Resumable:
+        return Resumable(len(self.tokens), self.live_from, tuple(c.position for c in self.checkpoints))
+
+    @property
+    def size(self) -> int:
+        return len(self.state) + sum(len(c.state) for c in self.checkpoints)
 
 
 class HostCache:
@@ -40,62 +54,70 @@ class HostCache:
         self._kept: OrderedDict[tuple[int, ...], Kept] = OrderedDict()
         self.restored_tokens = 0  # over the worker's life, for the metrics
 
-    def swap(
-        self, model: BatchContext, seq_id: int, held: list[int], prompt: list[int], reusable: int
-    ) -> int:
-        """A new prompt takes sequence `seq_id`, whose cells hold `held` and share `reusable` tokens
-        with it: keep the cells it would lose (a block or more), and give it back a kept state
-        that shares more of the prompt; the prompt tokens its cells then hold."""
-        if len(held) - reusable >= BLOCK:
-            self.save(model, seq_id, held)
-        return self.restore(model, seq_id, prompt, reusable)
-
-    def save(self, model: BatchContext, seq_id: int, tokens: list[int]) -> None:
-        """Keep the state of `seq_id`, whose cells hold `tokens`, before they are taken."""
-        key = tuple(tokens)
+    def save(self, model: BatchContext, sequence: Sequence) -> None:
+        """Keep the state of `sequence` (its cells and checkpoints) before they are taken."""
+        key = tuple(sequence.cached)
         if len(key) < BLOCK or key in self._kept or any(k[: len(key)] == key for k in self._kept):
             return  # too little to be worth it, or already kept (or within a longer kept state)
-        state = model.save_state(seq_id)
-        if len(state) > self.limit:
+        memory = model.memory_kind
+        pos_min = memory.saved_pos_min(len(key), model.pos_min(sequence.seq_id)) if memory.sliding else 0
+        state = model.save_state(sequence.seq_id)
+        live_from = memory.live_from(len(key), pos_min)
+        kept = Kept(key, state, tuple(block_hashes(key)), live_from, sequence.checkpoints.kept)
+        if kept.size > self.limit:
             return
         for longer_gone in [k for k in self._kept if key[: len(k)] == k]:  # a prefix of this one
             self._drop(longer_gone)
-        while self.used + len(state) > self.limit:
+        while self.used + kept.size > self.limit:
             self._drop(next(iter(self._kept)))
-        self._kept[key] = Kept(key, state, tuple(block_hashes(key)))
-        self.used += len(state)
+        self._kept[key] = kept
+        self.used += kept.size
         self.version += 1
 
-    def restore(self, model: BatchContext, seq_id: int, prompt: list[int], reusable: int) -> int:
-        """Give `seq_id` the kept state sharing the longest prefix with `prompt`, if it beats `reusable`
-        tokens by a block; the prompt tokens it then holds (else `reusable`)."""
-        best, shared = None, reusable
+    def find(self, prompt: list[int], beat: int) -> tuple[Kept, int] | None:
+        """The kept state that resumes the longest prefix of `prompt` (leaving a token to evaluate), if
+        that beats `beat` tokens by a block; with the length it resumes."""
+        best: tuple[Kept, int] | None = None
+        shared = beat
         blocks = block_hashes(prompt)
         for kept in self._kept.values():
             whole = common_prefix(kept.blocks, blocks) * BLOCK  # then the tokens after the last whole block
             tail = common_prefix(kept.tokens[whole : whole + BLOCK], prompt[whole : whole + BLOCK])
-            length = min(whole + tail, len(prompt) - 1)
+            length = kept.resumable.best(min(whole + tail, len(prompt) - 1))
             if length >= shared + BLOCK:
-                best, shared = kept, length
-        if best is None:
-            return reusable
-        model.forget(seq_id, 0, -1)
+                best, shared = (kept, length), length
+        return best
+
+    def restore(self, model: BatchContext, sequence: Sequence, kept: Kept, point: int) -> int:
+        """Give `sequence` a kept state and cut it to its first `point` tokens (a result of `find`);
+        the prompt tokens its cells then hold (0: llama.cpp refused the state)."""
+        sequence.drop_cache(model)
         try:
-            model.load_state(seq_id, best.state)
-        except RuntimeError:  # llama.cpp refused it (no room in the cache): evaluate the prompt instead
-            model.forget(seq_id, 0, -1)
-            self._drop(best.tokens)
+            model.load_state(sequence.seq_id, kept.state)
+            if kept.resumable.from_checkpoint(point):
+                (checkpoint,) = [c for c in kept.checkpoints if c.position == point]
+                model.load_state(sequence.seq_id, checkpoint.state, partial=True)
+        except RuntimeError:  # no room in the cache: evaluate the prompt instead
+            sequence.drop_cache(model)
+            if kept.tokens in self._kept:
+                self._drop(kept.tokens)
             return 0
-        model.forget(seq_id, shared, -1)
-        self._kept.move_to_end(best.tokens)
-        self.restored_tokens += shared
-        return shared
+        if not model.forget(sequence.seq_id, point, -1):
+            sequence.drop_cache(model)
+            return 0
+        sequence.cached = list(kept.tokens[:point])
+        sequence.checkpoints.replace(tuple(c for c in kept.checkpoints if c.position <= point))
+        if kept.tokens in self._kept:  # (saving the sequence's own cells may have pushed it out)
+            self._kept.move_to_end(kept.tokens)
+        self.restored_tokens += point
+        return point
 
     def published(self) -> list[list[int]]:
-        """Block hashes of the most recently used kept states, for routing."""
-        recent = list(self._kept)[-PUBLISHED:]
-        return [list(self._kept[tokens].blocks) for tokens in recent] + [[]] * (PUBLISHED - len(recent))
+        """Block hashes of the most recently used kept states, for routing (blocks they can resume)."""
+        recent = [self._kept[tokens] for tokens in list(self._kept)[-PUBLISHED:]]
+        rows = [resumable_only(kept.blocks, kept.resumable) for kept in recent]
+        return rows + [[]] * (PUBLISHED - len(recent))
 
     def _drop(self, key: tuple[int, ...]) -> None:
-        self.used -= len(self._kept.pop(key).state)
+        self.used -= self._kept.pop(key).size
         self.version += 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +16,26 @@ from llama_cpp._logger import set_verbose
 from app.engine.batch import TokenBatch
 from app.engine.context import ContextShape
 from app.engine.kv_memory import KvMemory, bytes_per_cell, ggml_type
+from app.engine.memory import MemoryKind
 from app.engine.sampler import SequenceSampler, logprob_at
 from app.engine.tokenizer import Tokenizer
 from app.engine.types import GenerationRequest, TokenLogprob
 
+log = logging.getLogger("app.engine.engine")
+
 
 class LoadedModel:
     """The weights, their vocabulary, and one context whose KV cache holds every sequence.
+
+    Batch-invariant (LLM_BATCH_INVARIANT): llama.cpp's CPU kernels add up in an order that
+    depends on the batch and the thread count in four places, three turned off here and one
+    left out of the build (deploy/llama-cpp/wheel.sh), so a token's logits are the same bit
+    for bit whoever it is batched with, however its prompt was split into chunks, whether its
+    history came from the cache, and on any number of threads (docs/benchmarks.md): flash
+    attention splits a lone token's keys between the threads (ggml-cpu/ops.cpp,
+    `use_split_kv_path`); K-quant weights take a tiled kernel from 8 rows on
+    (GGML_CPU_TILED_MM); repacked weights take another kernel for one row than for several
+    (use_extra_bufts); llamafile's sgemm takes two rows or more (GGML_LLAMAFILE).
 
     By default each sequence has cells of its own, a whole context's worth, as
     llama-server's slots do: attention then spans only a sequence's own cells, measured
@@ -40,9 +55,13 @@ class LoadedModel:
         loras: tuple[str, ...] = (),
     ) -> None:
         set_verbose(False)  # llama.cpp's own log: errors only, not a line per layer
+        invariant = shape.batch_invariant
+        if invariant:  # read once per process, at the first matrix product (ggml-cpu/tiled/tiled.cpp)
+            os.environ["GGML_CPU_TILED_MM"] = "0"
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = n_gpu_layers
         model_params.use_mmap = True  # workers share the weights through the page cache
+        model_params.use_extra_bufts = not invariant
         if tensor_split:
             # Kept on self: llama.cpp reads the array while loading.
             self._split = (ctypes.c_float * len(tensor_split))(*tensor_split)
@@ -59,11 +78,17 @@ class LoadedModel:
         # Quantized values need flash attention; its default (auto) turns it on wherever the
         # backend has it, so an unsupported pair fails here, as llama-server's does.
         params.type_k, params.type_v = ggml_type(shape.type_k), ggml_type(shape.type_v)
+        # A window's worth of cells for sliding-window layers (llama-server's default, with
+        # checkpoints) or every position (LLM_SWA_FULL=1, ours): cells restored into a window come
+        # back in other places of the cache, and llama.cpp's attention sums differ with the places.
+        params.swa_full = shape.swa_full
+        if invariant:
+            params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
         params.no_perf = True
         self.context = internals.LlamaContext(model=self.model, params=params, verbose=False)
         self.ctx = self.context.ctx
-        self.memory = llama_cpp.llama_get_memory(self.ctx)
-        if not self.memory:  # llama.cpp keeps no KV cache for BERT-like (non-causal) models
+        self.cells = llama_cpp.llama_get_memory(self.ctx)
+        if not self.cells:  # llama.cpp keeps no KV cache for BERT-like (non-causal) models
             self.close()
             raise ValueError(
                 'an embedding model cannot generate: serve it with "embedding": true in LLM_MODELS'
@@ -74,9 +99,40 @@ class LoadedModel:
         self.kv_cells = llama_cpp.llama_n_ctx(self.ctx)  # padded by llama.cpp
         self.kv_memory = KvMemory(self.kv_cells, shape.type_k, shape.type_v, self._cell_bytes(shape))
         self.tokenizer = Tokenizer(self.model, chat_template)
-        self.fingerprint = fingerprint(path, shape.n_batch, shape.unified, shape.type_k, shape.type_v)
+        self.fingerprint = fingerprint(
+            path, shape.n_batch, shape.unified, shape.type_k, shape.type_v, shape.batch_invariant
+        )
         self.adapters = [self._adapter(lora) for lora in loras]  # freed with the weights
         self._applied: tuple[float, ...] = ()  # the scales the context decodes with now
+        self.memory_kind = self._memory_kind(shape.swa_full)
+        self.batch_invariant = invariant and b"LLAMAFILE = 1" not in llama_cpp.llama_print_system_info()
+        if invariant and not self.batch_invariant:
+            log.warning(
+                "LLM_BATCH_INVARIANT=1, but this llama.cpp was built with llamafile's sgemm "
+                "(LLAMA_CMAKE_ARGS without -DGGML_LLAMAFILE=OFF): answers may still depend on batching"
+            )
+
+    def _memory_kind(self, swa_full: bool) -> MemoryKind:
+        """What the memory keeps: the model's flags, and whether a sequence can be cut back at all,
+        tried as llama-server's `common_context_can_seq_rm` tries it (two tokens in, one out)."""
+        m = self.model.model
+        batch = TokenBatch(2)
+        batch.add(0, 0, 0, False)
+        batch.add(0, 1, 0, True)
+        cuts = batch.decode(self.ctx) == 0 and bool(llama_cpp.llama_memory_seq_rm(self.cells, 0, 1, -1))
+        llama_cpp.llama_memory_clear(self.cells, True)
+        sliding = max(0, llama_cpp.llama_model_n_swa(m))
+        hybrid = bool(llama_cpp.llama_model_is_hybrid(m))
+        metadata = self.model.metadata()
+        experts = metadata.get(f"{metadata.get('general.architecture', '')}.expert_count", "0")
+        return MemoryKind(
+            window=0 if swa_full else sliding,
+            recurrent=hybrid or bool(llama_cpp.llama_model_is_recurrent(m)) or not cuts,
+            hybrid=hybrid,
+            swa_full=swa_full and sliding > 0,
+            sliding=sliding,
+            experts=int(experts) if experts.isdigit() else 0,
+        )
 
     def _adapter(self, path: str) -> Any:
         adapter = llama_cpp.llama_adapter_lora_init(self.model.model, path.encode())
@@ -113,24 +169,29 @@ class LoadedModel:
         """llama_decode on the batch: 0 done, 1 no room in the KV cache, else a failure."""
         return batch.decode(self.ctx)
 
-    def forget(self, seq_id: int, start: int, end: int) -> None:
-        llama_cpp.llama_memory_seq_rm(self.memory, seq_id, start, end)
+    def forget(self, seq_id: int, start: int, end: int) -> bool:
+        return bool(llama_cpp.llama_memory_seq_rm(self.cells, seq_id, start, end))
 
     def share(self, source: int, target: int, start: int, end: int) -> None:
-        llama_cpp.llama_memory_seq_cp(self.memory, source, target, start, end)
+        llama_cpp.llama_memory_seq_cp(self.cells, source, target, start, end)
 
     def clear(self) -> None:
-        llama_cpp.llama_memory_clear(self.memory, True)
+        llama_cpp.llama_memory_clear(self.cells, True)
 
-    def save_state(self, seq_id: int) -> bytes:
-        size = llama_cpp.llama_state_seq_get_size(self.ctx, seq_id)
+    def pos_min(self, seq_id: int) -> int:
+        return int(llama_cpp.llama_memory_seq_pos_min(self.cells, seq_id))
+
+    def save_state(self, seq_id: int, partial: bool = False) -> bytes:
+        flags = llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY if partial else 0
+        size = llama_cpp.llama_state_seq_get_size_ext(self.ctx, seq_id, flags)
         buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(self.ctx, buffer, size, seq_id)
+        written = llama_cpp.llama_state_seq_get_data_ext(self.ctx, buffer, size, seq_id, flags)
         return bytes(memoryview(buffer)[:written])
 
-    def load_state(self, seq_id: int, state: bytes) -> None:
+    def load_state(self, seq_id: int, state: bytes, partial: bool = False) -> None:
+        flags = llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY if partial else 0
         buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
-        if llama_cpp.llama_state_seq_set_data(self.ctx, buffer, len(state), seq_id) != len(state):
+        if llama_cpp.llama_state_seq_set_data_ext(self.ctx, buffer, len(state), seq_id, flags) != len(state):
             raise RuntimeError(f"llama.cpp could not restore a saved state into sequence {seq_id}")
 
     def sampler(self, request: GenerationRequest, end_tokens: list[int]) -> SequenceSampler:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.engine.kv_memory import KvMemory
+from app.engine.memory import MemoryKind
 
 
 class EngineObserver:
@@ -13,6 +14,12 @@ class EngineObserver:
 
     def kv_sized(self, memory: KvMemory) -> None:
         """The context's KV cache is made: its cells, their types and bytes."""
+
+    def memory_known(self, memory: MemoryKind, checkpoints: int, drafts_off: str) -> None:
+        """The model's memory, its checkpoints per sequence, and why drafts are off ("": they are not)."""
+
+    def resumed(self, restores: int, full: int) -> None:
+        """Prompts resumed from a checkpoint, and prompts evaluated in full though they shared a prefix."""
 
     def kv_in_use(self, cells: int) -> None:
         """Sequences with a choice now hold `cells` KV cells (told on a change)."""

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from app.engine.memory import Resumable
+
 BLOCK = 64  # tokens per block: llama.cpp's own KV cells are too fine to publish one by one
 
 
@@ -24,3 +26,14 @@ def block_hashes(tokens: Sequence[int] | np.ndarray) -> list[int]:
         chain = hashlib.blake2b(chain + array[start : start + BLOCK].tobytes(), digest_size=8).digest()
         hashes.append(int.from_bytes(chain, "little") | 1)
     return hashes
+
+
+def resumable_only(hashes: Sequence[int], resumable: Resumable) -> list[int]:
+    """`hashes` with 0 (an empty entry) for each block routing must not count as held.
+
+    A block is published when a prompt sharing everything up to its end resumes past its
+    start: routing then counts at most one block more than is really reused. On a memory
+    that cannot be cut back (a sliding window, a recurrent state), that leaves the blocks
+    around its checkpoints and those its live cells resume.
+    """
+    return [h if resumable.best((k + 1) * BLOCK) > k * BLOCK else 0 for k, h in enumerate(hashes)]

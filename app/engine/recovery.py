@@ -30,8 +30,7 @@ def make_room(sequences: list[Sequence], model: BatchContext, delivery: Delivery
     """The KV cache is full: drop idle sequences' caches, or else end the largest choice."""
     idle = [s for s in sequences if not s.busy and s.cached]
     for s in idle:
-        model.forget(s.seq_id, 0, -1)
-        s.cached = []
+        s.drop_cache(model)
     if idle:
         return
     holding = [(s, s.choice) for s in sequences if s.choice is not None]
@@ -41,8 +40,7 @@ def make_room(sequences: list[Sequence], model: BatchContext, delivery: Delivery
     log.warning("the KV cache is full: ending one choice of %d tokens to make room", len(victim.cached))
     delivery.append((choice.job.generation, victim.finish("kv_full")))
     shared_prompt.orphan_followers(sequences, victim)
-    model.forget(victim.seq_id, 0, -1)
-    victim.cached = []
+    victim.drop_cache(model)
 
 
 def fail_all(sequences: list[Sequence], model: BatchContext, error: str) -> Delivery:
@@ -51,4 +49,5 @@ def fail_all(sequences: list[Sequence], model: BatchContext, error: str) -> Deli
     model.clear()
     for s in sequences:
         s.cached = []
+        s.checkpoints.clear()
     return delivery

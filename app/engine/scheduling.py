@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from app.engine.memory import Resumable
 
 # A free sequence whose cache shares less than this share of a new prompt is no better
 # than any other; the least recently used one is taken instead (llama-server's 0.1).
@@ -27,6 +29,12 @@ class CacheView:
     cached: Sequence[int]
     last_used: int
     free: bool
+    resumable: Resumable | None = None  # where its cache can be picked up (None: anywhere)
+
+    def reusable(self, prompt: Sequence[int], most: int) -> int:
+        """How many leading prompt tokens (at most `most`) it can resume from its cache."""
+        shared = min(common_prefix(self.cached, prompt), most)
+        return shared if self.resumable is None else self.resumable.best(shared)
 
 
 @dataclass(frozen=True)
@@ -35,14 +43,18 @@ class Placement:
 
     `reuse` tokens of the prompt are already in the KV cache: in the chosen sequence's own
     cells (`donor` None) or in another sequence's, shared by reference (`donor` its id).
+    `shared`: how many the chosen sequence's cache held, resumable or not.
     """
 
     seq_id: int
     reuse: int
     donor: int | None = None
+    shared: int = field(default=0, compare=False)  # for the log: what a cut-back memory lost
 
 
-def place(views: Sequence[CacheView], prompt: Sequence[int], reuse_cache: bool, pooled: bool) -> Placement:
+def place(
+    views: Sequence[CacheView], prompt: Sequence[int], reuse_cache: bool, pooled: bool, borrow: bool = True
+) -> Placement:
     """Pick a free sequence for `prompt`, and the longest cached prefix it may start from.
 
     The free sequence whose own cache shares most of the prompt (a conversation's next
@@ -51,8 +63,10 @@ def place(views: Sequence[CacheView], prompt: Sequence[int], reuse_cache: bool, 
     runs a batch as one graph only over consecutive sequence ids; with one `pooled`
     cache, the least recently used sequence, keeping longest the caches other
     conversations may come back to, and a longer prefix held by any other sequence,
-    busy or not, is borrowed (sharing cells of one pool costs nothing). At least one
-    prompt token is always left to evaluate, so that there are logits to sample from.
+    busy or not, is borrowed (sharing cells of one pool costs nothing) if `borrow` (a
+    memory whose cells can be cut anywhere). At least one prompt token is always left to
+    evaluate, so that there are logits to sample from. A prefix counts only as far as the
+    sequence can resume it exactly (its `resumable`).
     """
     free = [v for v in views if v.free]
     if not free:
@@ -65,18 +79,25 @@ def place(views: Sequence[CacheView], prompt: Sequence[int], reuse_cache: bool, 
     if not reuse_cache or not prompt:
         return Placement(fallback.seq_id, 0)
     most = len(prompt) - 1
-    shared = {v.seq_id: min(common_prefix(v.cached, prompt), most) for v in views}
+    shared = {v.seq_id: v.reusable(prompt, most) for v in views}
     best = max(free, key=lambda v: (shared[v.seq_id], -v.last_used))
     target = best if shared[best.seq_id] > MIN_SIMILARITY * len(prompt) else fallback
+    held = min(common_prefix(target.cached, prompt), most)
     donor = max(views, key=lambda v: shared[v.seq_id])
-    if pooled and donor.seq_id != target.seq_id and shared[donor.seq_id] > shared[target.seq_id]:
-        return Placement(target.seq_id, shared[donor.seq_id], donor.seq_id)
-    return Placement(target.seq_id, shared[target.seq_id])
+    if pooled and borrow and donor.seq_id != target.seq_id and shared[donor.seq_id] > shared[target.seq_id]:
+        return Placement(target.seq_id, shared[donor.seq_id], donor.seq_id, held)
+    return Placement(target.seq_id, shared[target.seq_id], shared=held)
 
 
 def prompt_budget(chunk: int, batch_room: int) -> int:
     """Prompt tokens one step may take: a chunk, within what is left of the batch."""
     return max(0, min(chunk, batch_room))
+
+
+def chunk_size(share: int, stops: Sequence[int]) -> int:
+    """How many prompt tokens a sequence evaluates in this step: its `share` of the budget, but no
+    further than the next position where it pauses for a checkpoint (`stops`, as distances)."""
+    return min([share, *(d for d in stops if d > 0)])
 
 
 def share_prompt(remaining: Sequence[tuple[int, int]], budget: int) -> list[tuple[int, int]]:

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.engine.checkpoints import Checkpoint, Checkpoints
 from app.engine.context import BatchContext, Sampler
 from app.engine.generation import Generation
+from app.engine.memory import MemoryKind, Resumable
 from app.engine.speculation import Drafter
 from app.engine.text_assembly import TextAssembler
 from app.engine.types import Chunk, GenerationRequest, TokenLogprob
@@ -42,6 +44,7 @@ class Choice:
     drafter: Drafter | None = None  # speculative decoding: proposes this choice's next tokens
     draft: np.ndarray = field(default_factory=lambda: _NO_DRAFT)  # proposed for this step, after last_token
     last_token: int = -1  # sampled, not yet decoded
+    stops: tuple[int, ...] = ()  # prompt positions where a checkpoint is taken before going on
     row: int = -1  # the row of the current batch to sample from, if any
     count: int = 0  # tokens generated
     held_logprobs: list[TokenLogprob] = field(default_factory=list)
@@ -73,6 +76,23 @@ class Sequence:
     last_used: int = 0
     choice: Choice | None = None
     adapters: tuple[float, ...] = ()  # the LoRA scales its cells were evaluated with (): the base model
+    checkpoints: Checkpoints = field(default_factory=lambda: Checkpoints(0))
+
+    def resumable(self, memory: MemoryKind, model: BatchContext) -> Resumable:
+        """Where its cached tokens can be picked up exactly (live cells, or a checkpoint)."""
+        held = len(self.cached)
+        pos_min = model.pos_min(self.seq_id) if memory.sliding and held else 0
+        return Resumable(held, memory.live_from(held, pos_min), self.checkpoints.positions)
+
+    def drop_cache(self, model: BatchContext) -> None:
+        """Drop every cell and checkpoint it holds."""
+        model.forget(self.seq_id, 0, -1)
+        self.cached = []
+        self.checkpoints.clear()
+
+    def checkpoint(self, model: BatchContext) -> None:
+        """Save what cannot be cut back of its memory, at the position its cells reach now."""
+        self.checkpoints.add(Checkpoint(len(self.cached), model.save_state(self.seq_id, partial=True)))
 
     @property
     def busy(self) -> bool:
@@ -157,10 +177,28 @@ class Sequence:
         return chunks, kept
 
     def drop_after(self, size: int, model: BatchContext) -> None:
-        """Keep only the first `size` cached tokens (cells of a refused draft go)."""
-        if len(self.cached) > size:
-            del self.cached[size:]
-            model.forget(self.seq_id, size, -1)
+        """Keep only the first `size` cached tokens (cells of a refused draft go).
+
+        A sliding window may have moved past cells the next token needs, when llama.cpp
+        split the drafts' decode into micro-batches: then the choice's history is
+        evaluated again rather than answered from an incomplete window.
+        """
+        if len(self.cached) <= size:
+            return
+        del self.cached[size:]
+        memory = model.memory_kind
+        exact = model.forget(self.seq_id, size, -1)
+        if not exact or self.resumable(memory, model).best(size) < size:
+            self.rewind(model)
+
+    def rewind(self, model: BatchContext) -> None:
+        """Evaluate the choice's whole history again, from nothing: its prompt, what it generated,
+        and its last sampled token; sampling goes on from there as if nothing happened."""
+        choice = self.holding()
+        assert choice.drafter is not None, "only drafting choices keep their history"
+        history = choice.drafter.history  # the prompt, then every sampled token, the last one too
+        self.drop_cache(model)
+        choice.pending, choice.last_token, choice.stops = history.copy(), -1, ()
 
     def advance(self, token: int, model: BatchContext, row: int) -> Chunk | None:
         """Take a token sampled at `row`: text to send, or the choice's last chunk."""

@@ -39,12 +39,16 @@ class PrefixBoard:
         self._hashes[slot, :] = 0
 
     def cached_tokens(self, slot: int, prompt_blocks: list[int]) -> int:
-        """How many leading tokens of a prompt (given as its block hashes) the worker in `slot` holds."""
+        """How many leading tokens of a prompt (given as its block hashes) the worker in `slot` holds.
+
+        A block's hash is chained through every block before it, so the furthest block present
+        says the whole prefix up to it is held; the blocks before it may be left out of a row (a
+        memory that cannot resume them: app/engine/prefix_blocks.py `resumable_only`).
+        """
         if not prompt_blocks:
             return 0
-        present = np.isin(np.asarray(prompt_blocks, dtype=np.uint64), self._hashes[slot])
-        leading = len(present) if present.all() else int(np.argmin(present))
-        return leading * BLOCK
+        present = np.flatnonzero(np.isin(np.asarray(prompt_blocks, dtype=np.uint64), self._hashes[slot]))
+        return (int(present[-1]) + 1) * BLOCK if len(present) else 0
 
 
 def publisher(slot: int) -> Callable[[int, int, list[int]], None] | None:

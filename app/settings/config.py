@@ -41,7 +41,7 @@ class Config:
         "",
         'Several models: a JSON list of {"id", "path", "workers"} (and optional n_ctx, parallel, '
         "chat_template, chat_format, pooling, embedding, cache_type_k, cache_type_v, spec_type, spec_max, "
-        "draft, aliases, load, ttl); "
+        "draft, aliases, load, ttl, loras, swa_full, ctx_checkpoints); "
         "default: LLM_MODEL_PATH on every worker",
         optional=True,
     )
@@ -98,6 +98,14 @@ class Config:
         "f16",
         "Type of the KV cache's values, as LLM_CACHE_TYPE_K (quantized values need flash attention)",
     )
+    batch_invariant: bool = setting(
+        "LLM_BATCH_INVARIANT",
+        values.flag,
+        "1",
+        "1 runs llama.cpp's CPU kernels whose sums do not depend on the batch, the prompt's chunks or "
+        "the thread count (no flash attention, no repacked or tiled weights), so temperature-0 answers "
+        "do not change with load, concurrency or the prompt cache; 0: llama.cpp's fastest kernels",
+    )
     spec_type: str = setting(
         "LLM_SPEC_TYPE",
         values.choice(*SPEC_TYPES),
@@ -126,6 +134,24 @@ class Config:
         "1",
         "1 starts a prompt from the longest prefix already in the KV cache (a chat's next turn "
         "evaluates only the new turn); 0 evaluates every prompt in full",
+    )
+    swa_full: bool = setting(
+        "LLM_SWA_FULL",
+        values.flag,
+        "1",
+        "1 gives sliding-window layers (Gemma 2/3, GPT-OSS...) a cache of every position: any cached prefix "
+        "resumes, as a fresh evaluation answers; 0 keeps a window's worth, as llama-server (--swa-full off): "
+        "less memory, prefixes the window moved past resume from checkpoints, and llama.cpp's sums then "
+        'run over cells in other places, which can change answers; "swa_full" in an LLM_MODELS entry',
+    )
+    ctx_checkpoints: int = setting(
+        "LLM_CTX_CHECKPOINTS",
+        values.int_between(0, 256),
+        "8",
+        "Context checkpoints kept per sequence on models whose memory cannot be cut back (a sliding "
+        "window, a recurrent state): a later prompt sharing a prefix resumes from the newest one before "
+        'it rather than evaluating all (llama-server\'s --ctx-checkpoints); 0: off; "ctx_checkpoints" '
+        "in an LLM_MODELS entry",
     )
     cache_ram_mb: int = setting(
         "LLM_CACHE_RAM_MB",

@@ -90,7 +90,26 @@ def _worker_model(parsed: Parsed) -> None:
     parsed.update(pooling=spec.pooling, embedding=spec.embedding, chat_format=spec.chat_format)
     parsed.update(cache_type_k=spec.cache_type_k or parsed["cache_type_k"])
     parsed.update(cache_type_v=spec.cache_type_v or parsed["cache_type_v"])
+    if spec.swa_full is not None:
+        parsed.update(swa_full=spec.swa_full)
+    if spec.ctx_checkpoints is not None:
+        parsed.update(ctx_checkpoints=spec.ctx_checkpoints)
+    _invariance(parsed, spec)
     _speculation(parsed, spec)
+
+
+def _invariance(parsed: Parsed, spec: ModelSpec) -> None:
+    """A quantized V cache needs flash attention, which batch-invariant kernels go without."""
+    if parsed["batch_invariant"] and parsed["cache_type_v"] not in ("f16", "f32", "bf16"):
+        where = (
+            f"LLM_MODELS {spec.describe(parsed['model_index'])} cache_type_v"
+            if spec.cache_type_v
+            else ("LLM_CACHE_TYPE_V")
+        )
+        raise ConfigError(
+            f"{where}={parsed['cache_type_v']}: a quantized V cache needs flash attention, which "
+            "LLM_BATCH_INVARIANT=1 turns off; set LLM_BATCH_INVARIANT=0 (answers then depend on load)"
+        )
 
 
 def _speculation(parsed: Parsed, spec: ModelSpec) -> None:

@@ -21,10 +21,11 @@ POOL = -1  # the "model" of an on-demand pool worker that holds none
 _KEYS = {
     "id", "path", "workers", "n_ctx", "parallel", "chat_template", "chat_format", "pooling", "embedding",
     "cache_type_k", "cache_type_v", "spec_type", "spec_max", "draft", "aliases", "load", "ttl", "loras",
+    "swa_full", "ctx_checkpoints",
 }  # fmt: skip
 _NUMBERS = (
     ("workers", 1, 64, 1), ("n_ctx", 1, 1 << 20, None), ("parallel", 1, 256, None),
-    ("spec_max", 1, 256, None), ("ttl", 1, 7 * 86400, None),
+    ("spec_max", 1, 256, None), ("ttl", 1, 7 * 86400, None), ("ctx_checkpoints", 0, 256, None),
 )  # fmt: skip
 
 
@@ -60,6 +61,8 @@ class ModelSpec:
     on_demand: bool = False  # loaded by a pool worker when first asked for, not at start-up
     ttl: int | None = None  # on demand: seconds idle before its worker unloads it (else kept till evicted)
     loras: tuple[LoraSpec, ...] = ()  # LoRA adapters loaded with it (llama-server's --lora)
+    swa_full: bool | None = None  # else LLM_SWA_FULL
+    ctx_checkpoints: int | None = None  # else LLM_CTX_CHECKPOINTS
 
     def describe(self, index: int) -> str:
         return f"entry {index} ({self.id!r})" if self.id else f"entry {index}"
@@ -137,8 +140,9 @@ def _entry(entry: Any, index: int) -> ModelSpec:
             draft = values.model_file(entry["draft"] if isinstance(entry["draft"], str) else "")
         except ValueError as exc:
             raise ValueError(f"{where}: draft {exc}") from None
-    if not isinstance(entry.get("embedding", False), bool):
-        raise ValueError(f"{where}: embedding must be true or false")
+    for key in ("embedding", "swa_full"):
+        if not isinstance(entry.get(key, False), bool):
+            raise ValueError(f"{where}: {key} must be true or false")
     aliases = entry.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
         raise ValueError(f"{where}: aliases must be a list of non-empty strings")
@@ -148,7 +152,7 @@ def _entry(entry: Any, index: int) -> ModelSpec:
         entry.get("chat_template"), entry.get("pooling"), entry.get("embedding", False), chat_format,
         entry.get("cache_type_k"), entry.get("cache_type_v"), entry.get("spec_type"), numbers["spec_max"],
         draft, tuple(alias.strip() for alias in aliases), load == "on_demand", numbers["ttl"],
-        _loras(entry.get("loras", []), where),
+        _loras(entry.get("loras", []), where), entry.get("swa_full"), numbers["ctx_checkpoints"],
     )  # fmt: skip
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from app.engine.kv_memory import KvMemory
+from app.engine.memory import MemoryKind
 from app.engine.observer import EngineObserver
 from app.telemetry import metrics
 from app.telemetry.worker_board import WorkerBoard
@@ -37,6 +38,17 @@ class EngineFigures(EngineObserver):
         metrics.KV_CACHE_BYTES.set(memory.total_bytes)
         if self._board is not None:
             self._board.record_kv(self._slot, memory.cells, memory.total_bytes)
+
+    def memory_known(self, memory: MemoryKind, checkpoints: int, drafts_off: str) -> None:
+        if self._board is not None:
+            kept = 0 if memory.plain else checkpoints
+            self._board.record_memory(self._slot, memory, kept, bool(drafts_off))
+
+    def resumed(self, restores: int, full: int) -> None:
+        metrics.CHECKPOINT_RESTORES.inc(restores)
+        metrics.FULL_REPROCESSING.inc(full)
+        if self._board is not None:
+            self._board.add_resumes(self._slot, restores, full)
 
     def kv_in_use(self, cells: int) -> None:
         if self._board is not None:

@@ -93,6 +93,14 @@ BATCH_TOKENS = Histogram(
 CACHED_PROMPT_TOKENS = Counter(
     "llm_prompt_tokens_cached_total", "Prompt tokens served from the KV cache instead of evaluated"
 )
+# Models whose memory cannot be cut back (a sliding window, a recurrent state): how prompts resumed.
+CHECKPOINT_RESTORES = Counter(
+    "llm_prompt_checkpoint_restores_total", "Prompts resumed from a context checkpoint (LLM_CTX_CHECKPOINTS)"
+)
+FULL_REPROCESSING = Counter(
+    "llm_prompt_full_reprocessing_total",
+    "Prompts evaluated in full though they shared a cached prefix the memory could not resume",
+)
 KV_CACHE_BYTES = Gauge(
     "llm_kv_cache_bytes",
     "Memory the workers' KV caches take (LLM_CACHE_TYPE_K/_V and the cells)",

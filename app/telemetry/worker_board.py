@@ -19,15 +19,23 @@ from dataclasses import dataclass
 import gevent
 import greenlet
 
+from app.engine.memory import MemoryKind
+
 WINDOW = 60  # seconds of token counts kept per worker
 _HEAD = struct.Struct("qqqd")  # running choices, waiting choices, live greenlets, when they were counted
 # KV cells and their bytes; draft tokens verified and kept, since start; KV cells choices hold now
 _KV = struct.Struct("qqqqq")
 _BUCKET = struct.Struct("qq")  # a second (Unix time), tokens generated during it
 _LOADED = struct.Struct("d")  # seconds its model took to load (0: none loaded)
+# Its model's memory: window, the model's own window, flags (_FLAGS), experts, checkpoints per
+# sequence; then, since start, prompts resumed from a checkpoint and prompts evaluated in full
+# although they shared a cached prefix.
+_MEMORY = struct.Struct("qqqqqqq")
+_FLAGS = ("known", "recurrent", "hybrid", "swa_full", "drafts_off")
 _BUCKETS = _HEAD.size + _KV.size  # where a row's buckets start
 _LOAD_AT = _BUCKETS + WINDOW * _BUCKET.size
-_ROW = _LOAD_AT + _LOADED.size
+_MEMORY_AT = _LOAD_AT + _LOADED.size
+_ROW = _MEMORY_AT + _MEMORY.size
 
 
 @dataclass(frozen=True)
@@ -45,10 +53,22 @@ class WorkerFigures:
     accepted: int = 0  # and kept
     kv_in_use: int = 0  # KV cells held by choices now
     load_seconds: float = 0.0  # how long its model took to load (0: none loaded yet)
+    memory: MemoryFigures | None = None  # its model's memory (None: not loaded yet)
 
     @property
     def tokens_per_second(self) -> float:
         return round(self.tokens_last_minute / WINDOW, 2)
+
+
+@dataclass(frozen=True)
+class MemoryFigures:
+    """A worker's model memory, and how its prompts resumed."""
+
+    kind: MemoryKind
+    drafts_off: bool
+    checkpoints: int  # per sequence (0 where the memory needs none)
+    checkpoint_restores: int  # prompts resumed from a checkpoint
+    full_reprocessing: int  # prompts evaluated in full though they shared a cached prefix
 
 
 @dataclass(frozen=True)
@@ -101,6 +121,20 @@ class WorkerBoard:
         values = (cells, size, old_drafted + drafted, old_accepted + accepted, in_use)
         _KV.pack_into(self._memory, slot * _ROW + _HEAD.size, *values)
 
+    def record_memory(self, slot: int, kind: MemoryKind, checkpoints: int, drafts_off: bool) -> None:
+        """The worker's model memory, once loaded (its resume counts start from 0)."""
+        flags = (True, kind.recurrent, kind.hybrid, kind.swa_full, drafts_off)
+        bits = sum(1 << bit for bit, on in enumerate(flags) if on)
+        values = (kind.window, kind.sliding, bits, kind.experts, checkpoints, 0, 0)
+        _MEMORY.pack_into(self._memory, slot * _ROW + _MEMORY_AT, *values)
+
+    def add_resumes(self, slot: int, restores: int, full: int) -> None:
+        """Count prompts resumed from a checkpoint, and prompts evaluated in full despite a shared prefix."""
+        *head, old_restores, old_full = _MEMORY.unpack_from(self._memory, slot * _ROW + _MEMORY_AT)
+        _MEMORY.pack_into(
+            self._memory, slot * _ROW + _MEMORY_AT, *head, old_restores + restores, old_full + full
+        )
+
     def record_load_seconds(self, slot: int, seconds: float) -> None:
         """How long the worker's model took to load."""
         _LOADED.pack_into(self._memory, slot * _ROW + _LOAD_AT, seconds)
@@ -124,8 +158,19 @@ class WorkerBoard:
         (loaded,) = _LOADED.unpack_from(self._memory, slot * _ROW + _LOAD_AT)
         cells, size, drafted, accepted, in_use = kv
         return WorkerFigures(
-            running, waiting, greenlets, counted_at, tokens, cells, size, drafted, accepted, in_use, loaded
+            running, waiting, greenlets, counted_at, tokens, cells, size, drafted, accepted, in_use, loaded,
+            self._memory_figures(slot),
+        )  # fmt: skip
+
+    def _memory_figures(self, slot: int) -> MemoryFigures | None:
+        window, sliding, bits, experts, checkpoints, restores, full = _MEMORY.unpack_from(
+            self._memory, slot * _ROW + _MEMORY_AT
         )
+        known, recurrent, hybrid, swa_full, drafts_off = (bool(bits >> bit & 1) for bit in range(len(_FLAGS)))
+        if not known:
+            return None
+        kind = MemoryKind(window, recurrent, hybrid, swa_full, sliding, experts)
+        return MemoryFigures(kind, drafts_off, checkpoints, restores, full)
 
     def totals(self) -> PoolFigures:
         """Every worker's load and KV cache added up: the instance as one model server sees it."""

@@ -10,11 +10,17 @@
 # Rapids machines (AMX_INT8) ggml moves the weights to an AMX buffer and its matmul
 # segfaults on the first prompt of more than one token (seen here with SmolLM2's Q4_1;
 # ggml-org/llama.cpp#20824, open, and stanfordnlp/dspy#10079, which had to do the same).
+# And without llamafile's sgemm: it multiplies two rows or more (a prompt chunk, drafts)
+# with other kernels than ggml's for one (a generated token), adding up in another order,
+# so a token's numbers depend on how it was batched: measured, 3 to 4 % of greedy tokens
+# change between a history evaluated in chunks and one whose answer was generated, and
+# with the batch-invariant kernels and no sgemm, none (docs/benchmarks.md, "Batch
+# invariance", with its cost: slower prompt evaluation).
 # LLAMA_CMAKE_ARGS replaces them (e.g. "-DGGML_NATIVE=OFF" for a portable build).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-args="-DGGML_NATIVE=ON"
+args="-DGGML_NATIVE=ON -DGGML_LLAMAFILE=OFF"
 if [ "$(uname -m)" = x86_64 ]; then
   no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
   args="$args '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"

@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support import tiny_models
+from tests.support.exactness import complete, complete_ids, tokens_of
 from tests.support.servers import Server
 from tests.support.waits import wait_until
 
@@ -88,3 +90,40 @@ def first_turns(server: Server, client: httpx.Client) -> list[tuple[str, list[di
         messages.append({"role": "user", "content": "Give me another example, please."})
         conversations.append((request_id, messages))
     return conversations
+
+
+@pytest.mark.parametrize("kind", ["mamba2", "gpt-oss"])
+def test_a_next_turn_on_a_recurrent_or_window_memory_goes_where_it_resumes_and_answers_as_fresh(
+    start_server: Callable[..., Server], kind: str
+) -> None:
+    # Each worker publishes only the blocks a prompt can resume into on its memory (a recurrent
+    # state's checkpoints and its whole length; a window's live cells): enough to find the history.
+    # In token ids: the next turn extends exactly what the cells hold (a random-weight model's
+    # answer need not tokenize back to the ids it generated). The window of window size, as
+    # llama-server's (LLM_SWA_FULL=0), since a full-size one is plain memory.
+    path, window = str(tiny_models.path(kind)), {"LLM_SWA_FULL": "0"}
+    text = " ".join(["lantern orchard meadow river stone bridge harbour"] * 40)
+    plain = start_server(
+        LLM_MODEL_PATH=path, LLM_WORKERS="1", LLM_PROMPT_CACHE="0", LLM_CACHE_RAM_MB="0", **window
+    )
+    history = tokens_of(plain.url, text, first=True)
+    _, answer_ids = complete_ids(plain.url, history, 40)
+    next_turn = history + answer_ids + tokens_of(plain.url, " And the next morning", first=False)
+    fresh = complete(plain.url, next_turn, 40)[0].text
+    server = start_server(LLM_MODEL_PATH=path, LLM_WORKERS="2", LLM_N_THREADS="1", **window)
+    with httpx.Client(base_url=server.url, timeout=120) as client:
+        request_id = uuid.uuid4().hex
+        first_turn = {"prompt": history, "n_predict": 40, "temperature": 0, "return_tokens": True}
+        again = client.post("/completion", json=first_turn, headers={"X-Request-ID": request_id}).json()
+        assert again["tokens"] == answer_ids
+        holder = served_by(server, request_id)
+    elsewhere = connection_to(server, holder, other=True)
+    try:
+        request_id = uuid.uuid4().hex
+        body = {"prompt": next_turn, "max_tokens": 40, "temperature": 0}
+        answer = elsewhere.post("/v1/completions", json=body, headers={"X-Request-ID": request_id}).json()
+    finally:
+        elsewhere.close()
+    assert served_by(server, request_id) == holder
+    assert answer["usage"]["prompt_tokens_details"]["cached_tokens"] > 200
+    assert answer["choices"][0]["text"] == fresh

@@ -38,7 +38,9 @@ def test_the_reported_cell_size_is_what_llama_cpp_stores(type_k: str, type_v: st
 
 
 def test_a_quantized_cache_serves_and_says_so(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_WORKERS="1", LLM_CACHE_TYPE_K="q8_0", LLM_CACHE_TYPE_V="q8_0")
+    server = start_server(
+        LLM_WORKERS="1", LLM_CACHE_TYPE_K="q8_0", LLM_CACHE_TYPE_V="q8_0", LLM_BATCH_INVARIANT="0"
+    )
     with openai_client(server) as client:
         answer = client.chat.completions.create(
             model="SmolLM2-135M-Instruct.Q4_1",

@@ -21,7 +21,7 @@ PROMPT = "The three primary colours are"
 
 @pytest.fixture(scope="module")
 def reference() -> Iterator[Service]:
-    service = llama_server.start(default_model_path(), threads=1, slots=1, n_ctx=1024)
+    service = llama_server.start(default_model_path(), threads=1, slots=1, n_ctx=1024, same_kernels=True)
     yield service
     service.stop()
 

@@ -71,9 +71,9 @@ _LLAMA: list[Llama] = []
 
 def _llama() -> Llama:
     if not _LLAMA:
-        # Flash attention as the server has it (llama.cpp turns it on for the CPU by itself).
+        # Without flash attention, as the server's batch-invariant kernels run (LLM_BATCH_INVARIANT=1).
         _LLAMA.append(
-            Llama(model_path=default_model_path(), n_ctx=512, logits_all=True, flash_attn=True, verbose=False)
+            Llama(model_path=default_model_path(), n_ctx=512, logits_all=True, flash_attn=False, verbose=False)
         )
     return _LLAMA[0]
 

@@ -182,7 +182,12 @@ def test_an_adapter_answers_as_llama_servers_with_the_same_adapter_and_scale(
     adapters: tuple[Path, Path], sdk: openai.OpenAI
 ) -> None:
     reference = llama_server.start(
-        default_model_path(), threads=1, slots=1, n_ctx=512, extra=("--lora", str(adapters[0]))
+        default_model_path(),
+        threads=1,
+        slots=1,
+        n_ctx=512,
+        extra=("--lora", str(adapters[0])),
+        same_kernels=True,
     )
     try:
         for scale in (1.0, 0.5, 0.0):

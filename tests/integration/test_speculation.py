@@ -124,10 +124,10 @@ def test_hanging_up_mid_draft_frees_the_sequence_and_the_next_answer_is_whole(se
 
 def test_a_request_turns_drafts_off_or_bounds_them(server: Server) -> None:
     before = drafts(server)
-    chat(server, REPEATING, speculative=False)
-    chat(server, REPEATING, **{"speculative.n_max": 0})
+    chat(server, LISTING, speculative=False)
+    chat(server, LISTING, **{"speculative.n_max": 0})
     assert drafts(server)["draft_tokens"] == before["draft_tokens"]
-    chat(server, REPEATING, **{"speculative.n_max": 2})
+    chat(server, LISTING, **{"speculative.n_max": 2})
     assert drafts(server)["draft_tokens"] > before["draft_tokens"]
 
 
@@ -150,10 +150,11 @@ def test_drafts_on_a_server_that_does_not_speculate_by_default_and_the_metrics(
     start_server: Callable[..., Server],
 ) -> None:
     quiet = start_server(LLM_WORKERS="1")  # LLM_SPEC_TYPE=none, the default
-    assert drafts(quiet) == {"type": "none", "draft_tokens": 0, "accepted_tokens": 0, "acceptance_rate": None}
-    chat(quiet, REPEATING)
+    assert drafts(quiet) == {"type": "none", "enabled": False, "off_reason": None, "draft_tokens": 0,
+                             "accepted_tokens": 0, "acceptance_rate": None}  # fmt: skip
+    chat(quiet, LISTING)
     assert drafts(quiet)["draft_tokens"] == 0
-    chat(quiet, REPEATING, speculative=True)  # no model to load for n-gram drafts: a request may ask
+    chat(quiet, LISTING, speculative=True)  # no model to load for n-gram drafts: a request may ask
     counted = drafts(quiet)
     assert counted["accepted_tokens"] > 0 and 0 < counted["acceptance_rate"] <= 1
     metrics = httpx.get(quiet.url + "/metrics", timeout=10).text

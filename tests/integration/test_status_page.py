@@ -31,7 +31,7 @@ def tokens_last_minute(server: Server, model: str) -> int:
 
 
 def test_each_worker_its_model_and_its_work(start_server: Callable[..., Server], page: Any) -> None:
-    server = start_server(LLM_MODELS=json.dumps(MODELS), LLM_N_THREADS="1")
+    server = start_server(LLM_MODELS=json.dumps(MODELS), LLM_N_THREADS="1", LLM_BATCH_INVARIANT="0")
     listed = workers(server)
     assert sorted((w["model"], w["sequences"], w["ready"]) for w in listed) == [
         ("chat-a", 4, True),

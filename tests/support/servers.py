@@ -44,14 +44,18 @@ class Service:
         self.url = f"http://127.0.0.1:{port}"
         self.env = {**os.environ, **(env or {})}
         self.log = tempfile.NamedTemporaryFile("w+b", prefix="service-", suffix=".log")
-        self.process = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=self.env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        try:
+            self.process = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=self.env,
+                stdout=self.log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError:  # no such program: the log is closed now, not warned of in a later test
+            self.log.close()
+            raise
 
     def wait_ready(self, path: str, timeout: float = 120, answers: int = 1) -> Service:
         """Until `path` has answered 200 `answers` times in a row (or the process dies)."""

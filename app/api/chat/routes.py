@@ -13,6 +13,7 @@ from app.api.common import conversation, structured_output
 from app.api.common.body import generating_engine, loaded_engine, model_index, parse_body, serve_here_or_relay
 from app.api.common.errors import InvalidRequestError
 from app.api.common.generate import generate
+from app.api.common.memory_view import memory_json, speculative_json
 from app.api.common.planning import plan_choices
 from app.engine.tokenizer import Tokenizer
 from app.settings.current import current_config
@@ -136,8 +137,10 @@ def apply_template() -> Response:
 def properties() -> Response:
     """The model's settings and chat template, and what the template can do (llama-server's shape)."""
     serve_here_or_relay(model_index(request.args.get("model")))
-    config, tokenizer = current_config(), loaded_engine().tokenizer
+    config, engine = current_config(), loaded_engine()
+    tokenizer = engine.tokenizer
     profile = conversation.template_profile(tokenizer, config.chat_format)
+    memory = getattr(engine, "memory_kind", None)  # none for an embedding model
     return jsonify(
         {
             "model_alias": config.model_id,
@@ -151,6 +154,9 @@ def properties() -> Response:
             "eos_token": tokenizer.eos_text,
             "modalities": {"vision": False, "audio": False},
             "is_sleeping": False,
+            "memory": memory_json(memory, config.ctx_checkpoints) if memory is not None else None,
+            "batch_invariant": bool(getattr(engine, "batch_invariant", False)),
+            "speculative": speculative_json(memory, config.spec_type),
         }
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from apispec import APISpec
 
+from app.api.common.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
 from app.api.common.openapi import error_responses, get_about_model, json_answer, post
 
 _APPLIED = {"type": "object", "required": ["prompt"], "properties": {"prompt": {"type": "string"}}}
@@ -22,6 +23,12 @@ _PROPERTIES = {
         "eos_token": {"type": "string"},
         "modalities": {"type": "object"},
         "is_sleeping": {"type": "boolean"},
+        "memory": MEMORY_SCHEMA,
+        "batch_invariant": {
+            "type": "boolean",
+            "description": "Answers do not depend on batching, the cache or threads (LLM_BATCH_INVARIANT)",
+        },
+        "speculative": {"type": "object", "properties": SPECULATIVE_PROPERTIES},
     },
 }
 

@@ -7,8 +7,9 @@ from typing import Any
 from apispec import APISpec
 from marshmallow import Schema, fields, validate
 
+from app.api.common.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
 from app.api.common.openapi import error_responses, json_answer
-from app.settings.models import KV_TYPES, SPEC_TYPES, ModelSpec
+from app.settings.models import KV_TYPES, ModelSpec
 
 
 class ModelStatusSchema(Schema):
@@ -106,12 +107,13 @@ WORKER_LIST: dict[str, Any] = {
                             "bytes_per_sequence": {**_COUNT, "description": "A whole context's cells"},
                         },
                     },
+                    "memory": MEMORY_SCHEMA,
                     "speculative": {
                         "type": ["object", "null"],
                         "description": "Speculative decoding since the worker started (null: embeddings)",
-                        "required": ["type", "draft_tokens", "accepted_tokens", "acceptance_rate"],
+                        "required": ["type", "enabled", "draft_tokens", "accepted_tokens", "acceptance_rate"],
                         "properties": {
-                            "type": {"enum": list(SPEC_TYPES), "description": "LLM_SPEC_TYPE"},
+                            **SPECULATIVE_PROPERTIES,
                             "draft_tokens": {**_COUNT, "description": "Draft tokens verified"},
                             "accepted_tokens": {**_COUNT, "description": "Draft tokens kept"},
                             "acceptance_rate": {"type": ["number", "null"], "minimum": 0, "maximum": 1},

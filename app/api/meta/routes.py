@@ -8,6 +8,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify
 
 from app.api.common.errors import ModelNotFoundError, ServiceUnavailableError
+from app.api.common.memory_view import memory_json, speculative_json
 from app.serving import drain, peers
 from app.settings.config import Config
 from app.settings.current import current_config
@@ -119,6 +120,7 @@ def workers() -> Response:
                     "tokens_per_second": figures.tokens_per_second,
                     "load_seconds": round(figures.load_seconds, 3) if figures.load_seconds else None,
                     "kv_cache": _kv_cache(config, peer.model, figures),
+                    "memory": _memory(figures),
                     "speculative": _speculative(config, peer.model, figures),
                 }
             )
@@ -139,13 +141,27 @@ def _kv_cache(config: Config, model: int, figures: worker_board.WorkerFigures) -
     }
 
 
+def _memory(figures: worker_board.WorkerFigures) -> dict[str, Any] | None:
+    """The worker's model memory, and how its prompts resumed (None until a generating model loads)."""
+    held = figures.memory
+    if held is None:
+        return None
+    return {
+        **memory_json(held.kind, held.checkpoints),
+        "checkpoint_restores": held.checkpoint_restores,
+        "full_reprocessing": held.full_reprocessing,
+    }
+
+
 def _speculative(config: Config, model: int, figures: worker_board.WorkerFigures) -> dict[str, Any] | None:
-    """Speculative decoding in the worker: its type, the draft tokens it verified and kept."""
+    """Speculative decoding in the worker: its type, whether its memory lets it run, the draft tokens
+    it verified and kept."""
     if not 0 <= model < len(config.models) or config.models[model].embedding:
         return None
     rate = figures.accepted / figures.drafted if figures.drafted else None
+    memory = figures.memory.kind if figures.memory is not None else None
     return {
-        "type": config.for_model(model).spec_type,
+        **speculative_json(memory, config.for_model(model).spec_type),
         "draft_tokens": figures.drafted,
         "accepted_tokens": figures.accepted,
         "acceptance_rate": None if rate is None else round(rate, 4),

@@ -4,6 +4,12 @@ Each token's logits row "predicts" the token after it: the next token is the row
 plus one, and 99 is followed by 0, the end of generation. A prompt `[5, 6, 7]` therefore
 generates 8, 9, 10... Every call the batcher makes is recorded, and every KV cell is
 tracked per sequence, so a test sees what was decoded where.
+
+Its memory can be another kind (`memory`), kept as llama.cpp keeps it: a sliding window
+forgets positions once `swa_cells` newer ones are held (`lost`: the oldest it still has),
+and a recurrent state folds in every token (`folded`: how many) and refuses to be cut
+back. A decode asserts the memory holds everything its tokens need, so a batcher that
+resumes where the memory cannot fails the test.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass, field
 from app.engine.batch import TokenBatch
 from app.engine.context import ContextShape
 from app.engine.generation import Generation
+from app.engine.memory import MemoryKind
 from app.engine.sequence import Job
 from app.engine.types import GenerationRequest, TokenLogprob
 
@@ -80,6 +87,15 @@ class FakeContext:
     logits_rows: set[int] = field(default_factory=set)
     adapters: tuple[float, ...] = ()  # the LoRA scales set now
     decoded_with: list[tuple[float, ...]] = field(default_factory=list)  # each decode's LoRA scales
+    memory: MemoryKind = field(default_factory=MemoryKind)
+    swa_cells: int = 0  # sliding window: positions held per sequence (0: window + 8)
+    lost: dict[int, int] = field(default_factory=dict)  # sliding window: oldest position still held
+    folded: dict[int, int] = field(default_factory=dict)  # recurrent: tokens folded into the state
+    partial_loads: list[int] = field(default_factory=list)  # positions of checkpoints restored
+
+    @property
+    def memory_kind(self) -> MemoryKind:
+        return self.memory
 
     @property
     def shape(self) -> ContextShape:
@@ -101,7 +117,12 @@ class FakeContext:
         for row in rows:
             cells = self.cells.setdefault(row.seq_id, {})
             assert row.position == len(cells), f"sequence {row.seq_id}: position {row.position} leaves a gap"
+            self._check_memory(row.seq_id, row.position)
             cells[row.position] = row.token
+        for row in rows:  # a window moves on once the whole batch is in (as a micro-batch's cells)
+            if self.memory.window:
+                held = self.swa_cells or self.memory.window + 8
+                self.lost[row.seq_id] = max(self.lost.get(row.seq_id, 0), row.position + 1 - held)
         self.decodes.append(rows)
         self.decoded_with.append(self.adapters)
         self.logits_rows = {i for i in range(batch.size) if batch.logits[i]}
@@ -111,25 +132,63 @@ class FakeContext:
         token = self.decodes[-1][row].token
         return END if token == 99 else token + 1
 
-    def forget(self, seq_id: int, start: int, end: int) -> None:
+    def _check_memory(self, seq_id: int, position: int) -> None:
+        """What a token at `position` needs of the memory is there."""
+        if self.memory.window:
+            lost = self.lost.get(seq_id, 0)
+            assert lost <= max(0, position - self.memory.window + 1), (
+                f"sequence {seq_id}: position {position} needs the window, positions from {lost} are held"
+            )
+        if self.memory.recurrent:
+            folded = self.folded.get(seq_id, 0)
+            assert folded == position, f"sequence {seq_id}: the state holds {folded} tokens, not {position}"
+            self.folded[seq_id] = position + 1
+
+    def forget(self, seq_id: int, start: int, end: int) -> bool:
         cells = self.cells.setdefault(seq_id, {})
+        folded = self.folded.get(seq_id, 0)
+        if self.memory.recurrent and 0 < start < folded and end < 0:
+            return False  # a recurrent state cannot be cut back
         for position in [p for p in cells if p >= start and (end < 0 or p < end)]:
             del cells[position]
+        if start <= 0 and end < 0:
+            self.lost[seq_id] = self.folded[seq_id] = 0
+        return True
+
+    def pos_min(self, seq_id: int) -> int:
+        cells = self.cells.get(seq_id, {})
+        if not cells:
+            return -1
+        return max(min(cells), self.lost.get(seq_id, 0))
 
     def share(self, source: int, target: int, start: int, end: int) -> None:
         self.shares.append((source, target, start, end))
         copied = self.cells.get(source, {})
         self.cells[target] = {p: t for p, t in copied.items() if start < 0 or start <= p < end}
+        self.lost[target], self.folded[target] = self.lost.get(source, 0), self.folded.get(source, 0)
 
     def clear(self) -> None:
         self.cells.clear()
+        self.lost.clear()
+        self.folded.clear()
 
-    def save_state(self, seq_id: int) -> bytes:
-        return json.dumps(sorted(self.cells.get(seq_id, {}).items())).encode()
+    def save_state(self, seq_id: int, partial: bool = False) -> bytes:
+        # As llama.cpp's state_write: of a window, only the cells the next token attends to.
+        held = len(self.cells.get(seq_id, {}))
+        lost = max(self.lost.get(seq_id, 0), held - self.memory.window if self.memory.window else 0)
+        memory = {"lost": lost, "folded": self.folded.get(seq_id, 0)}
+        if partial:
+            return json.dumps(memory).encode()
+        return json.dumps({**memory, "cells": sorted(self.cells.get(seq_id, {}).items())}).encode()
 
-    def load_state(self, seq_id: int, state: bytes) -> None:
+    def load_state(self, seq_id: int, state: bytes, partial: bool = False) -> None:
+        saved = json.loads(state)
+        self.lost[seq_id], self.folded[seq_id] = saved["lost"], saved["folded"]
+        if partial:  # the window's cells, or the state, as they were at that position
+            self.partial_loads.append(saved["folded"] if self.memory.recurrent else saved["lost"])
+            return
         assert not self.cells.get(seq_id), "llama.cpp restores into an empty sequence"
-        self.cells[seq_id] = {position: token for position, token in json.loads(state)}
+        self.cells[seq_id] = {position: token for position, token in saved["cells"]}
 
     def sampler(self, request: GenerationRequest, end_tokens: list[int]) -> CountingSampler:
         assert end_tokens == [END]
@@ -147,7 +206,7 @@ class FakeContext:
         self.adapters = scales
 
     def close(self) -> None:
-        self.cells.clear()
+        self.clear()
 
 
 def job(prompt: list[int], max_tokens: int = 3, index: int = 0, **fields: object) -> Job:

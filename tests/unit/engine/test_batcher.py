@@ -8,7 +8,8 @@ from itertools import groupby
 import pytest
 
 from app.engine.adapter_turns import ADAPTER_TURN
-from app.engine.batcher import Batcher, BatcherSettings, StepReport
+from app.engine.batcher import Batcher
+from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.generation import Delivery, Generation
 from app.engine.sequence import Job
 from app.engine.types import Chunk

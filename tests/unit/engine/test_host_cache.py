@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from app.engine.batcher import Batcher, BatcherSettings
+from app.engine.batcher import Batcher
+from app.engine.batcher_settings import BatcherSettings
 from app.engine.host_cache import HostCache
+from app.engine.sequence import Sequence
 from tests.unit.engine.fake_context import FakeContext, job
 from tests.unit.engine.test_batcher import Run
 
@@ -39,18 +41,21 @@ def test_a_conversation_pushed_out_of_its_sequence_comes_back_from_host_memory()
 
 def test_kept_states_stay_within_the_limit_and_the_oldest_goes_first() -> None:
     context = FakeContext(parallel=1, n_ctx=256, n_batch=64)
+    sequence = Sequence(0)
     other = [t + 100 for t in HISTORY]
     context.cells[0] = dict(enumerate(other))
     room = len(context.save_state(0))  # the larger of the two states
-    context.cells[0] = dict(enumerate(HISTORY))
+    context.cells[0], sequence.cached = dict(enumerate(HISTORY)), list(HISTORY)
     cache = HostCache(limit_bytes=room + 10)
-    cache.save(context, 0, HISTORY)
+    cache.save(context, sequence)
     assert cache.used == len(context.save_state(0))
-    context.cells[0] = dict(enumerate(other))
-    cache.save(context, 0, other)  # no room for both: the first goes
-    assert cache.restore(context, 0, [*HISTORY, 1], reusable=0) == 0
-    context.cells[0] = {}
-    assert cache.restore(context, 0, [*other, 1], reusable=0) == 80
+    context.cells[0], sequence.cached = dict(enumerate(other)), list(other)
+    cache.save(context, sequence)  # no room for both: the first goes
+    assert cache.find([*HISTORY, 1], beat=0) is None
+    found = cache.find([*other, 1], beat=0)
+    assert found is not None and found[1] == 80
+    assert cache.restore(context, sequence, *found) == 80 and sequence.cached == other
     short = HostCache(limit_bytes=1 << 20)
-    short.save(context, 0, HISTORY[:10])  # under a block: not worth keeping
+    sequence.cached = HISTORY[:10]
+    short.save(context, sequence)  # under a block: not worth keeping
     assert short.used == 0

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.scheduling import CacheView, Placement, common_prefix, place, prompt_budget, share_prompt
+from app.engine.scheduling import (
+    CacheView,
+    Placement,
+    chunk_size,
+    common_prefix,
+    place,
+    prompt_budget,
+    share_prompt,
+)
 
 PROMPT = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
 
@@ -85,3 +93,11 @@ def test_prompt_budget_is_handed_out_first_come_first_served() -> None:
     assert share_prompt([(3, 100), (1, 50), (2, 10)], 120) == [(3, 100), (1, 20)]
     assert share_prompt([(3, 5), (1, 5)], 120) == [(3, 5), (1, 5)]
     assert share_prompt([(3, 5)], 0) == []
+
+
+@pytest.mark.parametrize(
+    ("share", "stops", "take"),
+    [(16, [], 16), (16, [6], 6), (16, [0, 20], 16), (4, [6], 4)],
+)
+def test_a_prompt_chunk_stops_where_a_checkpoint_is_taken(share: int, stops: list[int], take: int) -> None:
+    assert chunk_size(share, stops) == take

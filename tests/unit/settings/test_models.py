@@ -122,10 +122,30 @@ def test_each_worker_gets_its_models_settings() -> None:
 
 def test_kv_cache_types_per_entry_or_from_the_variables() -> None:
     raw = entries({"id": "a", "path": FAKE_MODEL, "cache_type_k": "q4_0"}, {"id": "b", "path": FAKE_MODEL})
-    config = settings(LLM_MODELS=raw, LLM_CACHE_TYPE_V="q8_0")
+    config = settings(LLM_MODELS=raw, LLM_CACHE_TYPE_V="q8_0", LLM_BATCH_INVARIANT="0")
     first, second = config.for_model(0), config.for_model(1)
     assert (first.cache_type_k, first.cache_type_v) == ("q4_0", "q8_0")
     assert (second.cache_type_k, second.cache_type_v) == ("f16", "q8_0")
+    quantized = entries(
+        {"id": "a", "path": FAKE_MODEL}, {"id": "b", "path": FAKE_MODEL, "cache_type_v": "q4_0"}
+    )
+    with pytest.raises(
+        ConfigError, match=r"LLM_MODELS entry 1 \('b'\) cache_type_v=q4_0: a quantized V cache"
+    ):
+        settings(LLM_MODELS=quantized)
+
+
+def test_memory_settings_per_entry_or_from_the_variables() -> None:
+    raw = entries(
+        {"id": "a", "path": FAKE_MODEL, "swa_full": False, "ctx_checkpoints": 0},
+        {"id": "b", "path": FAKE_MODEL},
+    )
+    config = settings(LLM_MODELS=raw, LLM_CTX_CHECKPOINTS="3")
+    first, second = config.for_model(0), config.for_model(1)
+    assert (first.swa_full, first.ctx_checkpoints) == (False, 0)
+    assert (second.swa_full, second.ctx_checkpoints) == (True, 3)
+    with pytest.raises(ConfigError, match="swa_full must be true or false"):
+        settings(LLM_MODELS=entries({"id": "a", "path": FAKE_MODEL, "swa_full": "yes"}))
 
 
 def test_an_entry_with_a_draft_model_drafts_with_it() -> None:

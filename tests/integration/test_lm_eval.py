@@ -72,9 +72,8 @@ _LLAMA: list[Llama] = []
 def _llama() -> Llama:
     if not _LLAMA:
         # Without flash attention, as the server's batch-invariant kernels run (LLM_BATCH_INVARIANT=1).
-        _LLAMA.append(
-            Llama(model_path=default_model_path(), n_ctx=512, logits_all=True, flash_attn=False, verbose=False)
-        )
+        model = default_model_path()
+        _LLAMA.append(Llama(model_path=model, n_ctx=512, logits_all=True, flash_attn=False, verbose=False))
     return _LLAMA[0]
 
 

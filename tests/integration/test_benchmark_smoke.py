@@ -121,6 +121,24 @@ def test_scrape_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert len(verdicts) == 2 and all(": met;" in line or ": missed;" in line for line in verdicts), text
 
 
+def test_swa_turns_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "swa.md"
+    ran = bench("swa_turns", "--repeats", "1", "--conversations", "1", "--answer-tokens", "8",
+                "--document-words", "60", "--n-ctx", "1024", "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for row in (
+        "| ours, LLM_SWA_FULL=0, checkpoints |",
+        "| ours, LLM_SWA_FULL=0, no checkpoints |",
+        "| ours (LLM_SWA_FULL=1) |",
+        "| llama-server |",
+    ):
+        assert row in text, row
+    (verdict,) = [line for line in text.splitlines() if line.startswith("| a checkpoint makes")]
+    assert verdict.endswith("| met |") or verdict.endswith("| missed |"), verdict
+
+
 def test_turns_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "turns.md"
     ran = bench("turns", "--repeats", "1", "--conversations", "1", "--turns", "2", "--max-tokens", "4",

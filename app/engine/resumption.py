@@ -59,16 +59,17 @@ def resume(
             point,
             model.memory_kind.name,
         )
-    kept_tokens = cut(model, target, point)
+    kept_tokens = cut(model, target, point, from_checkpoint)
     return Resumed(kept_tokens, from_checkpoint and kept_tokens > 0, lost and kept_tokens == 0)
 
 
-def cut(model: BatchContext, target: Sequence, point: int) -> int:
-    """Keep `target`'s first `point` cached tokens (a point its `resumable` allows); what it keeps."""
+def cut(model: BatchContext, target: Sequence, point: int, from_checkpoint: bool) -> int:
+    """Keep `target`'s first `point` cached tokens (a point its `resumable` allows, restoring the
+    checkpoint there first if `from_checkpoint`); what it keeps."""
     if point <= 0:
         target.drop_cache(model)
         return 0
-    if target.resumable(model.memory_kind, model).from_checkpoint(point):
+    if from_checkpoint:
         model.load_state(target.seq_id, target.checkpoints.at(point).state, partial=True)
     if not model.forget(target.seq_id, point, -1):  # not for a point `resumable` allows: be safe
         log.warning("llama.cpp could not cut sequence %d at %d: evaluating in full", target.seq_id, point)

@@ -157,16 +157,7 @@ class JsonCallFormat(ChatFormat):
                 if key in keys.arguments:
                     call.arguments = text[start:]
                 raise Incomplete(_with(before, call)) from None
-            value = json.loads(text[start:end])
-            if key == keys.name:
-                call.name = value if isinstance(value, str) else ""
-            elif key in keys.arguments:
-                # Some models write the arguments as a JSON string holding the object.
-                call.arguments = _object_text(value) if isinstance(value, str) else text[start:end]
-                if not isinstance(value, str | dict):
-                    raise ValueError("arguments that are not an object")
-            elif key == keys.id:
-                call.id = str(value)
+            self._set_key(call, key, text[start:end])
             position = skip_space(text, end)
             if text.startswith(",", position):
                 position = skip_space(text, position + 1)
@@ -177,6 +168,19 @@ class JsonCallFormat(ChatFormat):
         call.arguments = call.arguments or "{}"
         call.complete = True
         return call, position + 1
+
+    def _set_key(self, call: ToolCall, key: str, raw: str) -> None:
+        """One complete key of a call object: its name, arguments or id (other keys are ignored)."""
+        keys, value = self.keys, json.loads(raw)
+        if key == keys.name:
+            call.name = value if isinstance(value, str) else ""
+        elif key in keys.arguments:
+            # Some models write the arguments as a JSON string holding the object.
+            call.arguments = _object_text(value) if isinstance(value, str) else raw
+            if not isinstance(value, str | dict):
+                raise ValueError("arguments that are not an object")
+        elif key == keys.id:
+            call.id = str(value)
 
     def call_rule(self, functions: list[Function], args_rules: list[str], parallel: bool) -> str:
         one = (

@@ -9,7 +9,6 @@ import traceback
 from collections.abc import Callable
 from dataclasses import replace
 
-import numpy as np
 from gevent import monkey
 
 from app.engine import drafts, recovery, resumption, scheduling, shared_prompt
@@ -20,6 +19,7 @@ from app.engine.cache_report import CacheReport
 from app.engine.checkpoints import Checkpoints
 from app.engine.context import BatchContext, Sampler
 from app.engine.draft_model import DraftModel
+from app.engine.filling import Filled, fill
 from app.engine.generation import Delivery
 from app.engine.host_cache import PUBLISHED, HostCache
 from app.engine.memory import checkpoint_stops
@@ -192,32 +192,7 @@ class Batcher:
         room = batch.capacity - len(generating) - sum(shares.values())
         drafted = 0 if self._drafts_off else drafts.propose(holding, generating, room, self.draft_model)
         self._drafts_off = False
-        taken: list[tuple[Sequence, Choice, np.ndarray]] = []
-        scored: list[tuple[Sequence, Choice, int, int, int]] = []  # prompt_logprobs: row, position, size
-        # In id order: with cells per sequence, llama.cpp runs one graph per run of
-        # consecutive sequence ids, so a prompt chunk goes between its neighbours.
-        for s, choice in holding:
-            if s.seq_id in generating:  # its next token, then its draft, logits on for each
-                choice.row = batch.add(choice.last_token, len(s.cached), s.seq_id, True)
-                s.cached.append(choice.last_token)
-                if len(choice.draft):
-                    batch.add_run(choice.draft, len(s.cached), s.seq_id, True, logits_all=True)
-                    s.cached.extend(choice.draft.tolist())
-            elif s.seq_id in shares:
-                first, row = len(s.cached), batch.size
-                if first in choice.stops:  # the cells hold the prompt up to here: keep what cannot be cut
-                    s.checkpoint(self.model)
-                tokens = s.take_prompt(
-                    scheduling.chunk_size(shares[s.seq_id], [p - first for p in choice.stops])
-                )
-                every = choice.request.prompt_logprobs
-                done = len(choice.pending) == 0
-                last = batch.add_run(tokens, first, s.seq_id, logits_last=done, logits_all=every)
-                taken.append((s, choice, tokens))
-                if every:
-                    scored.append((s, choice, row, first, len(tokens)))
-                if done:
-                    choice.row = last
+        filled = fill(batch, holding, generating, shares, self.model)
         reused, self._reused = self._reused, 0
         if batch.size == 0:
             return StepReport(self._busy(), 0, reused, 0.0, self.governor.threads)
@@ -225,7 +200,7 @@ class Batcher:
         code = self.model.decode(batch)
         seconds = self.governor.clock() - clocks[0]
         if code == 1:
-            recovery.undo(holding, taken)
+            recovery.undo(holding, filled.taken)
             if drafted:  # the drafts took the room: the next step goes without them
                 self._drafts_off = True
             else:
@@ -234,8 +209,15 @@ class Batcher:
         if code != 0:
             raise RuntimeError(f"llama_decode failed with {code}")
         self.governor.finish(clocks)
+        sampled, accepted = self._after_decode(filled, delivery)
+        threads = self.governor.threads
+        return StepReport(self._busy(), batch.size, reused, seconds, threads, sampled, drafted, accepted)
+
+    def _after_decode(self, filled: Filled, delivery: Delivery) -> tuple[int, int]:
+        """Followers take their leaders' cells, scored prompts their log-probabilities, and every
+        sequence with logits its next tokens; returns (tokens sampled, draft tokens accepted)."""
         shared_prompt.hand_to_followers(self.sequences, self.model)
-        for s, choice, row, first, size in scored:
+        for s, choice, row, first, size in filled.scored:
             s.note_prompt_rows(self.model, row, first, size)
             if choice.row >= 0:  # the whole prompt is in: its log-probabilities go first
                 delivery.append((choice.job.generation, s.prompt_chunk()))
@@ -249,8 +231,7 @@ class Batcher:
                 delivery.extend((choice.job.generation, chunk) for chunk in chunks)
                 if s.choice is None:
                     shared_prompt.orphan_followers(self.sequences, s)
-        threads = self.governor.threads
-        return StepReport(self._busy(), batch.size, reused, seconds, threads, sampled, drafted, accepted)
+        return sampled, accepted
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)

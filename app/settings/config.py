@@ -12,7 +12,8 @@ from app.settings import derive, values
 from app.settings.keys import ApiKey
 from app.settings.keys import from_file as keys_from_file
 from app.settings.keys import from_variable as keys_from_variable
-from app.settings.models import KV_TYPES, SPEC_TYPES, ModelSpec
+from app.settings.model_entries import KV_TYPES, SPEC_TYPES
+from app.settings.models import ModelSpec
 from app.settings.models import parse as parse_models
 from app.settings.setting import ConfigError, Setting, setting
 from app.settings.values import default_model_path

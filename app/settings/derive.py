@@ -45,7 +45,9 @@ def _models(parsed: Parsed) -> None:
     parsed["workers_given"] = parsed["workers"] is not None
     parsed["models_given"] = parsed["models"] is not None
     if parsed["models"] is None:
-        parsed["models"] = (ModelSpec(parsed["model_id"], parsed["model_path"], parsed["workers"] or 1),)
+        parsed["models"] = (
+            ModelSpec(id=parsed["model_id"], path=parsed["model_path"], workers=parsed["workers"] or 1),
+        )
 
 
 def _workers(parsed: Parsed) -> None:
@@ -82,7 +84,7 @@ def _worker_model(parsed: Parsed) -> None:
     """The settings of the model this worker holds: its own where its LLM_MODELS entry gives them."""
     if parsed["model_index"] == POOL:  # a pool worker holding none: the server-wide settings
         parsed.update(model_id="", chat_template=None, pooling=None, embedding=False, chat_format=None)
-        _speculation(parsed, ModelSpec("", parsed["model_path"]))
+        _speculation(parsed, ModelSpec(id="", path=parsed["model_path"]))
         return
     spec: ModelSpec = parsed["models"][parsed["model_index"]]
     parsed.update(model_path=spec.path, model_id=spec.id, n_ctx=spec.n_ctx or parsed["n_ctx"])

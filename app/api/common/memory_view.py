@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.engine.memory import MemoryKind, drafts_off
-from app.settings.models import SPEC_TYPES
+from app.settings.model_entries import SPEC_TYPES
 
 _COUNT = {"type": "integer", "minimum": 0}
 # What memory_json gives, as the OpenAPI documents of /props and /health/workers describe it.

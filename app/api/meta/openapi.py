@@ -9,7 +9,8 @@ from marshmallow import Schema, fields, validate
 
 from app.api.common.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
 from app.api.common.openapi import error_responses, json_answer
-from app.settings.models import KV_TYPES, ModelSpec
+from app.settings.model_entries import KV_TYPES
+from app.settings.models import ModelSpec
 
 
 class ModelStatusSchema(Schema):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import llama_cpp
 
 from app.engine.kv_memory import bytes_per_cell, ggml_type, row_bytes
-from app.settings.models import KV_TYPES
+from app.settings.model_entries import KV_TYPES
 
 
 def test_every_type_the_settings_accept_is_a_ggml_type() -> None:

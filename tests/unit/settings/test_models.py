@@ -21,8 +21,8 @@ def test_a_good_list() -> None:
     chat = {"id": "chat", "path": FAKE_MODEL, "workers": 2, "parallel": 8}
     specs = parse(entries(chat, {"id": "embed", "path": FAKE_MODEL, "embedding": True, "pooling": "cls"}))
     assert specs == (
-        ModelSpec("chat", FAKE_MODEL, 2, None, 8),
-        ModelSpec("embed", FAKE_MODEL, 1, None, None, None, "cls", True),
+        ModelSpec(id="chat", path=FAKE_MODEL, workers=2, parallel=8),
+        ModelSpec(id="embed", path=FAKE_MODEL, pooling="cls", embedding=True),
     )
 
 
@@ -159,7 +159,7 @@ def test_an_entry_with_a_draft_model_drafts_with_it() -> None:
 
 
 def test_new_workers_fill_the_model_furthest_below_its_share() -> None:
-    specs = [ModelSpec("a", FAKE_MODEL, 2), ModelSpec("b", FAKE_MODEL, 1)]
+    specs = [ModelSpec(id="a", path=FAKE_MODEL, workers=2), ModelSpec(id="b", path=FAKE_MODEL)]
     assert model_for_new_worker(specs, []) == 0
     assert model_for_new_worker(specs, [0]) == 1
     assert model_for_new_worker(specs, [0, 1]) == 0
@@ -194,7 +194,8 @@ def test_an_on_demand_entry_has_no_workers_and_a_pool_loads_it() -> None:
 
 
 def test_the_pool_is_one_more_share_of_the_workers() -> None:
-    specs = [ModelSpec("a", FAKE_MODEL, 2), ModelSpec("big", FAKE_MODEL, 0, on_demand=True)]
+    big = ModelSpec(id="big", path=FAKE_MODEL, workers=0, on_demand=True)
+    specs = [ModelSpec(id="a", path=FAKE_MODEL, workers=2), big]
     assert model_for_new_worker(specs, [], 0, 1) == 0
     assert model_for_new_worker(specs, [0], 0, 1) == POOL  # a at half its share, the pool empty
     assert model_for_new_worker(specs, [0], 1, 1) == 0

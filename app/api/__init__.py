@@ -1,4 +1,4 @@
-"""The HTTP protocols over Flask, one folder per API family, all over `common/`.
+"""The HTTP protocols over Flask, one folder per API family (families.py), over the shared rooms.
 
 Every family folder has the same roles: `routes.py` (its blueprint), `schemas.py` (its
 request bodies), `presenter.py` (its answer from the one generation loop), `objects.py`
@@ -11,26 +11,11 @@ from flask import Flask
 from flask_cors import CORS
 
 from app.api import access, openapi
-from app.api.anthropic import routes as anthropic
-from app.api.batches import routes as batches
 from app.api.batches import runner as batch_runner
-from app.api.chat import routes as chat
-from app.api.common import errors, on_demand
-from app.api.conversations import routes as conversations
-from app.api.embeddings import routes as embeddings
-from app.api.files import routes as files
-from app.api.meta import routes as meta
-from app.api.models import routes as models
-from app.api.ollama import routes as ollama
-from app.api.rerank import routes as rerank
-from app.api.responses import routes as responses
-from app.api.tokens import routes as tokens
+from app.api.families import FAMILIES
+from app.api.http import errors
+from app.api.routing import on_demand
 from app.settings.current import config_of
-
-FAMILIES = (
-    chat, responses, conversations, files, batches, anthropic, embeddings, rerank, tokens, meta, models,
-    ollama,
-)  # fmt: skip
 
 
 def init_app(app: Flask) -> None:
@@ -48,6 +33,6 @@ def init_app(app: Flask) -> None:
     errors.init_app(app)
     on_demand.init_app(app)
     for family in FAMILIES:
-        app.register_blueprint(family.bp)
+        app.register_blueprint(family.routes.bp)
     openapi.init_app(app)
     batch_runner.start(app)  # after the routes: a batch line goes through them

@@ -13,28 +13,13 @@ from flask import Blueprint, Flask, Response, current_app, jsonify
 from flask_swagger_ui import get_swaggerui_blueprint
 from marshmallow import fields
 
-from app.api.anthropic import openapi as anthropic
-from app.api.batches import openapi as batches
-from app.api.chat import openapi as chat
-from app.api.common.openapi import add_shared_components
-from app.api.conversations import openapi as conversations
-from app.api.embeddings import openapi as embeddings
-from app.api.files import openapi as files
-from app.api.meta import openapi as meta
-from app.api.models import openapi as models
-from app.api.ollama import openapi as ollama
-from app.api.rerank import openapi as rerank
-from app.api.responses import openapi as responses
-from app.api.tokens import openapi as tokens
+from app.api.families import FAMILIES
+from app.api.http.openapi import add_shared_components
 from app.settings.current import current_config
 from app.settings.models import ModelSpec
 
 bp = Blueprint("openapi", __name__)
 
-FAMILIES = (
-    chat, responses, conversations, files, batches, anthropic, embeddings, rerank, tokens, meta, models,
-    ollama,
-)  # fmt: skip
 DOCUMENT_PATH, DOCS_PATH = "/openapi.json", "/docs"
 
 
@@ -58,7 +43,7 @@ def build_document(models: tuple[ModelSpec, ...]) -> dict[str, Any]:
     plugin.converter.add_attribute_function(_own_description)
     add_shared_components(spec)
     for family in FAMILIES:
-        family.describe(spec, models)
+        family.document.describe(spec, models)
     return spec.to_dict()
 
 

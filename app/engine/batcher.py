@@ -11,19 +11,19 @@ from dataclasses import replace
 
 from gevent import monkey
 
-from app.engine import drafts, recovery, resumption, scheduling, shared_prompt
+from app.engine import draft_step, recovery, resumption, scheduling, shared_prompt
 from app.engine.adapter_turns import AdapterTurns
 from app.engine.batch import TokenBatch
 from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.cache_report import CacheReport
 from app.engine.checkpoints import Checkpoints
 from app.engine.context import BatchContext, Sampler
-from app.engine.draft_model import DraftModel
 from app.engine.filling import Filled, fill
 from app.engine.generation import Delivery
 from app.engine.host_cache import PUBLISHED, HostCache
 from app.engine.memory import checkpoint_stops
 from app.engine.sequence import Choice, Job, Sequence
+from app.engine.speculative.draft_model import DraftModel
 from app.engine.thinking import BudgetedSampler
 from app.engine.threads import ThreadGovernor
 from app.engine.types import Chunk
@@ -148,7 +148,7 @@ class Batcher:
         sampler: Sampler = self.model.sampler(job.request, self._end_tokens)
         if job.request.thinking_budget is not None:
             sampler = BudgetedSampler(sampler, job.request.thinking_budget, self.model.tokenizer)
-        drafter = drafts.drafter_for(job.request, self.settings.drafts, self.draft_model, self.memory)
+        drafter = draft_step.drafter_for(job.request, self.settings.drafts, self.draft_model, self.memory)
         leader = None if scoring else shared_prompt.leader_for(alike, prompt)
         if leader is not None:  # it will share the leader's cells once they are evaluated
             target.drop_cache(self.model)
@@ -190,7 +190,7 @@ class Batcher:
         budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))
         shares = dict(scheduling.share_prompt([(s.seq_id, len(c.pending)) for s, c in prefilling], budget))
         room = batch.capacity - len(generating) - sum(shares.values())
-        drafted = 0 if self._drafts_off else drafts.propose(holding, generating, room, self.draft_model)
+        drafted = 0 if self._drafts_off else draft_step.propose(holding, generating, room, self.draft_model)
         self._drafts_off = False
         filled = fill(batch, holding, generating, shares, self.model)
         reused, self._reused = self._reused, 0

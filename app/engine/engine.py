@@ -9,7 +9,6 @@ from dataclasses import replace
 from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.context import ContextShape
-from app.engine.draft_model import DraftModel
 from app.engine.errors import QueueFullError
 from app.engine.generation import Delivery, Generation
 from app.engine.loading import LoadingEngine
@@ -17,6 +16,7 @@ from app.engine.memory import MemoryKind, describe, drafts_off
 from app.engine.model import LoadedModel
 from app.engine.observer import EngineObserver
 from app.engine.sequence import Job
+from app.engine.speculative.draft_model import DraftModel
 from app.engine.types import DraftLimits, GenerationRequest
 from app.settings.config import Config
 

@@ -11,7 +11,7 @@ from app.engine.checkpoints import Checkpoint, Checkpoints
 from app.engine.context import BatchContext, Sampler
 from app.engine.generation import Generation
 from app.engine.memory import MemoryKind, Resumable
-from app.engine.speculation import Drafter
+from app.engine.speculative.history import Drafter
 from app.engine.text_assembly import TextAssembler
 from app.engine.types import Chunk, GenerationRequest, TokenLogprob
 

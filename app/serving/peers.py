@@ -102,14 +102,6 @@ class PeerTable:
         """How many pool workers live or are about to start."""
         return sum(1 for peer in self.peers() if peer.pool)
 
-    def roomiest_peer(self, slot: int, model: int = 0) -> tuple[int, int] | None:
-        """(slot, free sequences) of the other ready worker holding `model` with the most room, if any."""
-        peers = [p for p in self.peers() if p.slot != slot and p.live and p.ready and p.model == model]
-        if not peers:
-            return None
-        best = max(peers, key=lambda p: (p.room, -p.slot))
-        return best.slot, best.room
-
     def socket_path(self, slot: int) -> str:
         """Where the worker in `slot` listens for relayed requests."""
         return os.path.join(self.rundir, f"worker-{slot}.sock")

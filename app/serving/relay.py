@@ -16,7 +16,7 @@ from flask import Request, Response
 from app.engine.engine import Engine
 from app.engine.loading import LoadingEngine
 from app.engine.prefix_blocks import block_hashes
-from app.serving import disconnect, internal, peers, prefix_board
+from app.serving import disconnect, internal, peers, prefix_board, routing
 from app.settings.config import Config
 
 log = logging.getLogger(__name__)
@@ -86,54 +86,36 @@ def to_model_holder(request: Request, model: int, config: Config) -> Response | 
     worker = peers.this_worker
     if worker is None or is_relayed(request):
         return None
-    peer = worker.table.roomiest_peer(worker.slot, model)
-    if peer is None:
-        return None
-    opened = _open(request, config, worker.table, peer[0])
-    return None if opened is None else _as_response(request.environ, *opened)
+    slot = routing.model_holder(routing.snapshot_of(worker), model)
+    return None if slot is None else _relay(request, config, worker.table, slot)
 
 
 def to_cached_peer(request: Request, engine: LoadingEngine[Any], prompt: list[int]) -> Response | None:
-    """Relay `request` to the worker whose cache holds a longer prefix of `prompt` than this one's.
-
-    The cost model: a prefix block is 64 tokens evaluated (on a CPU, about a tenth of a
-    second), a relay a local socket's round trip (about a millisecond), so any longer
-    cached prefix is worth the hop; but waiting for a sequence costs a whole answer, so
-    only a worker with a free sequence is considered (else this worker, and load, decide).
-    """
+    """Relay `request` to the worker whose cache holds a longer prefix of `prompt` than this one's
+    (routing.warmer_peer decides); None to serve it here."""
     worker, board = peers.this_worker, prefix_board.board
     if worker is None or board is None or is_relayed(request) or not engine.config.route_by_cache:
         return None
     blocks = block_hashes(prompt)
-    here = board.cached_tokens(worker.slot, blocks)
-    best: tuple[int, int, int] | None = None  # cached tokens, free sequences, slot
-    for peer in worker.table.peers():
-        if peer.slot == worker.slot or not (peer.live and peer.ready and peer.model == worker.model):
-            continue
-        cached = board.cached_tokens(peer.slot, blocks)
-        if peer.room > 0 and cached > here and (best is None or (cached, peer.room) > best[:2]):
-            best = (cached, peer.room, peer.slot)
-    if best is None:
+    chosen = routing.warmer_peer(routing.snapshot_of(worker), lambda slot: board.cached_tokens(slot, blocks))
+    if chosen is None:
         return None
-    opened = _open(request, engine.config, worker.table, best[2])
-    if opened is None:
-        return None
-    log.info(
-        "sent to worker slot %d, whose cache holds %d prompt tokens (this one: %d)", best[2], best[0], here
-    )
-    return _as_response(request.environ, *opened)
+    slot, cached, here = chosen
+    relayed = _relay(request, engine.config, worker.table, slot)
+    if relayed is not None:
+        log.info(
+            "sent to worker slot %d, whose cache holds %d prompt tokens (this one: %d)", slot, cached, here
+        )
+    return relayed
 
 
 def to_idle_peer(request: Request, engine: LoadingEngine[Any]) -> Response | None:
     """Relay `request` to a worker with a free sequence if this one has none; None to serve it here."""
     worker = peers.this_worker
-    if worker is None or engine.has_room or is_relayed(request):
+    if worker is None or is_relayed(request):
         return None
-    peer = worker.table.roomiest_peer(worker.slot, worker.model)
-    if peer is None or peer[1] <= 0:
-        return None
-    opened = _open(request, engine.config, worker.table, peer[0])
-    return None if opened is None else _as_response(request.environ, *opened)
+    slot = routing.freer_peer(routing.snapshot_of(worker), engine.has_room)
+    return None if slot is None else _relay(request, engine.config, worker.table, slot)
 
 
 def migrator(request: Request, engine: Engine) -> Callable[[], None] | None:
@@ -142,24 +124,28 @@ def migrator(request: Request, engine: Engine) -> Callable[[], None] | None:
     worker = peers.this_worker
     if worker is None or is_relayed(request):
         return None
-    forward = _Forward(
-        request.method, request.full_path.rstrip("?"), request.get_data(), dict(request.headers)
-    )
+    forward = forward_of(request)
 
     def try_peer() -> None:
-        peer = worker.table.roomiest_peer(worker.slot, worker.model)
-        if peer is None or peer[1] <= 0:
+        slot = routing.freer_peer(routing.snapshot_of(worker), has_room=False)
+        if slot is None:
             return
-        opened = _open(forward, engine.config, worker.table, peer[0])
+        opened = _open(forward, engine.config, worker.table, slot)
         if opened is None:
             return
         if opened[1].status == 200:
-            log.info("queued request moved to worker slot %d, which has a free sequence", peer[0])
+            log.info("queued request moved to worker slot %d, which has a free sequence", slot)
             raise Migrated(*opened)
         opened[1].read()  # the peer got busy meanwhile (a 429): stay in our queue
         opened[0].close()
 
     return try_peer
+
+
+def _relay(request: Request, config: Config, table: peers.PeerTable, slot: int) -> Response | None:
+    """The response of the worker in `slot` to `request`, as ours; None if it cannot be reached."""
+    opened = _open(request, config, table, slot)
+    return None if opened is None else _as_response(request.environ, *opened)
 
 
 def order(slot: int, path: str, body: object, authorization: str | None, config: Config) -> tuple[int, bytes]:

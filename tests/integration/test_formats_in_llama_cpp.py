@@ -5,7 +5,7 @@ from __future__ import annotations
 import llama_cpp
 from llama_cpp import _internals as internals
 
-from app.api.common.call_grammars import calls_grammar
+from app.api.prompting.call_grammars import calls_grammar
 from app.chat_formats.base import Function
 from app.chat_formats.detect import FORMATS
 from app.engine.sampler import _grammar_sampler

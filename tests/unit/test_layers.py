@@ -11,6 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+_FAMILIES = "API families share only the shared rooms"
 
 
 def lint_copy(tmp_path: Path, module: str | None = None, line: str = "") -> subprocess.CompletedProcess[str]:
@@ -38,15 +39,19 @@ def test_the_app_keeps_every_contract(tmp_path: Path) -> None:
     [
         ("engine/types.py", "import flask", "app.engine is not allowed to import flask"),
         ("engine/sampler.py", "from app.telemetry import metrics", "app.engine is not allowed to import"),
-        ("api/common/sse.py", "import llama_cpp", "app.api is not allowed to import llama_cpp"),
-        ("serving/peers.py", "from app.api.common import errors", "Layers"),
+        ("api/http/sse.py", "import llama_cpp", "app.api is not allowed to import llama_cpp"),
+        ("serving/peers.py", "from app.api.http import errors", "Layers"),
         ("settings/config.py", "from app.engine import types", "Layers"),  # settings sit below all
-        ("ui/__init__.py", "from app.api.common import errors", "Layers"),  # the pages only call the API
-        # Families share only common/: neither another family, nor the document above them.
-        ("api/chat/routes.py", "from app.api.responses import routes", "API families share only common/"),
-        ("api/anthropic/presenter.py", "from app.api.chat import objects", "API families share only common/"),
-        ("api/common/sse.py", "from app.api.chat import objects", "API families share only common/"),
-        ("api/meta/routes.py", "from app.api import openapi", "API families share only common/"),
+        ("ui/__init__.py", "from app.api.http import errors", "Layers"),  # the pages only call the API
+        # Families share only the shared rooms: neither another family, nor the registry above them.
+        ("api/chat/routes.py", "from app.api.responses import routes", _FAMILIES),
+        ("api/anthropic/presenter.py", "from app.api.chat import objects", _FAMILIES),
+        ("api/http/sse.py", "from app.api.chat import objects", _FAMILIES),
+        ("api/meta/routes.py", "from app.api import families", _FAMILIES),
+        # The shared rooms in order: HTTP plumbing under prompting, under the loop and the routing.
+        ("api/http/body.py", "from app.api.routing import on_demand", _FAMILIES),
+        ("api/prompting/tools.py", "from app.api.generation import planning", _FAMILIES),
+        ("api/generation/loop.py", "from app.api.routing import route", _FAMILIES),
         # A cycle hidden behind TYPE_CHECKING is a cycle all the same.
         (
             "engine/generation.py",

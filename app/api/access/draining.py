@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Flask, Response, request
 
-from app.api.common.errors import ServiceUnavailableError
+from app.api.http.errors import ServiceUnavailableError
 from app.serving import drain, relay
 
 

@@ -6,7 +6,7 @@ import hmac
 
 from flask import Flask, current_app, g, request
 
-from app.api.common.errors import AuthenticationError
+from app.api.http.errors import AuthenticationError
 from app.serving import internal
 from app.settings.current import config_of, current_config
 from app.settings.keys import ApiKey

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Flask, Response, current_app, g, request
 
-from app.api.common.errors import KeyLimitError
+from app.api.http.errors import KeyLimitError
 from app.serving import detached, internal, key_limits, peers, relay
 from app.serving.key_limits import KeyLimits
 from app.settings.keys import ApiKey

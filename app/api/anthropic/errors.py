@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from app.api.common.errors import APIError, answered, to_api_error
+from app.api.http.errors import APIError, to_api_error
 
 # Anthropic's error type for each status; it reports overload as 529, not 503.
 _TYPES = {
@@ -34,9 +34,6 @@ def body(error: APIError) -> dict[str, Any]:
 
 def handle_exception(exc: Exception) -> Response:
     """The Messages routes' one error handler: the same errors as elsewhere, in Anthropic's shape."""
-    relayed = answered(exc)
-    if relayed is not None:
-        return relayed
     error, headers = to_api_error(exc)
     response = jsonify(body(error))
     response.status_code = status_of(error)

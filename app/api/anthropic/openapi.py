@@ -7,7 +7,7 @@ from typing import Any
 from apispec import APISpec
 
 from app.api.anthropic.schemas import CountTokensRequestSchema, MessagesRequestSchema
-from app.api.common.openapi import error_responses, json_answer, named_event_stream, post
+from app.api.http.openapi import error_responses, json_answer, named_event_stream, post
 from app.settings.models import ModelSpec
 
 _INT, _STR = {"type": "integer"}, {"type": "string"}

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from app.api.anthropic import conversion, errors
-from app.api.common import sse
-from app.api.common.blocks import Block, BlockEvent, BlockStream
-from app.api.common.errors import APIError
-from app.api.common.generate import ChoiceResult
+from app.api.generation.answer_blocks import Block, BlockEvent, BlockStream
+from app.api.generation.loop import ChoiceResult
+from app.api.http import sse
+from app.api.http.errors import APIError
 from app.chat_formats.answer import AnswerReader
 from app.engine.types import Chunk
 

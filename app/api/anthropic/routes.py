@@ -7,10 +7,11 @@ from flask import Blueprint, Response, jsonify
 from app.api.anthropic import conversion, errors
 from app.api.anthropic.presenter import MessagesPresenter
 from app.api.anthropic.schemas import count_tokens_request_schema, messages_request_schema
-from app.api.common import conversation
-from app.api.common.body import generating_engine, parse_body
-from app.api.common.generate import generate
-from app.api.common.planning import plan_answer
+from app.api.generation.loop import generate
+from app.api.generation.planning import plan_answer
+from app.api.http.body import generating_engine, parse_body
+from app.api.prompting import conversation
+from app.api.routing.route import route_here_or_relay
 from app.settings.current import current_config
 
 bp = Blueprint("anthropic", __name__)
@@ -21,6 +22,8 @@ errors.init_blueprint(bp)
 def create_message() -> Response:
     """Answer the conversation with a Message, or its event stream."""
     body = parse_body(messages_request_schema)
+    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+        return relayed
     engine = generating_engine()
     chat = conversion.chat_body(body)
     prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
@@ -37,6 +40,8 @@ def create_message() -> Response:
 def count_tokens() -> Response:
     """How many tokens the conversation takes after the chat template, tools included."""
     body = parse_body(count_tokens_request_schema)
+    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+        return relayed
     chat = conversion.chat_body(body)
     prompt = conversation.prompt(generating_engine().tokenizer, conversion.messages(body), chat)
     return jsonify({"input_tokens": len(prompt.tokens)})

@@ -6,8 +6,8 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from app.api.common.fields import StrictBoolean, count, number
-from app.api.common.schemas import BaseSchema
+from app.api.http.fields import StrictBoolean, count, number
+from app.api.http.schemas import BaseSchema
 
 
 def _text_blocks(content: Any, where: str) -> str:

@@ -8,7 +8,7 @@ from apispec import APISpec
 
 from app.api.batches.lines import ENDPOINTS
 from app.api.batches.schemas import BatchCreateSchema
-from app.api.common.openapi import error_responses, json_answer, list_schema, path_params, query_param
+from app.api.http.openapi import error_responses, json_answer, list_schema, path_params, query_param
 from app.settings.models import ModelSpec
 
 _INT = {"type": "integer"}

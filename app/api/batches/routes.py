@@ -7,30 +7,32 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify
 
 from app.api.batches.schemas import batch_create_schema, batch_list_query_schema
-from app.api.common import storage
-from app.api.common.body import parse_json
-from app.api.common.errors import InvalidRequestError
+from app.api.http import store_access
+from app.api.http.body import parse_json
+from app.api.http.errors import InvalidRequestError
 from app.store.batches import BatchStore
 
 bp = Blueprint("batches", __name__)
 
 
 def _batches() -> BatchStore:
-    return storage.needed("batches", "batch_id").batches
+    return store_access.needed("batches", "batch_id").batches
 
 
 def _found(batch_id: str) -> tuple[BatchStore, dict[str, Any]]:
     batches = _batches()
-    return batches, storage.found(batches.get, batch_id, f"No batch found with id '{batch_id}'.", "batch_id")
+    return batches, store_access.found(
+        batches.get, batch_id, f"No batch found with id '{batch_id}'.", "batch_id"
+    )
 
 
 @bp.post("/v1/batches")
 def create_batch() -> Response:
     """A batch in `validating`: a worker splits its file into lines, then every worker runs them."""
     body = parse_json(batch_create_schema)
-    kept = storage.needed("batches", "batch_id")
+    kept = store_access.needed("batches", "batch_id")
     file_id = body["input_file_id"]
-    found = storage.found(kept.files.get, file_id, f"No such File object: {file_id}", "input_file_id")
+    found = store_access.found(kept.files.get, file_id, f"No such File object: {file_id}", "input_file_id")
     if found["purpose"] != "batch":
         raise InvalidRequestError(
             f"The file {file_id} has purpose '{found['purpose']}'; a batch runs a file uploaded "
@@ -38,9 +40,9 @@ def create_batch() -> Response:
             param="input_file_id",
         )
     expiry = body.get("output_expires_after")
-    with storage.reachable():
+    with store_access.reachable():
         created = kept.batches.create(
-            storage.owner(),
+            store_access.owner(),
             body["endpoint"],
             file_id,
             body.get("metadata"),
@@ -54,12 +56,12 @@ def create_batch() -> Response:
 
 @bp.get("/v1/batches")
 def list_batches() -> Response:
-    query = storage.query(batch_list_query_schema)
-    with storage.reachable():
-        page = _batches().list(storage.owner(), query.get("after"), query["limit"])
+    query = store_access.query(batch_list_query_schema)
+    with store_access.reachable():
+        page = _batches().list(store_access.owner(), query.get("after"), query["limit"])
     if page is None:
         raise InvalidRequestError(f"No batch with id '{query['after']}'.", param="after")
-    return jsonify(storage.listing(page.items, page.has_more))
+    return jsonify(store_access.listing(page.items, page.has_more))
 
 
 @bp.get("/v1/batches/<batch_id>")
@@ -71,11 +73,11 @@ def get_batch(batch_id: str) -> Response:
 def cancel_batch(batch_id: str) -> Response:
     """`cancelling` at once; `cancelled` once the lines running now have stopped (within seconds)."""
     batches, found = _found(batch_id)
-    with storage.reachable():
+    with store_access.reachable():
         while found["status"] in ("validating", "in_progress"):
             if batches.change(batch_id, found["status"], "cancelling"):
                 break
-            found = batches.get(storage.owner(), batch_id) or found  # it moved on meanwhile: look again
+            found = batches.get(store_access.owner(), batch_id) or found  # it moved on meanwhile: look again
         else:
             if found["status"] not in ("cancelling", "cancelled"):
                 raise InvalidRequestError(
@@ -85,5 +87,5 @@ def cancel_batch(batch_id: str) -> Response:
                     code="batch_not_cancellable",
                 )
             return jsonify(found)
-        updated = batches.get(storage.owner(), batch_id)
+        updated = batches.get(store_access.owner(), batch_id)
     return jsonify(updated)

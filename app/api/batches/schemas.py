@@ -5,8 +5,8 @@ from __future__ import annotations
 from marshmallow import fields, validate
 
 from app.api.batches.lines import ENDPOINTS
-from app.api.common.fields import metadata_field
-from app.api.common.schemas import BaseSchema
+from app.api.http.fields import metadata_field
+from app.api.http.schemas import BaseSchema
 
 
 class ExpiresAfterSchema(BaseSchema):

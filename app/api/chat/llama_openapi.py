@@ -7,7 +7,7 @@ from typing import Any
 from apispec import APISpec
 
 from app.api.chat.llama_schemas import LlamaCompletionSchema
-from app.api.common.openapi import POST_ERRORS, error_responses, json_of, post
+from app.api.http.openapi import POST_ERRORS, error_responses, json_of, post
 
 _NUMBER = {"type": "number"}
 _PIECE: dict[str, Any] = {

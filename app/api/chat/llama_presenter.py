@@ -14,9 +14,9 @@ from typing import Any
 
 from flask import g
 
-from app.api.common import sse
-from app.api.common.errors import APIError
-from app.api.common.generate import ChoiceResult
+from app.api.generation.loop import ChoiceResult
+from app.api.http import sse
+from app.api.http.errors import APIError
 from app.engine.types import Chunk, TokenLogprob
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from marshmallow import ValidationError, fields, validate, validates_schema
 
 from app.api.chat.schemas import GenerationSchema
-from app.api.common.fields import StrictBoolean, StrictInteger, count
+from app.api.http.fields import StrictBoolean, StrictInteger, count
 
 
 class PromptField(fields.Field[str | list[int]]):

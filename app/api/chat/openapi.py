@@ -9,7 +9,7 @@ from marshmallow import Schema, fields, validate
 
 from app.api.chat import llama_openapi, template_openapi
 from app.api.chat.schemas import ChatCompletionRequestSchema, CompletionRequestSchema
-from app.api.common.openapi import POST_ERRORS, error_responses, json_answer, json_of, post
+from app.api.http.openapi import POST_ERRORS, error_responses, json_answer, json_of, post
 from app.settings.models import ModelSpec
 
 FINISH_REASONS = ("stop", "length", "tool_calls")

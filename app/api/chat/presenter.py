@@ -8,9 +8,10 @@ from typing import Any
 
 from app.api.chat import logprobs
 from app.api.chat.objects import Choice, Shape, usage
-from app.api.common import sse, tools
-from app.api.common.errors import APIError
-from app.api.common.generate import ChoiceResult
+from app.api.generation.loop import ChoiceResult
+from app.api.http import sse
+from app.api.http.errors import APIError
+from app.api.prompting import tools
 from app.chat_formats.answer import AnswerReader, Delta, DeltaStream
 from app.engine.types import Chunk, TokenLogprob
 

@@ -9,12 +9,13 @@ from app.api.chat.llama_schemas import llama_completion_schema
 from app.api.chat.objects import Shape
 from app.api.chat.presenter import AnswerOptions, CompletionPresenter
 from app.api.chat.schemas import chat_completion_schema, completion_schema
-from app.api.common import conversation, structured_output
-from app.api.common.body import generating_engine, loaded_engine, model_index, parse_body, serve_here_or_relay
-from app.api.common.errors import InvalidRequestError
-from app.api.common.generate import generate
-from app.api.common.memory_view import memory_json, speculative_json
-from app.api.common.planning import plan_choices
+from app.api.generation.loop import generate
+from app.api.generation.memory_view import memory_json, speculative_json
+from app.api.generation.planning import plan_choices
+from app.api.http.body import generating_engine, loaded_engine, parse_body
+from app.api.http.errors import InvalidRequestError
+from app.api.prompting import conversation, structured_output
+from app.api.routing.route import route_here_or_relay
 from app.engine.tokenizer import Tokenizer
 from app.settings.current import current_config
 
@@ -25,6 +26,8 @@ bp = Blueprint("chat", __name__)
 def create_chat_completion() -> Response:
     """Answer a conversation, formatted by the model's own chat template."""
     body = parse_body(chat_completion_schema)
+    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+        return relayed
     engine = generating_engine()
     prompt = conversation.prompt(engine.tokenizer, body["messages"], body)
     grammar, triggers, param = structured_output.answer_grammar(body, prompt.profile)
@@ -55,6 +58,8 @@ def create_chat_completion() -> Response:
 def create_completion() -> Response:
     """Continue each text prompt (or fill in the middle, given a `suffix`)."""
     body = parse_body(completion_schema)
+    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+        return relayed
     engine = generating_engine()
     tokenizer = engine.tokenizer
     if body.get("suffix") and not tokenizer.supports_infill:
@@ -92,6 +97,8 @@ def create_completion() -> Response:
 def create_llama_completion() -> Response:
     """llama-server's own completion: one prompt continued, with `n_probs` token probabilities."""
     body = parse_body(llama_completion_schema)
+    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+        return relayed
     engine = generating_engine()
     prompt = body["prompt"]
     if isinstance(prompt, str):  # as llama-server tokenizes it here: BOS, control tokens parsed
@@ -121,6 +128,8 @@ def create_llama_completion() -> Response:
 def count_input_tokens() -> Response:
     """How many tokens a chat request's prompt takes after the chat template (tools included)."""
     body = parse_body(chat_completion_schema)
+    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+        return relayed
     prompt = conversation.prompt(generating_engine().tokenizer, body["messages"], body)
     return jsonify({"object": "chat.completion.input_tokens", "input_tokens": len(prompt.tokens)})
 
@@ -129,6 +138,8 @@ def count_input_tokens() -> Response:
 def apply_template() -> Response:
     """The prompt a chat request makes after the chat template, tools included (llama-server's route)."""
     body = parse_body(chat_completion_schema)
+    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+        return relayed
     prompt = conversation.prompt(generating_engine().tokenizer, body["messages"], body)
     return jsonify({"prompt": prompt.text})
 
@@ -136,7 +147,8 @@ def apply_template() -> Response:
 @bp.get("/props")
 def properties() -> Response:
     """The model's settings and chat template, and what the template can do (llama-server's shape)."""
-    serve_here_or_relay(model_index(request.args.get("model")))
+    if (relayed := route_here_or_relay(request.args.get("model"), None)) is not None:
+        return relayed
     config, engine = current_config(), loaded_engine()
     tokenizer = engine.tokenizer
     profile = conversation.template_profile(tokenizer, config.chat_format)

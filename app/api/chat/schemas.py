@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from app.api.common.fields import (
+from app.api.http.fields import (
     ContentField,
     JsonTextOrObjectField,
     StopField,
@@ -17,7 +17,7 @@ from app.api.common.fields import (
     count,
     number,
 )
-from app.api.common.schemas import BaseSchema, LoraSchema
+from app.api.http.schemas import BaseSchema, LoraSchema
 from app.engine.types import SAMPLER_NAMES
 
 ROLES = ("system", "developer", "user", "assistant", "tool")

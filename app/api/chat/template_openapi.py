@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from apispec import APISpec
 
-from app.api.common.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
-from app.api.common.openapi import error_responses, get_about_model, json_answer, post
+from app.api.generation.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
+from app.api.http.openapi import error_responses, get_about_model, json_answer, post
 
 _APPLIED = {"type": "object", "required": ["prompt"], "properties": {"prompt": {"type": "string"}}}
 _PROPERTIES = {

@@ -6,18 +6,18 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.common.openapi import (
+from app.api.conversations.schemas import (
+    ConversationCreateSchema,
+    ConversationUpdateSchema,
+    ItemsCreateSchema,
+)
+from app.api.http.openapi import (
     error_responses,
     json_answer,
     list_schema,
     page_params,
     path_params,
     query_param,
-)
-from app.api.conversations.schemas import (
-    ConversationCreateSchema,
-    ConversationUpdateSchema,
-    ItemsCreateSchema,
 )
 from app.settings.models import ModelSpec
 

@@ -6,30 +6,30 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from app.api.common import storage
-from app.api.common.body import parse_json
-from app.api.common.errors import InvalidRequestError, NotFoundError
-from app.api.common.items import new_id, with_id
 from app.api.conversations.schemas import (
     conversation_create_schema,
     conversation_update_schema,
     items_create_schema,
     items_query_schema,
 )
+from app.api.http import store_access
+from app.api.http.body import parse_json
+from app.api.http.errors import InvalidRequestError, NotFoundError
+from app.api.prompting.items import new_id, with_id
 from app.store.conversations import ConversationStore
 
 bp = Blueprint("conversations", __name__)
 
 
 def _conversations() -> ConversationStore:
-    return storage.needed("conversations", "conversation_id").conversations
+    return store_access.needed("conversations", "conversation_id").conversations
 
 
 def _found(conversation_id: str) -> tuple[ConversationStore, dict[str, Any]]:
     """The store and the conversation, if this request's key owns it; else a 404 as OpenAI's."""
     conversations = _conversations()
     message = f"Conversation with id '{conversation_id}' not found."
-    return conversations, storage.found(conversations.get, conversation_id, message, "conversation_id")
+    return conversations, store_access.found(conversations.get, conversation_id, message, "conversation_id")
 
 
 def _kept_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -42,8 +42,8 @@ def create_conversation() -> Response:
     """A new conversation, with up to 20 first items."""
     body = parse_json(conversation_create_schema)
     conversations = _conversations()
-    with storage.reachable():
-        conversation = conversations.create(storage.owner(), new_id("conv"), body.get("metadata") or {})
+    with store_access.reachable():
+        conversation = conversations.create(store_access.owner(), new_id("conv"), body.get("metadata") or {})
         conversations.append(conversation["id"], _kept_items(body.get("items") or []))
     return jsonify(conversation)
 
@@ -58,16 +58,16 @@ def update_conversation(conversation_id: str) -> Response:
     """Replace a conversation's metadata."""
     conversations, _ = _found(conversation_id)
     body = parse_json(conversation_update_schema)
-    with storage.reachable():
-        return jsonify(conversations.set_metadata(storage.owner(), conversation_id, body["metadata"]))
+    with store_access.reachable():
+        return jsonify(conversations.set_metadata(store_access.owner(), conversation_id, body["metadata"]))
 
 
 @bp.delete("/v1/conversations/<conversation_id>")
 def delete_conversation(conversation_id: str) -> Response:
     """Forget a conversation and every item in it."""
     conversations, _ = _found(conversation_id)
-    with storage.reachable():
-        conversations.delete(storage.owner(), conversation_id)
+    with store_access.reachable():
+        conversations.delete(store_access.owner(), conversation_id)
     return jsonify({"id": conversation_id, "object": "conversation.deleted", "deleted": True})
 
 
@@ -76,27 +76,27 @@ def add_items(conversation_id: str) -> Response:
     """Append up to 20 items; the answer lists them as kept (with their ids)."""
     conversations, _ = _found(conversation_id)
     items = _kept_items(parse_json(items_create_schema)["items"])
-    with storage.reachable():
+    with store_access.reachable():
         conversations.append(conversation_id, items)
-    return jsonify(storage.listing(items, has_more=False))
+    return jsonify(store_access.listing(items, has_more=False))
 
 
 @bp.get("/v1/conversations/<conversation_id>/items")
 def list_items(conversation_id: str) -> Response:
     """A page of a conversation's items, newest first unless `order` is asc."""
-    query = storage.query(items_query_schema)
+    query = store_access.query(items_query_schema)
     conversations, _ = _found(conversation_id)
-    with storage.reachable():
+    with store_access.reachable():
         page = conversations.items(conversation_id, query.get("after"), query["limit"], query["order"])
     if page is None:
         raise InvalidRequestError(f"No item with id '{query['after']}' in this conversation.", param="after")
-    return jsonify(storage.listing(page.items, page.has_more))
+    return jsonify(store_access.listing(page.items, page.has_more))
 
 
 @bp.get("/v1/conversations/<conversation_id>/items/<item_id>")
 def get_item(conversation_id: str, item_id: str) -> Response:
     conversations, _ = _found(conversation_id)
-    with storage.reachable():
+    with store_access.reachable():
         item = conversations.item(conversation_id, item_id)
     if item is None:
         raise NotFoundError(f"Item with id '{item_id}' not found.", param="item_id")
@@ -107,7 +107,7 @@ def get_item(conversation_id: str, item_id: str) -> Response:
 def delete_item(conversation_id: str, item_id: str) -> Response:
     """Remove one item; as OpenAI's, the answer is the conversation."""
     conversations, conversation = _found(conversation_id)
-    with storage.reachable():
+    with store_access.reachable():
         removed = conversations.delete_item(conversation_id, item_id)
     if not removed:
         raise NotFoundError(f"Item with id '{item_id}' not found.", param="item_id")

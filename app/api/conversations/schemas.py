@@ -6,9 +6,9 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate
 
-from app.api.common.fields import metadata_field
-from app.api.common.items import normalized_input
-from app.api.common.schemas import BaseSchema
+from app.api.http.fields import metadata_field
+from app.api.http.schemas import BaseSchema
+from app.api.prompting.items import normalized_input
 
 MAX_ITEMS = 20  # per request, as OpenAI's API takes them
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.common.openapi import POST_ERRORS, error_responses, json_answer, post
 from app.api.embeddings.schemas import EmbeddingRequestSchema
+from app.api.http.openapi import POST_ERRORS, error_responses, json_answer, post
 from app.settings.models import ModelSpec
 
 EMBEDDING_LIST: dict[str, Any] = {

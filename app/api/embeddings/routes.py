@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 from flask import Blueprint, Response, jsonify
 
-from app.api.common.body import embedding_engine, parse_body
-from app.api.common.embed import embedded
-from app.api.common.errors import ContextLengthError, InvalidRequestError
 from app.api.embeddings.schemas import embedding_request_schema
+from app.api.generation.embed import embedded
+from app.api.http.body import embedding_engine, parse_body
+from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.routing.route import route_here_or_relay
 from app.settings.current import current_config
 
 bp = Blueprint("embeddings", __name__)
@@ -21,6 +22,8 @@ bp = Blueprint("embeddings", __name__)
 def create_embeddings() -> Response:
     """One unit vector per input, several inputs per decode."""
     body = parse_body(embedding_request_schema, use="embed")
+    if (relayed := route_here_or_relay(body.get("model"), "embed")) is not None:
+        return relayed
     engine = embedding_engine()
     tokenizer, n_ctx = engine.tokenizer, engine.n_ctx
     inputs = []

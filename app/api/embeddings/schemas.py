@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from app.api.common.fields import StrictInteger, TextsOrTokensField
-from app.api.common.schemas import BaseSchema
+from app.api.http.fields import StrictInteger, TextsOrTokensField
+from app.api.http.schemas import BaseSchema
 
 
 class EmbeddingRequestSchema(BaseSchema):

@@ -6,7 +6,8 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.common.openapi import (
+from app.api.files.schemas import LISTED_PURPOSES, PURPOSES
+from app.api.http.openapi import (
     error_responses,
     json_answer,
     list_schema,
@@ -14,7 +15,6 @@ from app.api.common.openapi import (
     path_params,
     query_param,
 )
-from app.api.files.schemas import LISTED_PURPOSES, PURPOSES
 from app.settings.models import ModelSpec
 
 _STR, _INT = {"type": "string"}, {"type": "integer"}

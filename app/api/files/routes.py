@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from app.api.common import storage
-from app.api.common.errors import InvalidRequestError, PayloadTooLargeError
 from app.api.files.schemas import file_list_query_schema, upload_form_schema
+from app.api.http import store_access
+from app.api.http.errors import InvalidRequestError, PayloadTooLargeError
 from app.settings.current import current_config
 from app.store.files import FileStore, new_file_id
 
@@ -15,12 +15,12 @@ bp = Blueprint("files", __name__)
 
 
 def _files() -> FileStore:
-    return storage.needed("files", "file_id").files
+    return store_access.needed("files", "file_id").files
 
 
 def _found(file_id: str) -> tuple[FileStore, dict[str, object]]:
     files = _files()
-    return files, storage.found(files.get, file_id, f"No such File object: {file_id}", "file_id")
+    return files, store_access.found(files.get, file_id, f"No such File object: {file_id}", "file_id")
 
 
 @bp.post("/v1/files")
@@ -39,9 +39,9 @@ def upload_file() -> Response:
         raise InvalidRequestError("A multipart form with a `file` field is needed.", param="file")
     files = _files()
     filename = (upload.filename or "upload")[:400]
-    with storage.reachable():
+    with store_access.reachable():
         created = files.create(
-            storage.owner(),
+            store_access.owner(),
             new_file_id(),
             filename,
             form["purpose"],
@@ -49,8 +49,8 @@ def upload_file() -> Response:
             form.get("seconds"),
         )
     if created["bytes"] > limit:  # a body without a length, cut off only after reading it
-        with storage.reachable():
-            files.delete(storage.owner(), str(created["id"]))
+        with store_access.reachable():
+            files.delete(store_access.owner(), str(created["id"]))
         raise PayloadTooLargeError(
             f"The file is larger than this server takes ({limit} bytes, LLM_MAX_FILE_BYTES).", param="file"
         )
@@ -59,14 +59,14 @@ def upload_file() -> Response:
 
 @bp.get("/v1/files")
 def list_files() -> Response:
-    query = storage.query(file_list_query_schema)
-    with storage.reachable():
+    query = store_access.query(file_list_query_schema)
+    with store_access.reachable():
         page = _files().list(
-            storage.owner(), query.get("purpose"), query.get("after"), query["limit"], query["order"]
+            store_access.owner(), query.get("purpose"), query.get("after"), query["limit"], query["order"]
         )
     if page is None:
         raise InvalidRequestError(f"No file with id '{query['after']}'.", param="after")
-    return jsonify(storage.listing(page.items, page.has_more))
+    return jsonify(store_access.listing(page.items, page.has_more))
 
 
 @bp.get("/v1/files/<file_id>")
@@ -91,6 +91,6 @@ def file_content(file_id: str) -> Response:
 @bp.delete("/v1/files/<file_id>")
 def delete_file(file_id: str) -> Response:
     files, _ = _found(file_id)
-    with storage.reachable():
-        files.delete(storage.owner(), file_id)
+    with store_access.reachable():
+        files.delete(store_access.owner(), file_id)
     return jsonify({"id": file_id, "object": "file", "deleted": True})

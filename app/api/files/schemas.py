@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from app.api.common.schemas import BaseSchema
+from app.api.http.schemas import BaseSchema
 
 PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")  # what a client uploads
 LISTED_PURPOSES = (*PURPOSES, "batch_output")  # and what the server writes: a batch's results

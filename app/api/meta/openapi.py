@@ -7,8 +7,8 @@ from typing import Any
 from apispec import APISpec
 from marshmallow import Schema, fields, validate
 
-from app.api.common.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
-from app.api.common.openapi import error_responses, json_answer
+from app.api.generation.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
+from app.api.http.openapi import error_responses, json_answer
 from app.settings.model_entries import KV_TYPES
 from app.settings.models import ModelSpec
 

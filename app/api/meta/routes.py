@@ -7,8 +7,8 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
 
-from app.api.common.errors import ModelNotFoundError, ServiceUnavailableError
-from app.api.common.memory_view import memory_json, speculative_json
+from app.api.generation.memory_view import memory_json, speculative_json
+from app.api.http.errors import ModelNotFoundError, ServiceUnavailableError
 from app.serving import drain, peers
 from app.settings.config import Config
 from app.settings.current import current_config

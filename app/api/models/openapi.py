@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from apispec import APISpec
 
-from app.api.common.openapi import error_responses, json_answer, post
-from app.api.common.schemas import LoraSchema
+from app.api.http.openapi import error_responses, json_answer, post
+from app.api.http.schemas import LoraSchema
 from app.api.models.schemas import ModelOrderSchema
 from app.settings.models import ModelSpec
 

@@ -13,11 +13,12 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, jsonify, request
 
-from app.api.common import on_demand
-from app.api.common.body import check_accept, generating_engine, model_index, parse_json, serve_here_or_relay
-from app.api.common.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
-from app.api.common.planning import adapter_scales
+from app.api.generation.planning import adapter_scales
+from app.api.http.body import check_accept, generating_engine, model_index, parse_json
+from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
 from app.api.models.schemas import lora_list_schema, model_order_schema
+from app.api.routing import on_demand
+from app.api.routing.route import here_or_relay
 from app.serving import global_scales, relay
 from app.serving.model_holder import Busy, LoadFailed
 from app.settings.current import current_config
@@ -72,7 +73,8 @@ def list_adapters() -> Response:
     """llama-server's list of a model's LoRA adapters (`?model=`, else the first generating model):
     each with its index (`id`), name, path and global scale."""
     index = model_index(request.args.get("model"), "generate")
-    serve_here_or_relay(index)
+    if (relayed := here_or_relay(index)) is not None:
+        return relayed
     engine = generating_engine()
     loras = current_config().model.loras
     return jsonify(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from app.api.common.schemas import BaseSchema, LoraSchema
+from app.api.http.schemas import BaseSchema, LoraSchema
 
 
 class ModelOrderSchema(BaseSchema):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.api.common.errors import ContextLengthError, InvalidRequestError
+from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.settings.config import Config
 
 # Ollama's options that are chat-completion fields of the same meaning (llama.cpp's samplers).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from app.api.common.errors import APIError, answered, to_api_error
+from app.api.http.errors import APIError, to_api_error
 
 
 class ManagedByConfigurationError(APIError):
@@ -17,9 +17,6 @@ class ManagedByConfigurationError(APIError):
 
 def handle_exception(exc: Exception) -> Response:
     """The Ollama routes' one error handler: the same errors as elsewhere, in Ollama's shape."""
-    relayed = answered(exc)
-    if relayed is not None:
-        return relayed
     error, headers = to_api_error(exc)
     response = jsonify({"error": error.message})
     response.status_code = error.status

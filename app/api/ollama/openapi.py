@@ -6,7 +6,7 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.common.openapi import error_responses, json_answer
+from app.api.http.openapi import error_responses, json_answer
 from app.api.ollama.schemas import ChatSchema, EmbeddingsSchema, EmbedSchema, GenerateSchema, ShowSchema
 from app.settings.models import ModelSpec
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from flask import g
 
-from app.api.common.errors import APIError
-from app.api.common.generate import ChoiceResult
+from app.api.generation.loop import ChoiceResult
+from app.api.http.errors import APIError
 from app.api.ollama import ndjson
 from app.chat_formats.answer import AnswerReader, DeltaStream
 from app.chat_formats.base import ToolCall

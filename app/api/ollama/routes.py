@@ -17,15 +17,17 @@ from flask import Blueprint, Flask, Response, g, jsonify
 from flask.blueprints import BlueprintSetupState
 from marshmallow import Schema
 
-from app.api.common import conversation, on_demand
-from app.api.common.body import embedding_engine, generating_engine, model_index, parse_body, parse_json
-from app.api.common.embed import embedded
-from app.api.common.errors import ContextLengthError, InvalidRequestError
-from app.api.common.generate import generate
-from app.api.common.planning import plan_answer
+from app.api.generation.embed import embedded
+from app.api.generation.loop import generate
+from app.api.generation.planning import plan_answer
+from app.api.http.body import embedding_engine, generating_engine, model_index, parse_body, parse_json
+from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.ollama import catalog, conversion, errors
 from app.api.ollama.presenter import NS, OllamaPresenter, now
 from app.api.ollama.schemas import chat_schema, embed_schema, embeddings_schema, generate_schema, show_schema
+from app.api.prompting import conversation
+from app.api.routing import on_demand
+from app.api.routing.route import route_here_or_relay
 from app.chat_formats.answer import AnswerReader
 from app.settings.current import config_of, current_config
 
@@ -90,7 +92,9 @@ def _answerable(schema: Schema, asked: str) -> dict[str, Any] | Response:
     nothing = _load_or_unload(schema, asked)
     if nothing is not None:
         return nothing
-    body = parse_body(schema, keepalive_stream=False, offered=OFFERED)
+    body = parse_body(schema, offered=OFFERED)
+    if (relayed := route_here_or_relay(body.get("model"))) is not None:
+        return relayed
     on_demand.keep_alive(body.get("keep_alive"))
     asks_thinking = body.get("think") not in (None, False)
     if asks_thinking and "thinking" not in catalog.capabilities(current_config().model):
@@ -124,6 +128,8 @@ def _load_or_unload(schema: Schema, asked: str) -> Response | None:
 def embed() -> Response:
     """Unit vectors of the input(s); past the context, inputs are cut unless `truncate` is false."""
     body = parse_body(embed_schema, use="embed")
+    if (relayed := route_here_or_relay(body.get("model"), "embed")) is not None:
+        return relayed
     started = time.monotonic()
     texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
     vectors = _vectors(texts, body["truncate"])
@@ -146,6 +152,8 @@ def embed() -> Response:
 def embeddings() -> Response:
     """The older single-prompt form: `{"embedding": [...]}`."""
     body = parse_body(embeddings_schema, use="embed")
+    if (relayed := route_here_or_relay(body.get("model"), "embed")) is not None:
+        return relayed
     vectors = _vectors([body["prompt"]], truncate=True)
     if isinstance(vectors, Response):
         return vectors

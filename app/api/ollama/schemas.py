@@ -7,8 +7,8 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, pre_load, validate, validates_schema
 
-from app.api.common.fields import StrictBoolean, StrictInteger, count, number
-from app.api.common.schemas import BaseSchema
+from app.api.http.fields import StrictBoolean, StrictInteger, count, number
+from app.api.http.schemas import BaseSchema
 from app.settings.current import current_config
 
 

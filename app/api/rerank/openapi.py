@@ -6,7 +6,7 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.common.openapi import POST_ERRORS, error_responses, json_answer, post
+from app.api.http.openapi import POST_ERRORS, error_responses, json_answer, post
 from app.api.rerank.schemas import RerankRequestSchema
 from app.settings.models import ModelSpec
 

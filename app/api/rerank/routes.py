@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from app.api.common.body import embedding_engine, model_index, parse_json, serve_here_or_relay
-from app.api.common.embed import embedded
-from app.api.common.errors import ContextLengthError, InvalidRequestError
+from app.api.generation.embed import embedded
+from app.api.http.body import embedding_engine, model_index, parse_json
+from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.rerank.schemas import rerank_request_schema
+from app.api.routing.route import here_or_relay
 from app.settings.current import current_config
 
 bp = Blueprint("rerank", __name__)
@@ -35,7 +36,8 @@ def rerank() -> Response:
     if not spec.embedding:
         does = "generates text"
         raise InvalidRequestError(NOT_A_RERANKER.format(model=spec.id, does=does), param="model")
-    serve_here_or_relay(index)
+    if (relayed := here_or_relay(index)) is not None:
+        return relayed
     engine = embedding_engine()
     if not engine.ranks:
         does = "computes embeddings, not relevance scores"

@@ -6,8 +6,8 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate
 
-from app.api.common.fields import StrictBoolean, StrictInteger
-from app.api.common.schemas import BaseSchema
+from app.api.http.fields import StrictBoolean, StrictInteger
+from app.api.http.schemas import BaseSchema
 
 MAX_DOCUMENTS = 1000
 

@@ -18,11 +18,11 @@ from typing import Any
 
 from flask import Response, g, jsonify
 
-from app.api.common import sse, storage
-from app.api.common.errors import APIError, InvalidRequestError, ServerError, from_engine
-from app.api.common.generate import HungUp, chunks
+from app.api.generation.loop import HungUp, chunks
+from app.api.http import sse, store_access
+from app.api.http.errors import APIError, InvalidRequestError, ServerError, from_engine
+from app.api.responses.history import Keeper
 from app.api.responses.presenter import ResponsesPresenter
-from app.api.responses.stored import Keeper
 from app.engine.engine import Engine
 from app.engine.errors import EngineError
 from app.engine.types import Chunk, GenerationRequest
@@ -52,7 +52,7 @@ def start(
     keeper: Keeper,
 ) -> Response:
     """Admit the generation (a full queue is a 429 now), keep the queued Response, run it apart."""
-    kept = storage.kept()
+    kept = store_access.kept()
     if kept is None or keeper.responses is None:
         raise InvalidRequestError(
             "This server keeps no responses (LLM_STORE=off), so none can run in the background.",
@@ -212,7 +212,7 @@ def tail(
     """
     quiet_since = time.monotonic()
     while True:
-        with storage.reachable():
+        with store_access.reachable():
             batch = events.after(response_id, after)
         for event in batch:
             yield sse.named_event(event["type"], event)
@@ -222,7 +222,7 @@ def tail(
         if batch:
             quiet_since = time.monotonic()
             continue
-        with storage.reachable():
+        with store_access.reachable():
             if responses.status(response_id) not in RUNNING and not events.after(response_id, after):
                 return  # cancelled: nothing more will come
         if due is not None and time.time() > due:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.common import structured_output, tools
+from app.api.prompting import structured_output, tools
 from app.chat_formats.profile import TemplateProfile
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from app.api.common.items import new_id
+from app.api.prompting.items import new_id
 from app.engine.types import Sampling
 
 __all__ = ["new_id"]  # the presenter names every id it makes through here

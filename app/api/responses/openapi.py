@@ -6,7 +6,7 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.common.openapi import (
+from app.api.http.openapi import (
     POST_ERRORS,
     error_responses,
     json_answer,

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from app.api.common import sse, tools
-from app.api.common.blocks import Block, BlockEvent, BlockStream
-from app.api.common.errors import APIError
-from app.api.common.generate import ChoiceResult
+from app.api.generation.answer_blocks import Block, BlockEvent, BlockStream
+from app.api.generation.loop import ChoiceResult
+from app.api.http import sse
+from app.api.http.errors import APIError
+from app.api.prompting import tools
 from app.api.responses import objects
 from app.api.responses.objects import ResponseShape
 from app.chat_formats.answer import AnswerReader

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from app.api.common import conversation, sse, storage, structured_output
-from app.api.common.body import generating_engine, parse_body
-from app.api.common.errors import InvalidRequestError
-from app.api.common.generate import generate
-from app.api.common.planning import plan_choices
-from app.api.responses import background, conversion, stored
+from app.api.generation.loop import generate
+from app.api.generation.planning import plan_choices
+from app.api.http import sse, store_access
+from app.api.http.body import generating_engine, parse_body
+from app.api.http.errors import InvalidRequestError
+from app.api.prompting import conversation, structured_output
+from app.api.responses import background, conversion, history
 from app.api.responses.objects import ResponseShape
 from app.api.responses.presenter import ResponsesPresenter
 from app.api.responses.schemas import (
@@ -18,6 +19,7 @@ from app.api.responses.schemas import (
     response_request_schema,
     retrieve_query_schema,
 )
+from app.api.routing.route import route_here_or_relay
 from app.settings.current import current_config
 
 bp = Blueprint("responses", __name__)
@@ -27,9 +29,11 @@ bp = Blueprint("responses", __name__)
 def create_response() -> Response:
     """Answer the input items (after the stored turns they continue) with a Response, or its event stream."""
     body = parse_body(response_request_schema)
+    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+        return relayed
     engine = generating_engine()
     new_input = body["input"]
-    body = {**body, "input": stored.history(body) + new_input}
+    body = {**body, "input": history.history(body) + new_input}
     chat = conversion.chat_body(body)
     prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
     grammar, triggers, param = conversion.grammar(
@@ -44,7 +48,7 @@ def create_response() -> Response:
         grammar_triggers=triggers,
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
-    keeper = stored.Keeper(body, new_input)
+    keeper = history.Keeper(body, new_input)
     shape = ResponseShape(body, current_config().model_id, keeper.responses is not None, keeper.conversation)
     presenter = ResponsesPresenter(shape, len(prompt.tokens), prompt.reader, on_final=keeper or None)
     if body.get("background"):
@@ -56,7 +60,9 @@ def create_response() -> Response:
 def count_input_tokens() -> Response:
     """How many tokens the input takes after the chat template, tools included."""
     body = parse_body(input_tokens_request_schema)
-    body = {**body, "input": stored.history(body) + body["input"]}  # a continued conversation counts whole
+    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+        return relayed
+    body = {**body, "input": history.history(body) + body["input"]}  # a continued conversation counts whole
     chat = conversion.chat_body(body)
     prompt = conversation.prompt(generating_engine().tokenizer, conversion.messages(body), chat)
     return jsonify({"object": "response.input_tokens", "input_tokens": len(prompt.tokens)})
@@ -65,10 +71,12 @@ def count_input_tokens() -> Response:
 @bp.get("/v1/responses/<response_id>")
 def retrieve_response(response_id: str) -> Response:
     """A stored Response as its client last saw it; a background one's events with `stream=true`."""
-    query = storage.query(retrieve_query_schema)
-    responses = stored.found(response_id)
-    with storage.reachable():
-        response = background.settled(responses.get(storage.owner(), response_id) or {}, current_config())
+    query = store_access.query(retrieve_query_schema)
+    responses = history.found(response_id)
+    with store_access.reachable():
+        response = background.settled(
+            responses.get(store_access.owner(), response_id) or {}, current_config()
+        )
     if not query["stream"]:
         return jsonify(response)
     if not (response or {}).get("background"):
@@ -76,7 +84,7 @@ def retrieve_response(response_id: str) -> Response:
             "Only a background response can be streamed again; this one ran in the foreground.",
             param="stream",
         )
-    kept = storage.kept()
+    kept = store_access.kept()
     assert kept is not None  # found() answered 404 otherwise
     after = query.get("starting_after", -1)
     keepalive, due = current_config().sse_keepalive, background.deadline(response, current_config())
@@ -86,34 +94,34 @@ def retrieve_response(response_id: str) -> Response:
 @bp.delete("/v1/responses/<response_id>")
 def delete_response(response_id: str) -> Response:
     """Forget a stored Response and its input items."""
-    responses = stored.found(response_id)
-    with storage.reachable():
-        responses.delete(storage.owner(), response_id)
+    responses = history.found(response_id)
+    with store_access.reachable():
+        responses.delete(store_access.owner(), response_id)
     return jsonify({"id": response_id, "object": "response", "deleted": True})
 
 
 @bp.get("/v1/responses/<response_id>/input_items")
 def list_input_items(response_id: str) -> Response:
     """The input items a stored Response answered, a page at a time."""
-    query = storage.query(input_items_query_schema)
-    responses = stored.found(response_id)
-    with storage.reachable():
-        items = responses.input_items(storage.owner(), response_id) or []
-    return jsonify(stored.page(items, query.get("after"), query["limit"], query["order"]))
+    query = store_access.query(input_items_query_schema)
+    responses = history.found(response_id)
+    with store_access.reachable():
+        items = responses.input_items(store_access.owner(), response_id) or []
+    return jsonify(history.page(items, query.get("after"), query["limit"], query["order"]))
 
 
 @bp.post("/v1/responses/<response_id>/cancel")
 def cancel_response(response_id: str) -> Response:
     """Stop a background response; one that has finished is answered as it is."""
-    responses = stored.found(response_id)
-    with storage.reachable():
-        response = responses.get(storage.owner(), response_id) or {}
+    responses = history.found(response_id)
+    with store_access.reachable():
+        response = responses.get(store_access.owner(), response_id) or {}
         if not response.get("background"):
             raise InvalidRequestError(
                 "Only a background response can be cancelled; this one ran in the foreground.",
                 param="response_id",
             )
-        responses.cancel(storage.owner(), response_id)
+        responses.cancel(store_access.owner(), response_id)
         return jsonify(
-            background.settled(responses.get(storage.owner(), response_id) or {}, current_config())
+            background.settled(responses.get(store_access.owner(), response_id) or {}, current_config())
         )

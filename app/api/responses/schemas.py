@@ -6,9 +6,9 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from app.api.common.fields import StrictBoolean, StrictInteger, count, number
-from app.api.common.items import normalized_input
-from app.api.common.schemas import BaseSchema
+from app.api.http.fields import StrictBoolean, StrictInteger, count, number
+from app.api.http.schemas import BaseSchema
+from app.api.prompting.items import normalized_input
 
 
 class InputField(fields.Field[list[dict[str, Any]]]):

@@ -6,7 +6,7 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.common.openapi import error_responses, get_about_model, json_answer, post
+from app.api.http.openapi import error_responses, get_about_model, json_answer, post
 from app.api.tokens.schemas import DetokenizeSchema, TokenizeSchema
 from app.settings.models import ModelSpec
 

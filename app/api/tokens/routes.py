@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
-from app.api.common.body import loaded_engine, model_index, parse_body, serve_here_or_relay
-from app.api.common.errors import InvalidRequestError
+from app.api.http.body import loaded_engine, parse_body
+from app.api.http.errors import InvalidRequestError
+from app.api.routing.route import route_here_or_relay
 from app.api.tokens.schemas import detokenize_schema, tokenize_schema
 from app.settings.current import current_config
 
@@ -20,6 +21,8 @@ bp = Blueprint("tokens", __name__)
 def tokenize() -> Response:
     """Text to token ids (and their pieces, with `with_pieces`)."""
     body = parse_body(tokenize_schema, use=None)
+    if (relayed := route_here_or_relay(body.get("model"), None)) is not None:
+        return relayed
     tokenizer = loaded_engine().tokenizer
     add_special = body.get("add_special", body.get("add_special_tokens")) or False
     parse_special = body.get("parse_special") is not False
@@ -41,6 +44,8 @@ def _piece(raw: bytes) -> str | list[int]:
 def detokenize() -> Response:
     """Token ids to text."""
     body = parse_body(detokenize_schema, use=None)
+    if (relayed := route_here_or_relay(body.get("model"), None)) is not None:
+        return relayed
     tokenizer = loaded_engine().tokenizer
     if not tokenizer.in_vocabulary(body["tokens"]):
         raise InvalidRequestError(
@@ -53,7 +58,8 @@ def detokenize() -> Response:
 @bp.get("/tokenizer_info")
 def tokenizer_info() -> Response:
     """The special tokens and chat template (vLLM's endpoint, which lm-evaluation-harness reads)."""
-    serve_here_or_relay(model_index(request.args.get("model")))
+    if (relayed := route_here_or_relay(request.args.get("model"), None)) is not None:
+        return relayed
     tokenizer = loaded_engine().tokenizer
     return jsonify(
         {

@@ -6,8 +6,8 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validates_schema
 
-from app.api.common.fields import StrictBoolean
-from app.api.common.schemas import BaseSchema
+from app.api.http.fields import StrictBoolean
+from app.api.http.schemas import BaseSchema
 
 
 class TokenizeSchema(BaseSchema):

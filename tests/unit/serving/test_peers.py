@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.serving import peers
+from app.serving import peers, routing
 
 
 @pytest.fixture
@@ -32,32 +32,15 @@ def test_a_full_table_refuses_another_worker(table: peers.PeerTable) -> None:
         table.claim()
 
 
-def test_roomiest_peer_skips_itself_and_reserved_slots(table: peers.PeerTable) -> None:
-    mine, full, roomy, forking = (table.claim() for _ in range(4))
-    assert table.roomiest_peer(mine) is None  # the others are only reserved so far
-    table.publish(mine, 4, 4, 0, True)
-    table.publish(full, 6, 4, 0, True)  # two choices waiting
-    table.publish(roomy, 1, 4, 0, True)
-    assert table.roomiest_peer(mine) == (roomy, 3)
-    assert table.roomiest_peer(roomy) == (mine, 0)
-    table.release(roomy)
-    # `forking` holds nothing but is only reserved: the full worker is the one peer.
-    assert table.roomiest_peer(mine) == (full, -2)
-    table.publish(forking, 0, 8, 0, True)
-    assert table.roomiest_peer(mine) == (forking, 8)
-
-
-def test_peers_are_told_apart_by_model_and_readiness(table: peers.PeerTable) -> None:
-    chat, embed, loading = table.claim(0), table.claim(1), table.claim(1)
+def test_the_table_reads_back_what_workers_publish(table: peers.PeerTable) -> None:
+    chat, embed, forking = table.claim(0), table.claim(1), table.claim(1)
     assert table.holding() == [0, 1, 1]  # reserved slots count: the master assigns models by them
-    table.publish(chat, 0, 4, 0, True)
-    table.publish(embed, 3, 4, 1, True)
-    table.publish(loading, 0, 4, 1, False)  # still loading its model
-    assert table.roomiest_peer(chat, model=1) == (embed, 1)
-    assert table.roomiest_peer(embed, model=1) is None
-    assert table.roomiest_peer(embed, model=0) == (chat, 4)
-    table.publish(loading, 0, 4, 1, True)
-    assert table.roomiest_peer(chat, model=1) == (loading, 4)
+    table.publish(chat, 1, 4, 0, True)
+    table.publish(embed, 3, 4, 1, False)  # still loading its model
+    seen = {peer.slot: peer for peer in table.peers()}
+    assert (seen[chat].room, seen[chat].ready, seen[chat].model) == (3, True, 0)
+    assert (seen[embed].room, seen[embed].ready, seen[embed].model) == (1, False, 1)
+    assert not seen[forking].live  # reserved while it forks: no requests go there yet
 
 
 def test_worker_listens_on_its_own_socket_and_release_removes_it(table: peers.PeerTable) -> None:
@@ -73,10 +56,14 @@ def test_worker_listens_on_its_own_socket_and_release_removes_it(table: peers.Pe
             accepted.close()
         worker.publish(2)
         other = table.claim()
-        assert table.roomiest_peer(other) is None  # not ready yet: nobody sends it requests
+        assert routing.model_holder(_seen_from(table, other), 0) is None  # not ready: nobody sends it any
         worker.became_ready()
-        assert table.roomiest_peer(other) == (slot, 4)
+        assert routing.model_holder(_seen_from(table, other), 0) == slot
     finally:
         listener.close()
     table.release(slot)
     assert not os.path.exists(table.socket_path(slot))
+
+
+def _seen_from(table: peers.PeerTable, slot: int) -> routing.Snapshot:
+    return routing.Snapshot(slot, 0, tuple(table.peers()))

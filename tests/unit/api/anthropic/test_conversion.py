@@ -6,7 +6,7 @@ import json
 
 from app.api.anthropic import conversion
 from app.api.anthropic.schemas import messages_request_schema
-from app.api.common import tools
+from app.api.prompting import tools
 from app.chat_formats.detect import by_name
 from app.chat_formats.profile import TemplateProfile
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.api.anthropic.presenter import MessagesPresenter
-from app.api.common.errors import ServiceUnavailableError
-from app.api.common.generate import ChoiceResult
+from app.api.generation.loop import ChoiceResult
+from app.api.http.errors import ServiceUnavailableError
 from app.engine.types import Chunk
 from tests.support import sse
 from tests.support.formats import reader

@@ -8,7 +8,7 @@ import pytest
 from marshmallow import ValidationError
 
 from app.api.chat.schemas import chat_completion_schema, completion_schema
-from app.api.common.errors import from_validation
+from app.api.http.errors import from_validation
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -6,8 +6,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from app.api.common.errors import RateLimitError
-from app.api.common.generate import ChoiceResult
+from app.api.generation.loop import ChoiceResult
+from app.api.http.errors import RateLimitError
 from app.api.responses.objects import ResponseShape
 from app.api.responses.presenter import ResponsesPresenter
 from app.engine.types import Chunk

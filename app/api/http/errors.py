@@ -204,17 +204,9 @@ def to_api_error(exc: Exception) -> tuple[APIError, dict[str, str]]:
     return ServerError("The server had an error while processing your request."), {}
 
 
-def answered(exc: Exception) -> Response | None:
-    """The response a view has already given with flask.abort(response) (a relayed request), if any."""
-    if isinstance(exc, HTTPException) and isinstance(exc.response, Response):
-        return exc.response
-    return None
-
-
 def handle_exception(exc: Exception) -> Response:
     """The OpenAI routes' one error handler: every failure leaves as OpenAI's error JSON."""
-    relayed = answered(exc)
-    return relayed if relayed is not None else error_response(*to_api_error(exc))
+    return error_response(*to_api_error(exc))
 
 
 def init_app(app: Flask) -> None:

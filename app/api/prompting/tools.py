@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.common.call_grammars import CallGrammar, calls_grammar
-from app.api.common.errors import InvalidRequestError
+from app.api.http.errors import InvalidRequestError
+from app.api.prompting.call_grammars import CallGrammar, calls_grammar
 from app.chat_formats.answer import AnswerReader
 from app.chat_formats.base import Function, Parsed, ToolCall
 from app.chat_formats.profile import TemplateProfile

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from app.api.common import sse
+from app.api.http import sse
 from tests.support import sse as parser
 
 

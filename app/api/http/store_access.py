@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from flask import current_app, g, request
 from marshmallow import Schema
 
-from app.api.common.errors import NotFoundError, ServiceUnavailableError
+from app.api.http.errors import NotFoundError, ServiceUnavailableError
 from app.store.errors import StoreUnavailableError
 from app.store.opening import Store
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from app.api.common import load_stream
+from app.api.routing import load_stream
 from app.serving import relay
 from tests.unit.settings.test_config import settings
 

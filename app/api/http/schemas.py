@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import EXCLUDE, Schema, validate
 
-from app.api.common.fields import AdapterIdField, StrictFloat
+from app.api.http.fields import AdapterIdField, StrictFloat
 
 
 class BaseSchema(Schema):

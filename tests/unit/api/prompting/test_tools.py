@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.api.common import conversation, tools
+from app.api.prompting import conversation, tools
 from app.chat_formats.answer import AnswerReader, DeltaStream
 from app.chat_formats.base import Function
 from app.chat_formats.detect import by_name

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.common import tools
-from app.api.common.errors import InvalidRequestError
+from app.api.http.errors import InvalidRequestError
+from app.api.prompting import tools
 from app.chat_formats.profile import TemplateProfile
 from app.engine import grammar
 from app.engine.errors import GrammarError

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from flask import abort, current_app, g, request
+from flask import current_app, request
 from marshmallow import Schema
 from werkzeug.exceptions import BadRequest
 
-from app.api.common import on_demand
-from app.api.common.errors import (
+from app.api.http.errors import (
     InvalidRequestError,
     ModelNotFoundError,
     NotAcceptableError,
@@ -18,7 +17,7 @@ from app.api.common.errors import (
 from app.engine.embedding_engine import EmbeddingEngine
 from app.engine.engine import Engine
 from app.engine.loading import LoadingEngine
-from app.serving import relay
+from app.serving import routing
 from app.settings.current import current_config
 
 _OFFERED = ["application/json", "text/event-stream"]
@@ -33,28 +32,21 @@ def loaded_engine() -> LoadingEngine[Any]:
 
 
 def generating_engine() -> Engine:
-    """This worker's engine, ready, where parse_body(use="generate") has let the request through."""
+    """This worker's engine, ready, once the request is routed here for a generating model."""
     return cast(Engine, loaded_engine())
 
 
 def embedding_engine() -> EmbeddingEngine:
-    """This worker's engine, ready, where parse_body(use="embed") has let the request through."""
+    """This worker's engine, ready, once the request is routed here for an embedding model."""
     return cast(EmbeddingEngine, loaded_engine())
 
 
-def parse_body(
-    schema: Schema, use: str | None = "generate", keepalive_stream: bool = True, offered: list[str] = _OFFERED
-) -> dict[str, Any]:
-    """The JSON object body, validated by `schema`, for a model this worker holds.
-
-    A body for a model another worker holds is relayed there (and this request answered
-    with that worker's response); `use` ("generate", "embed" or None for either) is
-    what the route needs the model for.
-    """
+def parse_body(schema: Schema, use: str | None = "generate", offered: list[str] = _OFFERED) -> dict[str, Any]:
+    """The JSON object body, validated by `schema`, naming a served model that can do what the route
+    does (`use`: "generate", "embed" or None for either). Which worker serves it is the view's
+    next question (api/routing/route.py)."""
     data = parse_json(schema, offered)
-    config = current_config()
-    index = model_index(data.get("model"), use)
-    spec = config.models[index]
+    spec = current_config().models[model_index(data.get("model"), use)]
     if use == "generate" and spec.embedding:
         raise InvalidRequestError(
             f"The model '{spec.id}' is an embedding model: it answers /v1/embeddings only.", param="model"
@@ -65,8 +57,6 @@ def parse_body(
             "in LLM_MODELS.",
             param="model",
         )
-    # An SSE stream may wait for an on-demand load with keep-alives; other framings wait before the 200.
-    serve_here_or_relay(index, data.get("stream") and keepalive_stream)
     return data
 
 
@@ -85,32 +75,13 @@ def parse_json(schema: Schema, offered: list[str] = _OFFERED) -> dict[str, Any]:
     return data
 
 
-def serve_here_or_relay(index: int, streams: object = False) -> None:
-    """Return if this worker holds model `index`; else answer with the response of a worker that does
-    (a request that `streams`, for a model loading on demand, with keep-alives meanwhile)."""
-    config = current_config()
-    if index == config.model_index:
-        on_demand.serving_here()
-        return
-    if config.models[index].on_demand:
-        relayed = on_demand.serve_on_demand(index, bool(streams))
-        if relayed is None:
-            return  # this pool worker has just loaded it
-    else:
-        relayed = relay.to_model_holder(request, index, config)
-    if relayed is None:
-        name = config.models[index].id
-        raise ServiceUnavailableError(f"No worker holding '{name}' is ready; retry shortly.")
-    g.stats.relayed = True  # the worker holding it logs and counts it
-    abort(relayed)
-
-
 def model_index(name: str | None, use: str | None = None) -> int:
     """Which entry of LLM_MODELS a request's `model` names (with none, the first that can serve `use`)."""
     served = current_config().models
     if name is None:
-        fits = [i for i, spec in enumerate(served) if use is None or spec.embedding == (use == "embed")]
-        return fits[0] if fits else 0
+        return routing.first_fitting(
+            [spec.embedding for spec in served], None if use is None else use == "embed"
+        )
     for index, spec in enumerate(served):
         if spec.answers_to(name):
             return index

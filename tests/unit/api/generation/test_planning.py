@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from flask import Flask
 
-from app.api.common.errors import ContextLengthError, InvalidRequestError
-from app.api.common.planning import logit_bias, plan, plan_choices
+from app.api.generation.planning import logit_bias, plan, plan_choices
+from app.api.http.errors import ContextLengthError, InvalidRequestError
 
 
 def test_logit_bias_keys_become_token_ids() -> None:

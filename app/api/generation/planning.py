@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from app.api.common import structured_output
-from app.api.common.errors import ContextLengthError, InvalidRequestError
+from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.prompting import structured_output
 from app.chat_formats.profile import TemplateProfile
 from app.engine.tokenizer import Tokenizer
 from app.engine.types import DraftLimits, GenerationRequest, Sampling, ThinkingBudget

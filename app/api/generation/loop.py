@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from flask import Response, g, jsonify, request
 
-from app.api.common import sse
-from app.api.common.errors import APIError, ServerError, ServiceUnavailableError, from_engine
+from app.api.http import sse
+from app.api.http.errors import APIError, ServerError, ServiceUnavailableError, from_engine
 from app.engine.engine import Engine
 from app.engine.errors import EngineError, QueueFullError, QueueTimeoutError
 from app.engine.generation import Generation

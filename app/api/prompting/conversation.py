@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.api.common import tools
+from app.api.prompting import tools
 from app.chat_formats.answer import AnswerReader
 from app.chat_formats.detect import by_name
 from app.chat_formats.profile import TemplateProfile, profile

@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 
 import pytest
-from flask import Response, abort
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
 from app.api.anthropic import errors as anthropic
-from app.api.common import errors
+from app.api.http import errors
 from app.engine import errors as engine
 
 
@@ -82,14 +81,6 @@ def test_an_unexpected_failure_is_a_500_that_tells_no_internals(caplog: pytest.L
             error, _ = errors.to_api_error(exc)
     assert error.status == 500 and "secret" not in error.message
     assert "/secret/path" in caplog.text  # the log has it all
-
-
-def test_a_response_given_with_abort_is_passed_on_as_it_is() -> None:
-    relayed = Response("from a peer", status=200)
-    with pytest.raises(HTTPException) as raised:
-        abort(relayed)
-    assert errors.answered(raised.value) is relayed
-    assert errors.answered(NotFound()) is None
 
 
 @pytest.mark.parametrize(

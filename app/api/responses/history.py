@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.common import storage
-from app.api.common.errors import InvalidRequestError, NotFoundError
-from app.api.common.items import normalized_input, with_id
+from app.api.http import store_access
+from app.api.http.errors import InvalidRequestError, NotFoundError
+from app.api.prompting.items import normalized_input, with_id
 from app.store.conversations import ConversationStore
 from app.store.responses import ResponseStore
 
 
 def store() -> ResponseStore | None:
     """This worker's response store; None with LLM_STORE=off."""
-    kept = storage.kept()
+    kept = store_access.kept()
     return None if kept is None else kept.responses
 
 
@@ -45,7 +45,7 @@ def history(body: dict[str, Any]) -> list[dict[str, Any]]:
     conversation = conversation_id(body)
     if conversation is not None:
         conversations = _conversations(conversation)
-        with storage.reachable():
+        with store_access.reachable():
             page = conversations.items(conversation)
         return normalized_input(page.items if page else [])
     previous = body.get("previous_response_id")
@@ -57,8 +57,8 @@ def history(body: dict[str, Any]) -> list[dict[str, Any]]:
             "This server keeps no responses (LLM_STORE=off): send the whole conversation in input.",
             param="previous_response_id",
         )
-    with storage.reachable():
-        turns = responses.chain(storage.owner(), previous)
+    with store_access.reachable():
+        turns = responses.chain(store_access.owner(), previous)
     if turns is None:
         raise InvalidRequestError(
             f"Previous response with id '{previous}' not found.",
@@ -74,9 +74,9 @@ class Keeper:
     def __init__(self, body: dict[str, Any], new_input: list[dict[str, Any]]) -> None:
         self.responses = store() if body.get("store") is not False else None
         self.conversation = conversation_id(body)
-        kept = storage.kept()
+        kept = store_access.kept()
         self.conversations = kept.conversations if kept is not None and self.conversation else None
-        self.items, self.owner = [with_id(item) for item in new_input], storage.owner()
+        self.items, self.owner = [with_id(item) for item in new_input], store_access.owner()
 
     def __bool__(self) -> bool:
         return self.responses is not None or self.conversations is not None
@@ -84,7 +84,7 @@ class Keeper:
     def save(self, response: dict[str, Any]) -> None:
         """Keep `response` as it stands (a background one is kept from the start)."""
         if self.responses is not None:
-            with storage.reachable():
+            with store_access.reachable():
                 self.responses.save(self.owner, response, self.items)
 
     def __call__(self, response: dict[str, Any]) -> None:
@@ -92,7 +92,7 @@ class Keeper:
         self.save(response)
         ended_well = response["status"] not in ("failed", "cancelled")
         if self.conversations is not None and self.conversation and ended_well:
-            with storage.reachable():
+            with store_access.reachable():
                 self.conversations.append(self.conversation, [*self.items, *response["output"]])
 
 
@@ -105,8 +105,8 @@ def found(response_id: str) -> ResponseStore:
             "(LLM_STORE=off). Send the whole conversation in input instead.",
             param="response_id",
         )
-    with storage.reachable():
-        if responses.get(storage.owner(), response_id) is None:
+    with store_access.reachable():
+        if responses.get(store_access.owner(), response_id) is None:
             raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
     return responses
 
@@ -120,18 +120,18 @@ def page(items: list[dict[str, Any]], after: str | None, limit: int, order: str)
             raise InvalidRequestError(f"No input item with id '{after}' in this response.", param="after")
         ordered = ordered[ids.index(after) + 1 :]
     data = ordered[:limit]
-    return storage.listing(data, has_more=len(ordered) > limit)
+    return store_access.listing(data, has_more=len(ordered) > limit)
 
 
 def _conversations(conversation: str) -> ConversationStore:
     """The conversation store, if it holds `conversation` for this request's owner; else a 404."""
-    kept = storage.kept()
+    kept = store_access.kept()
     if kept is None:
         raise InvalidRequestError(
             "This server keeps no conversations (LLM_STORE=off): send the whole conversation in input.",
             param="conversation",
         )
-    with storage.reachable():
-        if kept.conversations.get(storage.owner(), conversation) is None:
+    with store_access.reachable():
+        if kept.conversations.get(store_access.owner(), conversation) is None:
             raise NotFoundError(f"Conversation with id '{conversation}' not found.", param="conversation")
     return kept.conversations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.engine.speculation import NgramDrafter
+from app.engine.speculative.history import NgramDrafter
 from app.engine.types import DraftLimits
 from tests.unit.engine.fake_context import FakeContext, job
 from tests.unit.engine.test_batcher import Run

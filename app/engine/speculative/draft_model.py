@@ -18,7 +18,7 @@ from llama_cpp import _internals as internals
 
 from app.engine.batch import TokenBatch
 from app.engine.scheduling import common_prefix
-from app.engine.speculation import Drafter
+from app.engine.speculative.history import Drafter
 
 
 class ModelDrafter(Drafter):

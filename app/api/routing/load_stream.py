@@ -18,7 +18,7 @@ from typing import Any
 import gevent
 from flask import Request, Response
 
-from app.api.common import sse
+from app.api.http import sse
 from app.serving import relay
 from app.settings.config import Config
 

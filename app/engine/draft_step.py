@@ -6,10 +6,10 @@ import logging
 
 import numpy as np
 
-from app.engine.draft_model import DraftModel, ModelDrafter
 from app.engine.memory import MemoryKind
 from app.engine.sequence import Choice, Sequence
-from app.engine.speculation import Drafter, NgramDrafter
+from app.engine.speculative.draft_model import DraftModel, ModelDrafter
+from app.engine.speculative.history import Drafter, NgramDrafter
 from app.engine.types import DraftLimits, GenerationRequest
 
 log = logging.getLogger("app.engine.batcher")

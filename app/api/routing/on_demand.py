@@ -18,12 +18,11 @@ from typing import Any
 import gevent
 from flask import Flask, Response, copy_current_request_context, current_app, g, request
 
-from app.api.common import load_stream
-from app.api.common.errors import InvalidRequestError, ServiceUnavailableError
-from app.serving import internal, peers, relay
-from app.serving.model_holder import SETTLE, Busy, LoadFailed, ModelHolder
+from app.api.http.errors import InvalidRequestError, ServiceUnavailableError
+from app.api.routing import load_stream
+from app.serving import internal, peers, relay, routing
+from app.serving.model_holder import Busy, LoadFailed, ModelHolder
 from app.settings.current import current_config
-from app.settings.models import POOL
 
 POLL = 0.1  # seconds between looks at the peer table while a model loads elsewhere
 # How long a relayed request waited for its model on the worker that relayed it (trusted
@@ -194,32 +193,32 @@ def _load_until_held(index: int, deadline: float) -> str | None:
 
 def _ready_in(index: int) -> int | None:
     """The slot of a worker holding model `index` ready (this one included), if any."""
-    return next((peer.slot for peer in _holding(index) if peer.ready), None)
+    return routing.ready_holder(_snapshot(), index)
 
 
 def _loading(index: int) -> bool:
-    return any(not peer.ready for peer in _holding(index))
+    return routing.loading(_snapshot(), index)
 
 
 def _loader_for(index: int) -> int | None:
     """The slot of the pool worker that should load model `index`; None to wait instead."""
-    pool = [peer for peer in table().peers() if peer.live and peer.pool]
-    if any(peer.model == index for peer in pool):
-        return None  # loading there now (or just loaded): wait for it
     mine = holder()
-    empty = sorted(peer.slot for peer in pool if peer.model == POOL)
-    if empty:
-        return mine.worker.slot if mine is not None and mine.worker.slot in empty else empty[0]
-    idle = [peer for peer in pool if peer.load == 0 and peer.idle_seconds >= SETTLE]
-    return min(idle, key=lambda peer: peer.used).slot if idle else None
+    return routing.loader_for(_snapshot(), index, None if mine is None else mine.worker.slot)
 
 
 def _holding(index: int) -> list[peers.Peer]:
-    return [peer for peer in table().peers() if peer.live and peer.model == index]
+    return _snapshot().holding(index)
 
 
 def _held_ready(index: int) -> bool:
-    return any(peer.ready for peer in _holding(index))
+    return _ready_in(index) is not None
+
+
+def _snapshot() -> routing.Snapshot:
+    worker = peers.this_worker
+    if worker is None:
+        raise ServiceUnavailableError("Models load on demand only under gunicorn.")
+    return routing.snapshot_of(worker)
 
 
 def this_slot() -> int:

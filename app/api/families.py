@@ -1,0 +1,56 @@
+"""The API families, listed once: each one's blueprint (its routes) and its part of the OpenAPI document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+from app.api.anthropic import openapi as anthropic_doc
+from app.api.anthropic import routes as anthropic
+from app.api.batches import openapi as batches_doc
+from app.api.batches import routes as batches
+from app.api.chat import openapi as chat_doc
+from app.api.chat import routes as chat
+from app.api.conversations import openapi as conversations_doc
+from app.api.conversations import routes as conversations
+from app.api.embeddings import openapi as embeddings_doc
+from app.api.embeddings import routes as embeddings
+from app.api.files import openapi as files_doc
+from app.api.files import routes as files
+from app.api.meta import openapi as meta_doc
+from app.api.meta import routes as meta
+from app.api.models import openapi as models_doc
+from app.api.models import routes as models
+from app.api.ollama import openapi as ollama_doc
+from app.api.ollama import routes as ollama
+from app.api.rerank import openapi as rerank_doc
+from app.api.rerank import routes as rerank
+from app.api.responses import openapi as responses_doc
+from app.api.responses import routes as responses
+from app.api.tokens import openapi as tokens_doc
+from app.api.tokens import routes as tokens
+
+
+@dataclass(frozen=True)
+class Family:
+    """One API family: `routes.bp` is its blueprint, `document.describe(spec, models)` adds its paths."""
+
+    routes: ModuleType
+    document: ModuleType
+
+
+# In the OpenAPI document's order (and the blueprints' registration order).
+FAMILIES = (
+    Family(chat, chat_doc),
+    Family(responses, responses_doc),
+    Family(conversations, conversations_doc),
+    Family(files, files_doc),
+    Family(batches, batches_doc),
+    Family(anthropic, anthropic_doc),
+    Family(embeddings, embeddings_doc),
+    Family(rerank, rerank_doc),
+    Family(tokens, tokens_doc),
+    Family(meta, meta_doc),
+    Family(models, models_doc),
+    Family(ollama, ollama_doc),
+)

@@ -1,0 +1,1 @@
+"""HTTP plumbing every family shares: the body, errors, SSE framing, field types, the store."""

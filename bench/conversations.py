@@ -25,10 +25,11 @@ from pathlib import Path
 import httpx
 
 from app.settings.values import default_model_path
-from bench import llama_server, references
+from bench import references
 from bench.run import progress, publish, rotate
 from bench.workloads import CODE
-from tests.support.servers import Service, nginx
+from harness import llama_server
+from harness.servers import Service, nginx
 
 BY_CACHE, BY_LOAD, CPP = "ours, routed by cache", "ours, routed by load", "2 llama-servers behind nginx"
 TOPICS = ("rivers", "volcanoes", "bees", "clocks", "bridges", "comets", "tides", "glaciers")

@@ -24,7 +24,7 @@ import httpx
 
 from bench import references
 from bench.run import publish
-from tests.support.servers import Server
+from harness.servers import Server
 
 QUESTIONS = [
     "Name a colour.", "What is rain?", "Describe a cat.", "Why is the sky blue?", "Say something kind.",

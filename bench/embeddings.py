@@ -26,9 +26,10 @@ import httpx
 import llama_cpp
 
 from app.settings.values import default_model_path
-from bench import llama_server, references
+from bench import references
 from bench.report import CPP, OURS, RAW, at_least
 from bench.run import publish
+from harness import llama_server
 
 WORDS = "river stone quiet market engine winter garden signal harbour lantern copper meadow".split()
 
@@ -62,7 +63,7 @@ def one_client(target: str, url: str | None, raw: llama_cpp.Llama, size: int, to
         if target == RAW:
             assert len(raw.embed(batch, normalize=True)) == len(batch)
         else:
-            over_http(url, batch)  # type: ignore[arg-type]
+            over_http(url, batch)  # type: ignore[arg-type]  # url is set for every HTTP target
     return total / (time.perf_counter() - started)
 
 
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                     rate = one_client(name, urls[name], raw, size, args.total, seed)
                     figures[name].setdefault(f"{size}", []).append(rate)
             for name in (n for n in order if n != RAW):
-                rate = many_clients(urls[name], args.clients, args.total, 1000 * turn + 999)  # type: ignore[arg-type]
+                rate = many_clients(urls[name], args.clients, args.total, 1000 * turn + 999)  # type: ignore[arg-type]  # HTTP targets only
                 figures[name].setdefault(f"{args.clients}x1", []).append(rate)
     finally:
         while _clients:

@@ -27,10 +27,11 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from bench.run import progress, publish, rotate
-from tests.support.real_models import gemma3_path
-from tests.support.servers import ROOT
+from harness.real_models import gemma3_path
+from harness.servers import ROOT
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llm-server" / "kernel-builds"
 CHECKS = ("threads", "neighbour", "cached prefix", "next turn", "drafts")
@@ -85,7 +86,7 @@ def measure(model_path: str, invariant: bool) -> dict[str, object]:
     rng = np.random.default_rng(1)
     prompt = [int(t) for t in rng.integers(300, 5000, 600)]
 
-    def run(ctx: object, items: list[tuple[int, list[int], int, bool]], every: bool = False) -> np.ndarray:
+    def run(ctx: Any, items: list[tuple[int, list[int], int, bool]], every: bool = False) -> np.ndarray:
         batch.clear()
         for seq, tokens, position, last in items:
             batch.add_run(np.asarray(tokens, dtype=np.int32), position, seq, last, logits_all=every)
@@ -101,7 +102,7 @@ def measure(model_path: str, invariant: bool) -> dict[str, object]:
         tokens = prompt if not answer_first else prompt[:400]
         cut = len(tokens) - 1 if cached else len(tokens)
         pieces = [tokens[i : min(i + chunk, cut)] for i in range(0, cut, chunk)] + [tokens[cut:]]
-        rows, position = None, 0
+        rows, position = np.empty(0), 0
         for step, piece in enumerate(p for p in pieces if p):
             neighbour = [(1, prompt[step * 8 : step * 8 + 8], step * 8, True)] if beside else []
             rows, position = run(ctx, [(0, piece, position, True), *neighbour]), position + len(piece)
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     for repeat in range(args.repeats):
         for model_name, path in models.items():
             for index in rotate(list(range(len(targets))), repeat):
-                name, invariant = targets[int(index)]
+                name, invariant = targets[index]
                 progress(f"round {repeat + 1}: {model_name}, {name}, invariant={invariant}")
                 results.setdefault((model_name, name, invariant), []).append(
                     child(builds[name], path, invariant)
@@ -191,9 +192,9 @@ def report(args: argparse.Namespace, results: dict[tuple[str, str, bool], list[d
         f"|---|---|---|{'---|' * len(CHECKS)}---|---|---|",
     ]
     for (model, build_name, invariant), runs in results.items():
-        checks = [all(run["same"][c] for run in runs) for c in CHECKS]  # type: ignore[index]
+        checks = [all(run["same"][c] for run in runs) for c in CHECKS]  # type: ignore[index]  # JSON rows
         speeds = [
-            statistics.median(float(run[k]) for run in runs)  # type: ignore[arg-type]
+            statistics.median(float(run[k]) for run in runs)  # type: ignore[arg-type]  # JSON rows
             for k in ("prefill_512", "prefill_deep", "decode")
         ]
         kernel = "batch-invariant" if invariant else "fastest"

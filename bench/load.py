@@ -60,7 +60,7 @@ class Report:
 def require_loopback(url: str) -> None:
     """Refuse any target but this machine: this tool is for loopback only."""
     host = urlsplit(url).hostname or ""
-    addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    addresses = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
     if not addresses or not all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
         raise SystemExit(f"refusing {url}: the load tool targets loopback addresses only")
 

@@ -3,7 +3,7 @@
     python -m bench.lora_mix --repeats 3 --markdown docs/lora-mix-result.md
 
 One worker of 4 sequences (llama-server: 4 slots), 2 threads, the default model with two
-small random-weight adapters (tests/support/tiny_lora.py). Four clients, each sending
+small random-weight adapters (harness/tiny_lora.py). Four clients, each sending
 requests one after another (a short prompt, 64 tokens, greedy, past end-of-text), under
 four mixes, interleaved in a rotating order:
 
@@ -32,10 +32,10 @@ from typing import Any
 import httpx
 
 from app.settings.values import default_model_path
-from bench import llama_server, references
+from bench import references
 from bench.run import progress, publish, rotate
-from tests.support import tiny_lora
-from tests.support.servers import Service
+from harness import llama_server, tiny_lora
+from harness.servers import Service
 
 A, B = {"id": 0, "scale": 1.0}, {"id": 1, "scale": 1.0}
 MIXES: dict[str, list[list[dict[str, Any]]]] = {

@@ -87,7 +87,7 @@ class Tally:
         self.texts = self.usage_tokens = 0
 
     def feed(self, line: str | bytes) -> None:
-        if not line.startswith(b"data: {" if isinstance(line, bytes) else "data: {"):
+        if not (line.startswith(b"data: {") if isinstance(line, bytes) else line.startswith("data: {")):
             return
         now = time.perf_counter()
         chunk = json.loads(line[6:])
@@ -170,7 +170,7 @@ def sweep(url: str, clients: int, per_client: int, max_tokens: int, first_index:
         limits = httpx.Limits(max_connections=clients)
         async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits) as client:
 
-            async def one_client(index: int) -> list[Stream | int]:
+            async def one_client(index: int) -> list[Stream | int | str]:
                 return [
                     await stream(client, max_tokens, first_index + index * per_client + k)
                     for k in range(per_client)

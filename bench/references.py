@@ -1,6 +1,6 @@
 """What a benchmark compares: ours as set up for it, llama-cpp-python's server, a busy neighbour.
 
-The processes themselves are started by the tests' helpers (tests/support/servers.py).
+The processes themselves are started by the shared harness (harness/servers.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.servers import ROOT, Server, Service, free_port
+from harness.servers import ROOT, Server, Service, free_port
 
 PEER_VENV = ROOT / "bench" / ".peer-venv"
 

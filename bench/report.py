@@ -76,11 +76,11 @@ def markdown(
             "| server | quiet tokens/s | beside a busy process, tokens/s | share of quiet |",
             "|---|---|---|---|",
         ]
-        for name, runs in busy.items():
-            quiet, loaded = decode(runs["quiet"]), decode(runs["busy"])
+        for name, pair in busy.items():
+            quiet, loaded = decode(pair["quiet"]), decode(pair["busy"])
             lines.append(
-                f"| {name} | {spread([s.tokens_per_second for s in runs['quiet']])} | "
-                f"{spread([s.tokens_per_second for s in runs['busy']])} | {100 * loaded / quiet:.0f}% |"
+                f"| {name} | {spread([s.tokens_per_second for s in pair['quiet']])} | "
+                f"{spread([s.tokens_per_second for s in pair['busy']])} | {100 * loaded / quiet:.0f}% |"
             )
     if mem:
         lines += _memory(args, mem)

@@ -16,11 +16,13 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from app.settings.values import default_model_path
-from bench import llama_server, measure, references, report
+from bench import measure, references, report
 from bench.report import CPP, NGINX, OURS, PEER, RAW
-from tests.support.servers import Service, nginx
+from harness import llama_server
+from harness.servers import Service, nginx
 
 
 def progress(message: str) -> None:
@@ -34,7 +36,10 @@ def publish(text: str, markdown: Path | None) -> None:
         markdown.write_text(text)
 
 
-def rotate(names: list[str], turn: int) -> list[str]:
+T = TypeVar("T")
+
+
+def rotate(names: list[T], turn: int) -> list[T]:
     """The targets in a different order each repeat, so none always runs first."""
     turn %= len(names)
     return names[turn:] + names[:turn]

@@ -24,9 +24,10 @@ from pathlib import Path
 import httpx
 
 from app.settings.values import default_model_path
-from bench import llama_server, references
+from bench import references
 from bench.run import progress, publish, rotate
-from tests.support.servers import Service
+from harness import llama_server
+from harness.servers import Service
 
 OURS, AGED, CPP = "ours (2 workers)", "ours, LLM_METRICS_MAX_AGE=1", "llama.cpp llama-server"
 TICK = 0.05  # the picker's base refresh interval

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.servers import Server
+from harness.servers import Server
 
 KEYS = "soak sk-soak-main\npair sk-soak-pair concurrency=2\ntight sk-soak-tight rpm=5\n"
 

@@ -24,10 +24,11 @@ from pathlib import Path
 import httpx
 
 from app.settings.values import default_model_path
-from bench import llama_server, measure, references, spec_report, workloads
+from bench import measure, references, spec_report, workloads
 from bench.run import progress, publish, rotate
 from bench.spec_report import CPP_MODES, CPP_OFF, OFF, ON
-from tests.support.servers import Service
+from harness import llama_server
+from harness.servers import Service
 
 
 def start(args: argparse.Namespace) -> dict[str, Service]:

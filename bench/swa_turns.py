@@ -27,10 +27,11 @@ from pathlib import Path
 
 import httpx
 
-from bench import llama_server, references
+from bench import references
 from bench.run import progress, publish, rotate
-from tests.support.real_models import gemma3_path
-from tests.support.servers import Service
+from harness import llama_server
+from harness.real_models import gemma3_path
+from harness.servers import Service
 
 CHECKPOINTS, FULL, SWA_FULL, CPP = (
     "ours, LLM_SWA_FULL=0, checkpoints",

@@ -25,10 +25,11 @@ from typing import Any
 import httpx
 
 from app.settings.values import default_model_path
-from bench import llama_server, references
+from bench import references
 from bench.run import progress, publish, rotate
 from bench.workloads import CODE
-from tests.support.servers import Service
+from harness import llama_server
+from harness.servers import Service
 
 BY_ID, FULL, CPP = "ours, previous_response_id", "ours, whole history", "llama-server, whole history"
 QUESTIONS = ("What is this code for?", "What does its first function do?", "How would you test it?",

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import expect, sync_playwright
 
-from tests.support.servers import Server
+from harness.servers import Server
 
 DOCS = Path(__file__).resolve().parent
 

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import gevent
-from gunicorn.workers.ggevent import GeventWorker  # type: ignore[import-untyped]
+from gunicorn.workers.ggevent import GeventWorker  # type: ignore[import-untyped]  # gunicorn has no type hints
 
 from app.serving import detached, drain
 

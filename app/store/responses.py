@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine, delete, insert, or_, select, update
+from sqlalchemy import CursorResult, Delete, Engine, delete, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.store.database import upsert
@@ -76,12 +76,13 @@ class ResponseStore:
     def delete(self, owner: str, response_id: str) -> bool:
         """Remove one response; False if this owner has none by that id."""
         with Session(self.engine) as session, session.begin():
-            result = session.execute(
-                delete(StoredResponse).where(StoredResponse.id == response_id, StoredResponse.owner == owner)
+            gone = _deleted(
+                session,
+                delete(StoredResponse).where(StoredResponse.id == response_id, StoredResponse.owner == owner),
             )
-            if result.rowcount:  # type: ignore[attr-defined]
+            if gone:
                 session.execute(delete(ResponseEvent).where(ResponseEvent.response_id == response_id))
-            return bool(result.rowcount)  # type: ignore[attr-defined]
+            return bool(gone)
 
     @guarded
     def status(self, response_id: str) -> str | None:
@@ -135,8 +136,7 @@ class ResponseStore:
         # Its own transaction, which writes from its first statement (see save).
         with Session(self.engine) as session, session.begin():
             session.execute(delete(ResponseEvent).where(ResponseEvent.response_id.in_(ids)))
-            result = session.execute(delete(StoredResponse).where(StoredResponse.id.in_(ids)))
-            return int(result.rowcount)  # type: ignore[attr-defined]
+            return _deleted(session, delete(StoredResponse).where(StoredResponse.id.in_(ids)))
 
     def _row(self, owner: str, response_id: str) -> StoredResponse | None:
         with Session(self.engine, expire_on_commit=False) as session:
@@ -179,3 +179,9 @@ class EventLog:
     def forget(self, response_id: str) -> None:
         with self.engine.begin() as connection:
             connection.execute(delete(ResponseEvent).where(ResponseEvent.response_id == response_id))
+
+
+def _deleted(session: Session, statement: Delete) -> int:
+    """How many rows a DELETE removed (its result is a CursorResult, which Session.execute's type hides)."""
+    result = cast(CursorResult[Any], session.execute(statement))
+    return int(result.rowcount)

@@ -15,8 +15,8 @@ import pytest
 import schemathesis
 from schemathesis import GenerationMode
 
+from harness.servers import Server
 from tests.support.fuzzing import Tally, fuzz, fuzz_server, run_id, runs
-from tests.support.servers import Server
 
 pytestmark = pytest.mark.fuzz
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "1000"))  # fewer for a quick look

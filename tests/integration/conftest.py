@@ -9,9 +9,9 @@ from typing import Any
 import openai
 import pytest
 
+from harness.servers import Server
 from tests.support.clients import openai_client
 from tests.support.postgres import postgres_server
-from tests.support.servers import Server
 
 
 @pytest.fixture(scope="session")

@@ -15,8 +15,8 @@ import openai
 import pytest
 
 from app.settings.values import default_model_path
+from harness.servers import Server, serving_models
 from tests.support.clients import openai_client
-from tests.support.servers import Server, serving_models
 
 TEMPLATES = Path(__file__).parents[1] / "data" / "templates"
 MODELS = [

@@ -12,8 +12,8 @@ import httpx
 import openai
 import pytest
 
+from harness.servers import Server
 from tests.integration.conftest import store_sdk as sdk
-from tests.support.servers import Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 # A grammar that cannot end before a thousand numbers: the generation runs for many seconds.
@@ -91,8 +91,8 @@ def test_a_cancel_stops_the_generation_and_frees_its_sequence(store_server: Serv
         time.sleep(0.2)
     assert _running(store_server) == 0
     assert _finished(client, created.id).status == "cancelled"  # the run's last word did not undo it
-    events = list(client.responses.retrieve(created.id, stream=True))  # ends, rather than waiting for ever
-    assert events and not [e for e in events if e.type in ("response.completed", "response.incomplete")]
+    replayed = list(client.responses.retrieve(created.id, stream=True))  # ends, rather than waiting for ever
+    assert replayed and not [e for e in replayed if e.type in ("response.completed", "response.incomplete")]
 
 
 def _running(server: Server) -> float:

@@ -23,9 +23,9 @@ from app.store import migrate
 from app.store.batch_lines import BatchLines
 from app.store.batches import BatchStore
 from app.store.database import open_engine
+from harness.servers import Server
 from tests.integration.conftest import store_sdk as sdk
 from tests.support.batches import finished, jsonl, results
-from tests.support.servers import Server
 from tests.support.waits import generations_in_flight, wait_for_log, wait_until
 
 CHAT = "/v1/chat/completions"

@@ -9,9 +9,9 @@ import openai
 import pytest
 
 from app.settings.values import default_model_path
+from harness.servers import Server, serving_models
 from tests.integration.conftest import store_sdk as sdk
 from tests.support.batches import finished, jsonl, results
-from tests.support.servers import Server, serving_models
 
 CHAT = "/v1/chat/completions"
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
+from harness.servers import Server
 from tests.support.recorder import streams
-from tests.support.servers import Server
 from tests.support.waits import wait_for_log, wait_until
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.servers import ROOT
+from harness.servers import ROOT
 
 
 def bench(module: str, *args: str) -> subprocess.CompletedProcess[str]:

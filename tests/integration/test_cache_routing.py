@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.servers import Server
 from tests.support import tiny_models
 from tests.support.exactness import complete, complete_ids, tokens_of
-from tests.support.servers import Server
 from tests.support.waits import wait_until
 
 SYSTEM = (
@@ -29,7 +29,9 @@ def served_by(server: Server, request_id: str) -> int:
         match = pattern.search(server.output())
         return int(match.group(1)) if match else None
 
-    return wait_until(found, timeout=30, what=f"the access line of {request_id}")
+    slot = wait_until(found, timeout=30, what=f"the access line of {request_id}")
+    assert slot is not None
+    return slot
 
 
 def connection_to(server: Server, pid: int, other: bool) -> httpx.Client:

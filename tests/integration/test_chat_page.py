@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 from playwright.sync_api import expect
 
+from harness.servers import Server
 from tests.support.busy import model_busy
-from tests.support.servers import Server
 from tests.support.waits import generations_in_flight, wait_for_log, wait_until
 
 CANCELLED = "request cancelled by its client"

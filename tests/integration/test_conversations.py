@@ -8,8 +8,8 @@ from typing import Any
 import openai
 import pytest
 
+from harness.servers import Server
 from tests.integration.conftest import store_sdk as sdk
-from tests.support.servers import Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.support.servers import DEPLOY
+from harness.servers import DEPLOY
 
 
 def test_nginx_accepts_the_shipped_folder(tmp_path: Path) -> None:

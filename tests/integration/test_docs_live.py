@@ -10,7 +10,7 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from tests.support.servers import Server
+from harness.servers import Server
 
 
 def test_live_document_is_valid(server: Server) -> None:

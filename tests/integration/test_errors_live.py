@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.servers import Server
 from tests.support.rawhttp import fetch
-from tests.support.servers import Server
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+from harness.servers import Server
 from tests.support.busy import model_busy
 from tests.support.rawhttp import open_request, read_chunk, read_head
-from tests.support.servers import Server
 
 BODY = {"prompt": "1, 2, 3,", "max_tokens": 40, "temperature": 0, "stream": True}
 

@@ -8,8 +8,8 @@ import httpx
 import openai
 import pytest
 
+from harness.servers import Server
 from tests.integration.conftest import store_sdk as sdk
-from tests.support.servers import Server
 
 
 def test_a_file_is_uploaded_listed_downloaded_and_deleted(store_server: Server) -> None:
@@ -63,7 +63,7 @@ def test_uploads_the_server_does_not_take_are_clear_errors(store_server: Server)
         and "LLM_MAX_FILE_BYTES" in too_large.value.body["message"]
     )
     with pytest.raises(openai.BadRequestError) as purpose:
-        client.files.create(file=("a.txt", b"a"), purpose="homework")  # type: ignore[arg-type]
+        client.files.create(file=("a.txt", b"a"), purpose="homework")
     assert purpose.value.body["param"] == "purpose"
     no_file = httpx.post(
         store_server.url + "/v1/files",

@@ -9,8 +9,8 @@ import pytest
 import schemathesis
 from schemathesis import GenerationMode
 
+from harness.servers import Server
 from tests.support.fuzzing import OPERATIONS, fuzz, fuzz_server, run_id, runs
-from tests.support.servers import Server
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,10 @@ import httpx
 import openai
 import pytest
 
+from harness.servers import Server
 from tests.integration.test_observability import scrape, value
 from tests.support.busy import model_busy
 from tests.support.procs import connection_to_each_worker
-from tests.support.servers import Server
 from tests.support.waits import wait_for_log, wait_until
 
 KEYS = """# name key [limits]
@@ -151,7 +151,7 @@ def test_a_background_response_holds_its_keys_place_and_counts_its_tokens_until_
 
     done = background("sk-tpm-9e0", 8)
     wait_until(lambda: finished("sk-tpm-9e0", done["id"]), 60, "the background run ended")
-    usage = finished("sk-tpm-9e0", done["id"])["usage"]  # type: ignore[index]
+    usage = finished("sk-tpm-9e0", done["id"])["usage"]
     used = usage["input_tokens"] + usage["output_tokens"]
     remaining = complete(limited, "sk-tpm-9e0").headers["x-ratelimit-remaining-tokens"]
     assert remaining == str(max(0, 60 - used))

@@ -12,8 +12,8 @@ from app.engine.batch import TokenBatch
 from app.engine.context import ContextShape
 from app.engine.model import LoadedModel
 from app.settings.values import default_model_path
+from harness.servers import Server
 from tests.support.clients import openai_client
-from tests.support.servers import Server
 
 
 def state_bytes(model: LoadedModel, tokens: int) -> int:

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from app.settings.config import Config
+from harness.servers import Server
 from tests.support.busy import model_busy
 from tests.support.procs import worker_holding, worker_pids
 from tests.support.rawhttp import (
@@ -26,7 +27,6 @@ from tests.support.rawhttp import (
     read_head,
     request_bytes,
 )
-from tests.support.servers import Server
 from tests.support.waits import wait_for_log, wait_until
 
 LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "stream": True}

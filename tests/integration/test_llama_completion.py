@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from app.settings.values import default_model_path
-from bench import llama_server
-from tests.support.servers import Server, Service
+from harness import llama_server
+from harness.servers import Server, Service
 
 PROMPT = "The three primary colours are"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import numpy as np
@@ -16,7 +17,7 @@ import pytest
 from llama_cpp import Llama
 
 from app.settings.values import default_model_path
-from tests.support.servers import Server
+from harness.servers import Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 PAIRS = [
@@ -77,7 +78,7 @@ def _llama() -> Llama:
     return _LLAMA[0]
 
 
-def test_loglikelihood_matches_llama_cpp_python(lm: object, server: Server) -> None:
+def test_loglikelihood_matches_llama_cpp_python(lm: Any, server: Server) -> None:
     assert lm.tokenizer_backend == "remote"  # found /tokenizer_info and /tokenize by itself
     results = lm.loglikelihood(instances("loglikelihood", PAIRS))
     assert len(results) == len(PAIRS)
@@ -90,7 +91,7 @@ def test_loglikelihood_matches_llama_cpp_python(lm: object, server: Server) -> N
     assert results[0][0] > results[1][0]
 
 
-def test_generate_until(lm: object) -> None:
+def test_generate_until(lm: Any) -> None:
     (answer,) = lm.generate_until(
         instances("generate_until", [("1, 2, 3, 4,", {"until": [","], "max_gen_toks": 8})])
     )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.support.servers import ROOT, Server
+from harness.servers import ROOT, Server
 
 PROBE = {"prompt": "Hello", "max_tokens": 5, "temperature": 0}
 

@@ -1,7 +1,7 @@
 """LoRA adapters: loaded with their model, chosen per request (llama-server's `lora`), global scales set.
 
 The real server and model, with two small random-weight adapters written for it
-(tests/support/tiny_lora.py), driven by the openai SDK and raw HTTP.
+(harness/tiny_lora.py), driven by the openai SDK and raw HTTP.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import openai
 import pytest
 
 from app.settings.values import default_model_path
-from bench import llama_server
-from tests.support import tiny_bert, tiny_lora
+from harness import llama_server, tiny_lora
+from harness.servers import Server, serving_models
+from tests.support import tiny_bert
 from tests.support.procs import connection_to_each_worker, worker_pids
-from tests.support.servers import Server, serving_models
 from tests.support.waits import wait_until
 
 KEY = "key-lora"

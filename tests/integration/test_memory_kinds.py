@@ -28,12 +28,12 @@ import httpx
 import pytest
 
 from app.settings.values import default_model_path
-from bench import llama_server
-from tests.support import tiny_lora, tiny_models
+from harness import llama_server, tiny_lora
+from harness.real_models import gemma3_path
+from harness.servers import Server, serving_models
+from tests.support import tiny_models
 from tests.support.clients import openai_client
 from tests.support.exactness import Answer, complete, complete_ids, difference, text_difference, tokens_of
-from tests.support.real_models import gemma3_path
-from tests.support.servers import Server, serving_models
 from tests.support.waits import wait_until
 
 WORDS = (
@@ -160,7 +160,7 @@ def idle(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def adapters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A random-weight LoRA adapter for each test model with attention (tests/support/tiny_lora.py)."""
+    """A random-weight LoRA adapter for each test model with attention (harness/tiny_lora.py)."""
     folder = tmp_path_factory.mktemp("adapters")
     return {
         name: tiny_lora.write(folder / f"{name}.gguf", case.path)

@@ -9,11 +9,11 @@ import anthropic
 import pytest
 from anthropic.types import Message, RawMessageStreamEvent
 
+from harness.servers import Server
 from tests.support import sse
 from tests.support.busy import model_busy
 from tests.support.provider_schemas import check_anthropic
 from tests.support.rawhttp import fetch
-from tests.support.servers import Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 WEATHER = {

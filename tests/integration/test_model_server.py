@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
+from harness.servers import Server
 from tests.integration.conftest import assert_clean
 from tests.support.containers import Container
 from tests.support.picker import PodMetrics, read_first_series, scrape
 from tests.support.pods import ProcessPod, start_pod
 from tests.support.rawhttp import RawStream, fetch, finish_reason
-from tests.support.servers import Server
 from tests.support.waits import wait_until
 
 pytestmark = pytest.mark.timeout(900)  # the first test may build the image for its pods

@@ -18,11 +18,11 @@ import openai
 import pytest
 
 from app.settings.values import default_model_path
+from harness.servers import Server, serving_models
 from tests.support import tiny_bert
 from tests.support.clients import openai_client
 from tests.support.procs import worker_holding, worker_pids
 from tests.support.rawhttp import read_chunk, read_head, request_bytes
-from tests.support.servers import Server, serving_models
 from tests.support.waits import wait_for_log, wait_until
 
 MODELS = [
@@ -136,8 +136,8 @@ def test_a_relayed_stream_is_byte_identical_to_a_direct_one(models_server: Serve
             break
     assert len(seen) == 2, "every connection landed on the same kind of worker"
     # Only each answer's own id and creation time may differ.
-    direct, relayed = (re.sub(rb'"(id|created)":("[^"]*"|\d+)', b"", seen[k]) for k in (True, False))
-    assert direct == relayed and direct.endswith(b"data: [DONE]\n\n")
+    here, there = (re.sub(rb'"(id|created)":("[^"]*"|\d+)', b"", seen[k]) for k in (True, False))
+    assert here == there and here.endswith(b"data: [DONE]\n\n")
 
 
 def test_unknown_and_wrong_kind_of_model(models_server: Server, client: openai.OpenAI) -> None:

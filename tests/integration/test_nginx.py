@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from harness.servers import Server, Service, nginx
 from tests.integration.conftest import assert_clean
 from tests.support.busy import model_busy
 from tests.support.rawhttp import open_request, read_chunk, read_head
-from tests.support.servers import Server, Service, nginx
 from tests.support.waits import wait_until
 
 LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "stream": True}

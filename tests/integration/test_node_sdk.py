@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.servers import Server
 from tests.support.busy import model_busy
-from tests.support.servers import Server
 
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 

@@ -11,9 +11,9 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.servers import Server
 from tests.support.busy import model_busy
 from tests.support.rawhttp import open_request, read_chunk, read_head
-from tests.support.servers import Server
 from tests.support.waits import wait_for_log, wait_until
 
 

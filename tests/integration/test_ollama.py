@@ -19,9 +19,9 @@ import ollama
 import pytest
 
 from app.settings.values import default_model_path
+from harness.servers import Server, serving_models
 from tests.support.clients import WEATHER
 from tests.support.rawhttp import open_request, read_chunk, read_head
-from tests.support.servers import Server, serving_models
 from tests.support.waits import wait_for_log, wait_until
 
 CHAT, EMBED, THINKER = "smol", "smol-embed", "r1"

@@ -16,9 +16,9 @@ import openai
 import pytest
 
 from app.settings.values import default_model_path
+from harness.servers import Server, serving_models
 from tests.support import tiny_bert
 from tests.support.batches import finished, jsonl, results
-from tests.support.servers import Server, serving_models
 from tests.support.waits import wait_for_log, wait_until
 
 KEY = "key-ops"

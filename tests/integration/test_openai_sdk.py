@@ -7,7 +7,7 @@ import asyncio
 import openai
 import pytest
 
-from tests.support.servers import Server
+from harness.servers import Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 MESSAGES = [

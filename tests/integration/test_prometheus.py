@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.servers import ROOT, Server, prometheus
+from harness.servers import ROOT, Server, prometheus
 from tests.support.waits import wait_until
 
 DASHBOARD = ROOT / "deploy" / "grafana" / "llm-server.json"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from harness.servers import Server
 from tests.support import sse
 from tests.support.provider_schemas import check_openai
-from tests.support.servers import Server
 
 CHAT = {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 8}
 TOOL = {"type": "function", "function": {"name": "paint", "parameters": {"type": "object",

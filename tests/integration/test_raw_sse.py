@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
+from harness.servers import Server
 from tests.support import sse
 from tests.support.rawhttp import fetch
-from tests.support.servers import Server
 
 
 def events_of(body: bytes) -> list[bytes]:

@@ -12,8 +12,8 @@ import openai
 import pytest
 from pydantic import BaseModel
 
+from harness.servers import ROOT
 from tests.support.clients import WEATHER
-from tests.support.servers import ROOT
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 ASK = [{"role": "user", "content": "Tell me about a city."}]

@@ -11,8 +11,8 @@ import pytest
 from gguf import PoolingType
 
 from app.settings.values import default_model_path
+from harness.servers import Server, serving_models
 from tests.support import tiny_bert
-from tests.support.servers import Server, serving_models
 
 DOCUMENTS = ["the cat sat on the mat", "quick brown fox", "hello world", "the lazy dog on the river bank"]
 

@@ -11,11 +11,11 @@ import openai
 import pydantic
 import pytest
 
+from harness.servers import Server
 from tests.support import sse
 from tests.support.busy import model_busy
 from tests.support.provider_schemas import check_openai
 from tests.support.rawhttp import fetch, open_request, read_chunk, read_head
-from tests.support.servers import Server
 from tests.support.waits import wait_for_log
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
@@ -148,7 +148,7 @@ def test_input_tokens_and_clear_400s(server: Server, client: openai.OpenAI) -> N
         reasoning={"effort": "low"},
         max_output_tokens=4,
     )
-    assert accepted.metadata == {"k": "v"} and accepted.store is True
+    assert accepted.metadata == {"k": "v"} and accepted.to_dict()["store"] is True
 
 
 def test_unknown_stored_things_are_404s_that_name_them(client: openai.OpenAI) -> None:

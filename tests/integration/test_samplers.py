@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.servers import Server
+from harness.servers import Server
 
 REPEATING = "1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3,"
 OPEN = "The old lighthouse keeper opened the door and"

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import httpx
 
-from tests.support.servers import Server
+from harness.servers import Server
 from tests.support.waits import wait_until
 
 # Longer than any machine generates in the test's few seconds: the test hangs up when done.
@@ -44,7 +44,7 @@ def test_cheap_requests_answer_while_the_model_generates(start_server: Callable[
     stream = BackgroundStream(server.url, LONG)
     try:
         assert stream.started.wait(60)
-        answered = []
+        answered: list[int] = []
         with httpx.Client(base_url=server.url, timeout=30) as client:
             # Rounds of cheap requests until the stream has made real progress for longer than
             # the 2 s liveness timeout meanwhile, however fast this machine generates.

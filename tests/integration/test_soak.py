@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.support.servers import ROOT
+from harness.servers import ROOT
 
 
 @pytest.mark.timeout(600)

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from app.settings.values import default_model_path
-from tests.support.servers import Server
+from harness.servers import Server
 from tests.support.waits import wait_until
 
 # Prompts SmolLM2 answers by repeating itself (drafts are kept) and one it does not.

@@ -15,9 +15,9 @@ import pytest
 from app.settings.config import SETTINGS, Config
 from app.settings.cpu import usable_cores
 from app.settings.values import default_model_path
+from harness.servers import GUNICORN, ROOT, Server, free_port
 from tests.support import tiny_bert
 from tests.support.procs import worker_pids
-from tests.support.servers import GUNICORN, ROOT, Server, free_port
 from tests.support.waits import wait_for_log
 
 

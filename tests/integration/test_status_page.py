@@ -11,7 +11,7 @@ import httpx
 from playwright.sync_api import expect
 
 from app.settings.values import default_model_path
-from tests.support.servers import Server
+from harness.servers import Server
 
 MODELS = [
     {"id": "chat-a", "path": default_model_path(), "workers": 1},

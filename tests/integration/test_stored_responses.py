@@ -15,8 +15,8 @@ import openai
 import pytest
 import sqlalchemy
 
+from harness.servers import Server
 from tests.integration.conftest import store_sdk as sdk
-from tests.support.servers import Server
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 
@@ -24,7 +24,7 @@ MODEL = "SmolLM2-135M-Instruct.Q4_1"
 def test_a_stored_response_is_retrieved_listed_and_deleted(store_server: Server) -> None:
     client = sdk(store_server)
     created = client.responses.create(model=MODEL, input="Say hello.", max_output_tokens=8, temperature=0)
-    assert created.store is True
+    assert created.to_dict()["store"] is True
     again = client.responses.retrieve(created.id)
     assert again.model_dump() == created.model_dump()
     items = client.responses.input_items.list(created.id)
@@ -93,7 +93,7 @@ def test_another_key_finds_nothing(store_server: Server) -> None:
 def test_store_false_keeps_nothing(store_server: Server) -> None:
     client = sdk(store_server)
     created = client.responses.create(model=MODEL, input="Forget this.", store=False, max_output_tokens=4)
-    assert created.store is False
+    assert created.to_dict()["store"] is False
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(created.id)
 
@@ -168,7 +168,7 @@ def test_with_the_store_off_nothing_is_kept_and_continuing_is_refused() -> None:
     try:
         client = sdk(server)
         created = client.responses.create(model=MODEL, input="Hi.", max_output_tokens=2)
-        assert created.store is False
+        assert created.to_dict()["store"] is False
         with pytest.raises(openai.NotFoundError) as missing:
             client.responses.retrieve(created.id)
         assert "LLM_STORE=off" in missing.value.body["message"]

@@ -13,9 +13,9 @@ import openai
 import pytest
 from httpx_sse import connect_sse
 
+from harness.servers import Server
 from tests.support.busy import model_busy
 from tests.support.rawhttp import fetch, open_request, read_chunk, read_head
-from tests.support.servers import Server
 from tests.support.waits import generations_in_flight, wait_for_log, wait_until
 
 CHAT = {"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8, "temperature": 0}

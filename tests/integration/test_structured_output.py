@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import jsonschema
 
-from tests.support.servers import Server
+from harness.servers import Server
 
 PERSON = {
     "type": "object",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import openai
 
-from tests.support.servers import Service
+from harness.servers import Service
 
 # One tool in OpenAI's (and Ollama's) shape, for tests that offer a model a function to call.
 WEATHER = {

@@ -13,7 +13,7 @@ from functools import cache
 
 import httpx
 
-from tests.support.servers import ROOT, free_port
+from harness.servers import ROOT, free_port
 
 IMAGE = "localhost/llm-server:test"
 RUN_FLAGS = [

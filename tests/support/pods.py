@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import signal
 
+from harness.servers import Server
 from tests.support import containers
-from tests.support.servers import Server
 
 
 class ProcessPod:

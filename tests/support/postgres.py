@@ -13,8 +13,9 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from tests.support.servers import free_port
+from harness.servers import free_port
 
 
 def _bin(name: str) -> str:
@@ -40,7 +41,7 @@ def postgres_server() -> Iterator[str]:
     password_file.write_text("secret-pw\n")
     if os.geteuid() == 0:
         os.chown(password_file, pwd.getpwnam("postgres").pw_uid, -1)
-    quiet = {"stdout": subprocess.DEVNULL, "check": True}
+    quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "check": True}
     subprocess.run(
         _as_server_user(
             [_bin("initdb"), "-D", str(data / "db"), "-U", "llm", "--auth=scram-sha-256",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from functools import partial
 from http.client import HTTPConnection
 from pathlib import Path
 
@@ -56,9 +57,10 @@ def connection_to_each_worker(
     for _ in range(200):
         connection = HTTPConnection(host, port, timeout=60)
         connection.connect()
-        pid = wait_until(
-            lambda c=connection: worker_holding(master_pid, c.sock), what="an accepted connection"
-        )
+        accepted = connection.sock
+        assert accepted is not None
+        pid = wait_until(partial(worker_holding, master_pid, accepted), what="an accepted connection")
+        assert pid is not None
         if pid in held:
             connection.close()
         else:

@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 import pydantic
-from referencing import Registry, Resource
+from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 SUBSET = Path(__file__).resolve().parents[1] / "schemas" / "openai-subset.json"
@@ -37,7 +37,7 @@ def _nullable_as_null(node: Any) -> Any:
 @cache
 def _openai_validator(name: str) -> jsonschema.Draft202012Validator:
     document = _nullable_as_null(json.loads(SUBSET.read_text()))
-    registry = Registry().with_resource("urn:openai", Resource(contents=document, specification=DRAFT202012))
+    registry = Registry().with_resource("urn:openai", DRAFT202012.create_resource(document))
     return jsonschema.Draft202012Validator(
         {"$ref": f"urn:openai#/components/schemas/{name}"}, registry=registry
     )

@@ -56,7 +56,7 @@ class _Model:
         self.writer = GGUFWriter(str(path), arch)
         self.rng = np.random.default_rng(seed)
         vocab = _vocabulary()
-        self.n_vocab = len(vocab["tokenizer.ggml.tokens"])  # type: ignore[arg-type]
+        self.n_vocab = len(vocab["tokenizer.ggml.tokens"])  # type: ignore[arg-type]  # a GGUF value, read as object
         w = self.writer
         w.add_name(f"tiny-{arch}")
         w.add_context_length(CONTEXT)
@@ -67,11 +67,11 @@ class _Model:
         w.add_vocab_size(self.n_vocab)
         w.add_tokenizer_model(str(vocab["tokenizer.ggml.model"]))
         w.add_tokenizer_pre(str(vocab["tokenizer.ggml.pre"]))
-        w.add_token_list(vocab["tokenizer.ggml.tokens"])  # type: ignore[arg-type]
-        w.add_token_types(vocab["tokenizer.ggml.token_type"])  # type: ignore[arg-type]
-        w.add_token_merges(vocab["tokenizer.ggml.merges"])  # type: ignore[arg-type]
-        w.add_bos_token_id(int(vocab["tokenizer.ggml.bos_token_id"]))  # type: ignore[call-overload]
-        w.add_eos_token_id(int(vocab["tokenizer.ggml.eos_token_id"]))  # type: ignore[call-overload]
+        w.add_token_list(vocab["tokenizer.ggml.tokens"])  # type: ignore[arg-type]  # a GGUF value, read as object
+        w.add_token_types(vocab["tokenizer.ggml.token_type"])  # type: ignore[arg-type]  # a GGUF value, read as object
+        w.add_token_merges(vocab["tokenizer.ggml.merges"])  # type: ignore[arg-type]  # a GGUF value, read as object
+        w.add_bos_token_id(int(vocab["tokenizer.ggml.bos_token_id"]))  # type: ignore[call-overload]  # a GGUF value, read as object
+        w.add_eos_token_id(int(vocab["tokenizer.ggml.eos_token_id"]))  # type: ignore[call-overload]  # a GGUF value, read as object
         w.add_add_bos_token(bool(vocab["tokenizer.ggml.add_bos_token"]))
         w.add_chat_template(str(vocab["tokenizer.chat_template"]))
 

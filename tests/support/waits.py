@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import httpx
 
-from tests.support.servers import Service
+from harness.servers import Service
 
 T = TypeVar("T")
 
@@ -24,11 +24,13 @@ def wait_until(check: Callable[[], T], timeout: float = 10, what: str = "the con
 
 def wait_for_log(server: Service, text: str, timeout: float = 10, count: int = 1) -> str:
     """The server's log once `text` appears in it `count` times."""
-    return wait_until(
+    log = wait_until(
         lambda: (log := server.output()).count(text) >= count and log,
         timeout,
         f"{text!r} logged {count} time(s)",
     )
+    assert isinstance(log, str)
+    return log
 
 
 def generations_in_flight(server: Service) -> float:

@@ -14,13 +14,24 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 _FAMILIES = "API families share only the shared rooms"
 
 
+def _not_python(folder: str, names: list[str]) -> set[str]:
+    """What a copy for import-linter leaves out: all but packages and modules (no node_modules, venvs)."""
+    return {n for n in names if not (n.endswith(".py") or (Path(folder, n).is_dir() and n.isidentifier()))}
+
+
 def lint_copy(tmp_path: Path, module: str | None = None, line: str = "") -> subprocess.CompletedProcess[str]:
-    """Run lint-imports on a copy of `app/`, with `line` appended to `module` (a path under app/)."""
-    shutil.copytree(ROOT / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    """Run lint-imports on a copy of the checked packages' Python files, with `line` appended to
+    `module` (a path under app/, or under the root for tests/, bench/ and harness/)."""
+    for package in ("app", "harness", "tests", "bench"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=_not_python)
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     if module:
-        target = tmp_path / "app" / module
-        assert target.is_file(), f"app/{module} does not exist: the case would prove nothing"
+        target = (
+            tmp_path / module
+            if module.split("/")[0] in ("tests", "bench", "harness")
+            else tmp_path / "app" / module
+        )
+        assert target.is_file(), f"{module} does not exist: the case would prove nothing"
         with target.open("a") as handle:
             handle.write(f"\n{line}  # noqa\n")
     return subprocess.run(
@@ -52,6 +63,15 @@ def test_the_app_keeps_every_contract(tmp_path: Path) -> None:
         ("api/http/body.py", "from app.api.routing import on_demand", _FAMILIES),
         ("api/prompting/tools.py", "from app.api.generation import planning", _FAMILIES),
         ("api/generation/loop.py", "from app.api.routing import route", _FAMILIES),
+        # Tests and benchmarks share only harness/: neither imports the other, nor the app them.
+        (
+            "tests/integration/test_lora.py",
+            "from bench import run",
+            "Tests and benchmarks share only the harness",
+        ),
+        ("bench/run.py", "from tests.support import sse", "Benchmarks never import the tests"),
+        ("harness/servers.py", "from tests.support import sse", "Benchmarks never import the tests"),
+        ("api/chat/routes.py", "from harness import servers", "The app imports none of what checks it"),
         # A cycle hidden behind TYPE_CHECKING is a cycle all the same.
         (
             "engine/generation.py",

@@ -18,8 +18,10 @@ class FormatField(fields.Field[str | dict[str, Any]]):
     OPENAPI = {"anyOf": [{"enum": ["", "json"]}, {"type": "object"}]}
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | dict[str, Any]:
-        if value in ("", "json") or isinstance(value, dict):
-            return value  # type: ignore[no-any-return]
+        if isinstance(value, dict):
+            return value
+        if value in ("", "json"):
+            return str(value)
         raise ValidationError('must be "json" or a JSON schema (an object)')
 
 
@@ -29,8 +31,10 @@ class ThinkField(fields.Field[bool | str]):
     OPENAPI = {"anyOf": [{"type": "boolean"}, {"enum": ["low", "medium", "high"]}]}
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool | str:
-        if isinstance(value, bool) or value in ("low", "medium", "high"):
-            return value  # type: ignore[no-any-return]
+        if isinstance(value, bool):
+            return value
+        if value in ("low", "medium", "high"):
+            return str(value)
         raise ValidationError('must be true, false, "low", "medium" or "high"')
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -21,7 +22,7 @@ from tests.support import sse
 from tests.unit.conftest import MODEL_ID, FakeEngine, make_config
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "templates"
-WEATHER = {
+WEATHER: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -185,7 +186,7 @@ def test_reasoning_items_and_thinking_blocks_handed_back_become_the_turns_reason
     assert anthropic_conversion.messages(message)[-1]["reasoning_content"] == "Look it up."
 
 
-BAD_CHAT = {
+BAD_CHAT: dict[str, dict[str, Any]] = {
     "tools: [{}]": {"tools": [{}]},
     "parameters that are not an object": {
         "tools": [{"type": "function", "function": {"name": "x", "parameters": "s"}}],

@@ -73,11 +73,13 @@ def test_generation_failure_without_stream_is_500(client: FlaskClient, engine: F
     assert "secret" not in error["message"]
 
 
-def test_unexpected_exception_is_500_without_traceback(client: FlaskClient, engine: FakeEngine) -> None:
+def test_unexpected_exception_is_500_without_traceback(
+    client: FlaskClient, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def explode(request: Any) -> None:
         raise RuntimeError("internal detail")
 
-    engine.submit = explode  # type: ignore[method-assign]
+    monkeypatch.setattr(engine, "submit", explode)
     error = error_of(client.post("/v1/chat/completions", json=CHAT), 500)
     assert error["type"] == "server_error" and "internal detail" not in error["message"]
 

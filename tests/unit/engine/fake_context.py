@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.engine.batch import TokenBatch
 from app.engine.context import ContextShape
@@ -209,7 +210,7 @@ class FakeContext:
         self.clear()
 
 
-def job(prompt: list[int], max_tokens: int = 3, index: int = 0, **fields: object) -> Job:
+def job(prompt: list[int], max_tokens: int = 3, index: int = 0, **fields: Any) -> Job:
     """A choice of a request with `prompt`, and the generation that owns it (never iterated here)."""
     request = GenerationRequest(prompt, max_tokens, index=index, **fields)
     return Job(Generation([request], lambda _: None, keepalive=0, queue_timeout=60), request)

@@ -20,7 +20,7 @@ RECURRENT = MemoryKind(recurrent=True)
 
 
 def run_on(memory: MemoryKind, checkpoints: int = 8, cache_ram: int = 0, **context: object) -> Run:
-    fake = FakeContext(**{"parallel": 1, "n_ctx": 256, "n_batch": 64, "memory": memory, **context})  # type: ignore[arg-type]
+    fake = FakeContext(**{"parallel": 1, "n_ctx": 256, "n_batch": 64, "memory": memory, **context})  # type: ignore[arg-type]  # test overrides
     run = Run(fake)
     settings = BatcherSettings(16, True, 0, checkpoints=checkpoints, cache_ram_bytes=cache_ram)
     run.batcher = Batcher(fake, settings, run._deliver)

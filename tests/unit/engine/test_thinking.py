@@ -12,7 +12,7 @@ class ScriptedSampler:
     """Draws the scripted tokens in order; records what it is told was chosen instead."""
 
     def __init__(self, tokens: list[int]) -> None:
-        self.tokens, self.accepted = list(tokens), []
+        self.tokens, self.accepted = list(tokens), list[int]()
 
     def sample(self, row: int) -> int:
         return self.tokens.pop(0)

@@ -27,7 +27,7 @@ class Machine:
 
 
 def make(most: int = 2) -> tuple[ThreadGovernor, Machine, list[int]]:
-    machine, applied = Machine(), []
+    machine, applied = Machine(), list[int]()
     governor = ThreadGovernor(
         most, applied.append, clock=lambda: machine.wall, cpu=lambda: machine.cpu, idle=lambda: machine.idle
     )

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.settings.config import Config, ConfigError
+from app.settings.config import Config
+from app.settings.setting import ConfigError
 from app.settings.startup import describe_settings
 from tests.unit.conftest import FAKE_MODEL
 

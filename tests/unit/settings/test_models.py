@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from app.settings.config import ConfigError
 from app.settings.models import POOL, LoraSpec, ModelSpec, model_for_new_worker, parse
+from app.settings.setting import ConfigError
 from tests.unit.conftest import FAKE_MODEL
 from tests.unit.settings.test_config import settings
 

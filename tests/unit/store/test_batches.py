@@ -52,7 +52,8 @@ def test_lines_are_claimed_in_order_each_by_one_worker(stores: tuple[BatchStore,
     assert not lines.finish(first, "w1", {"ok": 2}, failed=False)  # answered once
     assert not lines.finish(second, "w1", {"ok": 3}, failed=False)  # not w1's lease
     assert lines.unfinished(batch_id) == (1, 1)
-    assert batches.get("alice", batch_id)["request_counts"] == {"total": 3, "completed": 1, "failed": 0}
+    found = batches.get("alice", batch_id)
+    assert found is not None and found["request_counts"] == {"total": 3, "completed": 1, "failed": 0}
     assert batches.get("bob", batch_id) is None
 
 

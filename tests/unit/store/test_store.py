@@ -75,7 +75,8 @@ def test_the_database_runs_in_wal_mode(url: str) -> None:
 
 def test_a_response_is_found_by_its_owner_only(store: ResponseStore) -> None:
     store.save("alice", _response("resp_1"), [{"type": "message", "id": "msg_in"}])
-    assert store.get("alice", "resp_1")["id"] == "resp_1"
+    found = store.get("alice", "resp_1")
+    assert found is not None and found["id"] == "resp_1"
     assert store.input_items("alice", "resp_1") == [{"type": "message", "id": "msg_in"}]
     assert store.get("bob", "resp_1") is None
     assert store.chain("bob", "resp_1") is None
@@ -87,7 +88,8 @@ def test_a_response_is_found_by_its_owner_only(store: ResponseStore) -> None:
 def test_saving_the_same_id_again_replaces_it(store: ResponseStore) -> None:
     store.save("", _response("resp_1", text="first"), [])
     store.save("", _response("resp_1", text="second"), [])
-    assert store.get("", "resp_1")["output"][0]["content"][0]["text"] == "second"
+    found = store.get("", "resp_1")
+    assert found is not None and found["output"][0]["content"][0]["text"] == "second"
 
 
 def test_a_chain_comes_back_oldest_first_and_breaks_at_a_missing_link(store: ResponseStore) -> None:

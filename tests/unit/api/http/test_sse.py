@@ -41,4 +41,5 @@ def test_a_stream_response_sends_its_headers_before_the_first_event() -> None:
     assert response.headers["Cache-Control"] == "no-cache" and response.headers["X-Accel-Buffering"] == "no"
     body = iter(response.response)
     assert next(body) == b"" and produced == []  # an empty first write: gunicorn sends the headers
-    assert json.loads(next(body)[6:]) == {"n": 1} and produced == ["first"]
+    event = next(body)
+    assert isinstance(event, bytes) and json.loads(event[6:]) == {"n": 1} and produced == ["first"]

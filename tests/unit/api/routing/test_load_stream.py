@@ -62,9 +62,9 @@ def run(
 
     relayed.setattr(relay, "open_forward", open_forward)
     config = settings(LLM_QUEUE_TIMEOUT="30", **env)
-    response = load_stream.keep_alive_until_loaded(path, config, holder_slot, loading)  # type: ignore[arg-type]
+    response = load_stream.keep_alive_until_loaded(path, config, holder_slot, loading)  # type: ignore[arg-type]  # a path for a request
     assert response.mimetype == "text/event-stream" and response.status_code == 200
-    return [piece for piece in response.response if piece]
+    return [piece if isinstance(piece, bytes) else piece.encode() for piece in response.response if piece]
 
 
 def test_keep_alives_while_the_model_loads_then_the_holders_events_unchanged(

@@ -18,7 +18,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from tests.support.servers import Service, free_port
+from harness.servers import Service, free_port
 
 CACHE = Path(os.environ.get("LLM_BENCH_CACHE", Path.home() / ".cache" / "llm-server-bench"))
 # Only the server: no tests, examples, web UI download or TLS, so the build needs no network.

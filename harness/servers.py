@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 GUNICORN = Path(sys.executable).with_name("gunicorn")
 DEPLOY = ROOT / "deploy"
 
@@ -31,7 +31,8 @@ def free_port() -> int:
     """A loopback TCP port nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 class Service:
@@ -64,7 +65,7 @@ class Service:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(
-                    f"{self.process.args} exited with {self.process.returncode}:\n{self.output()}"
+                    f"{self.process.args!r} exited with {self.process.returncode}:\n{self.output()}"
                 )
             try:
                 # Fresh connections, so the kernel spreads the probes over gunicorn's workers.
@@ -101,7 +102,7 @@ class Service:
 class Server(Service):
     """This server under the real gunicorn, started as users start it, with `LLM_*` settings in `env`."""
 
-    def __init__(self, args: tuple[str, ...] = (), **env: str) -> None:
+    def __init__(self, args: tuple[str, ...] = (), /, **env: str) -> None:
         port = free_port()
         super().__init__(
             [str(GUNICORN), "-c", "gunicorn.conf.py", *args, "wsgi:app"],

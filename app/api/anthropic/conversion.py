@@ -1,9 +1,12 @@
-"""A Messages request in the terms the rest of the API already speaks: chat messages, tools, a grammar."""
+"""A Messages request as the typed chat request the rest of the API serves: messages, tools, sampling."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from app.api.requests.chat import ChatRequest
+from app.api.requests.generation import sampling_of
 
 
 def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -41,21 +44,22 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
 _CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
 
-def chat_body(body: dict[str, Any]) -> dict[str, Any]:
-    """The chat-completions fields this request amounts to, for planning, tools and grammars."""
+def as_chat(body: dict[str, Any]) -> ChatRequest:
+    """The chat request this Messages request amounts to, for the template, planning, tools and grammars."""
     choice = body.get("tool_choice") or {"type": "auto"}
     thinking = body.get("thinking") or {}
-    chat = {
-        "chat_template_kwargs": {"enable_thinking": thinking["type"] != "disabled"} if thinking else None,
-        "parallel_tool_calls": False if choice.get("disable_parallel_tool_use") else None,
-        "reasoning_budget": thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None,
-        "max_tokens": body.get("max_tokens"),
-        "temperature": body.get("temperature"),
-        "top_p": body.get("top_p"),
-        "top_k": body.get("top_k"),
-        "stop": body.get("stop_sequences"),
-        "tool_choice": {"name": choice["name"]} if choice["type"] == "tool" else _CHOICES[choice["type"]],
-        "tools": [
+    return ChatRequest(
+        model=body.get("model"),
+        messages=messages(body),
+        max_tokens=body.get("max_tokens"),
+        sampling=sampling_of(body),  # temperature, top_p, top_k: the same names
+        stop=tuple(body.get("stop_sequences") or ()),
+        stream=bool(body.get("stream")),
+        chat_template_kwargs={"enable_thinking": thinking["type"] != "disabled"} if thinking else {},
+        reasoning_budget=thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None,
+        parallel_tool_calls=False if choice.get("disable_parallel_tool_use") else None,
+        tool_choice={"name": choice["name"]} if choice["type"] == "tool" else _CHOICES[choice["type"]],
+        tools=[
             {
                 "type": "function",
                 "function": {
@@ -66,8 +70,7 @@ def chat_body(body: dict[str, Any]) -> dict[str, Any]:
             }
             for t in body.get("tools") or []
         ],
-    }
-    return {key: value for key, value in chat.items() if value not in (None, [])}
+    )
 
 
 def tool_input(arguments: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 from apispec import APISpec
 
 from app.api.anthropic.schemas import CountTokensRequestSchema, MessagesRequestSchema
-from app.api.http.openapi import error_responses, json_answer, named_event_stream, post
+from app.api.http.openapi import error_responses, json_doc, named_event_stream, post
 from app.settings.models import ModelSpec
 
 _INT, _STR = {"type": "integer"}, {"type": "string"}
@@ -128,7 +128,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         operations=post(
             "Count the conversation's tokens after the chat template",
             "MessagesCountTokensRequest",
-            json_answer("The count.", "AnthropicTokenCount"),
+            json_doc("The count.", "AnthropicTokenCount"),
             _ERRORS,
         ),
     )

@@ -8,7 +8,7 @@ from app.api.anthropic import conversion, errors
 from app.api.anthropic.presenter import MessagesPresenter
 from app.api.anthropic.schemas import count_tokens_request_schema, messages_request_schema
 from app.api.generation.loop import generate
-from app.api.generation.planning import plan_answer
+from app.api.generation.planning import plan_chat_choice
 from app.api.http.body import generating_engine, parse_body
 from app.api.prompting import conversation
 from app.api.routing.route import route_here_or_relay
@@ -25,15 +25,15 @@ def create_message() -> Response:
     if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
         return relayed
     engine = generating_engine()
-    chat = conversion.chat_body(body)
-    prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
-    budget = conversation.thinking_budget(engine.tokenizer, prompt, chat.get("reasoning_budget"))
-    requests = plan_answer(
+    chat = conversion.as_chat(body)
+    prompt = conversation.prompt(engine.tokenizer, chat)
+    budget = conversation.thinking_budget(engine.tokenizer, prompt, chat.reasoning_budget)
+    requests = plan_chat_choice(
         chat, prompt.tokens, prompt.profile, engine.tokenizer, prompt_param="messages", thinking_budget=budget
     )
     model = current_config().model_id
     presenter = MessagesPresenter(model, len(prompt.tokens), prompt.reader)
-    return generate(engine, body, requests, presenter, len(prompt.tokens))
+    return generate(engine, chat.stream, requests, presenter, len(prompt.tokens))
 
 
 @bp.post("/v1/messages/count_tokens")
@@ -42,6 +42,5 @@ def count_tokens() -> Response:
     body = parse_body(count_tokens_request_schema)
     if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
         return relayed
-    chat = conversion.chat_body(body)
-    prompt = conversation.prompt(generating_engine().tokenizer, conversion.messages(body), chat)
+    prompt = conversation.prompt(generating_engine().tokenizer, conversion.as_chat(body))
     return jsonify({"input_tokens": len(prompt.tokens)})

@@ -8,7 +8,7 @@ from apispec import APISpec
 
 from app.api.batches.lines import ENDPOINTS
 from app.api.batches.schemas import BatchCreateSchema
-from app.api.http.openapi import error_responses, json_answer, list_schema, path_params, query_param
+from app.api.http.openapi import error_responses, json_doc, list_schema, path_params, query_param
 from app.settings.models import ModelSpec
 
 _INT = {"type": "integer"}
@@ -63,7 +63,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     for name, schema in COMPONENTS.items():
         spec.components.schema(name, component=schema)
     spec.components.schema("BatchCreateRequest", schema=BatchCreateSchema)
-    batch = json_answer("The batch.", "Batch")
+    batch = json_doc("The batch.", "Batch")
     batch_id = path_params("batch_id")
     page = [
         query_param("after", {"type": "string"}, "A batch id: the page starts after it."),
@@ -83,7 +83,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             "get": {
                 "summary": "The key's batches, newest first",
                 "parameters": page,
-                "responses": {200: json_answer("A page.", "BatchList"), **error_responses(400, 401, 503)},
+                "responses": {200: json_doc("A page.", "BatchList"), **error_responses(400, 401, 503)},
             },
         },
     )

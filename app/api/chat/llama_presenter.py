@@ -21,7 +21,7 @@ from app.engine.types import Chunk, TokenLogprob
 
 
 @dataclass(frozen=True)
-class LlamaAnswer:
+class LlamaCompletionFacts:
     """What the request asked of the answer, beyond the chunks."""
 
     model: str
@@ -35,7 +35,7 @@ class LlamaAnswer:
 class LlamaPresenter:
     """llama-server's non-OpenAI completion object, and its stream."""
 
-    def __init__(self, answer: LlamaAnswer) -> None:
+    def __init__(self, answer: LlamaCompletionFacts) -> None:
         self.answer = answer
         self.started = time.monotonic()
         self.first: float | None = None

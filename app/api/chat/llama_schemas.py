@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError, fields, validate, validates_schema
+from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app.api.chat.schemas import GenerationSchema
 from app.api.http.fields import StrictBoolean, StrictInteger, count
+from app.api.requests.completion import LlamaCompletionRequest, llama_completion_request
 
 
 class PromptField(fields.Field[str | list[int]]):
@@ -41,6 +42,10 @@ class LlamaCompletionSchema(GenerationSchema):
             raise ValidationError(message, "post_sampling_probs")
         if data.get("n_predict") == 0:
             raise ValidationError("must be -1 (up to the context) or at least 1", "n_predict")
+
+    @post_load
+    def typed(self, data: dict[str, Any], **kwargs: Any) -> LlamaCompletionRequest:
+        return llama_completion_request(data)
 
 
 llama_completion_schema = LlamaCompletionSchema()

@@ -31,7 +31,7 @@ class Choice:
 
 
 @dataclass
-class Shape:
+class ObjectHeader:
     """What one endpoint's objects look like; the same id, created and model in every chunk."""
 
     model: str

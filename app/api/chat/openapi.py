@@ -9,7 +9,7 @@ from marshmallow import Schema, fields, validate
 
 from app.api.chat import llama_openapi, template_openapi
 from app.api.chat.schemas import ChatCompletionRequestSchema, CompletionRequestSchema
-from app.api.http.openapi import POST_ERRORS, error_responses, json_answer, json_of, post
+from app.api.http.openapi import POST_ERRORS, error_responses, json_doc, json_of, post
 from app.settings.models import ModelSpec
 
 FINISH_REASONS = ("stop", "length", "tool_calls")
@@ -230,7 +230,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         operations=post(
             "Count a chat request's prompt tokens after the chat template (tools included)",
             "ChatCompletionRequest",
-            json_answer("The count.", "ChatInputTokens"),
+            json_doc("The count.", "ChatInputTokens"),
             error_responses(*POST_ERRORS),
         ),
     )

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.api.chat import logprobs
-from app.api.chat.objects import Choice, Shape, usage
+from app.api.chat.objects import Choice, ObjectHeader, usage
 from app.api.generation.loop import ChoiceResult
 from app.api.http import sse
 from app.api.http.errors import APIError
@@ -17,7 +17,7 @@ from app.engine.types import Chunk, TokenLogprob
 
 
 @dataclass
-class AnswerOptions:
+class CompletionOptions:
     """What the request asked of the answer, beyond the chunks themselves."""
 
     chat: bool
@@ -40,12 +40,12 @@ class AnswerOptions:
 class CompletionPresenter:
     """OpenAI's chat.completion / text_completion, and their chunks."""
 
-    def __init__(self, shape: Shape, answer: AnswerOptions, wants_logprobs: bool) -> None:
-        self.shape, self.answer, self.wants_logprobs = shape, answer, wants_logprobs
+    def __init__(self, header: ObjectHeader, answer: CompletionOptions, wants_logprobs: bool) -> None:
+        self.header, self.answer, self.wants_logprobs = header, answer, wants_logprobs
 
     def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
         """The non-streamed answer: every choice, tool calls and reasoning parsed, logprobs shaped."""
-        answer, shape = self.answer, self.shape
+        answer, header = self.answer, self.header
         choices = []
         for result in results:
             prefix = answer.prefixes.get(result.index, "")
@@ -57,7 +57,7 @@ class CompletionPresenter:
                     choice.tool_calls = tools.openai_calls(parsed, answer.reader)
                     choice.finish_reason = tools.finish_reason(parsed, result.finish_reason)
             if self.wants_logprobs:
-                if shape.chat:
+                if header.chat:
                     choice.logprobs = logprobs.chat(result.logprobs)
                 elif result.prompt_logprobs:  # echo + logprobs: the prompt's tokens come first
                     choice.logprobs = logprobs.TextLogprobs(0).format(
@@ -68,11 +68,11 @@ class CompletionPresenter:
             choices.append(choice)
         completion = sum(r.completion_tokens for r in results)
         cached = sum(answer.cached(r.index, r.cached_tokens) for r in results)
-        return shape.completion(choices, usage(answer.prompt_tokens, completion, cached))
+        return header.completion(choices, usage(answer.prompt_tokens, completion, cached))
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
         """Chunk events as the engine's chunks come; a chat answer read for calls streams as it is read."""
-        answer, shape = self.answer, self.shape
+        answer, header = self.answer, self.header
         extra = {"usage": None} if answer.include_usage else {}
         offsets: dict[int, logprobs.TextLogprobs] = {}
         readings: dict[int, _Reading] = {}
@@ -84,13 +84,13 @@ class CompletionPresenter:
             if chunk.index not in offsets:  # a choice opens: chat's role, or the echoed prompt
                 prefix = answer.prefixes.get(chunk.index, "")
                 offsets[chunk.index] = logprobs.TextLogprobs(len(prefix))
-                if shape.chat:
-                    yield sse.event(shape.chunk("", index=chunk.index, first=True) | extra)
+                if header.chat:
+                    yield sse.event(header.chunk("", index=chunk.index, first=True) | extra)
                 elif prefix:
                     scored = None
                     if chunk.prompt_logprobs:  # echo + logprobs: the prompt's, on the echo
                         scored = logprobs.TextLogprobs(0).format(chunk.prompt_logprobs)
-                    yield sse.event(shape.chunk(prefix, index=chunk.index, logprobs=scored) | extra)
+                    yield sse.event(header.chunk(prefix, index=chunk.index, logprobs=scored) | extra)
             if chunk.finish_reason is not None:
                 completion_tokens += chunk.completion_tokens
                 cached_tokens += answer.cached(chunk.index, chunk.cached_tokens)
@@ -102,12 +102,12 @@ class CompletionPresenter:
                 shaped = None
                 if self.wants_logprobs:
                     entries = chunk.logprobs
-                    shaped = logprobs.chat(entries) if shape.chat else offsets[chunk.index].format(entries)
-                yield sse.event(shape.chunk(chunk.text, index=chunk.index, logprobs=shaped) | extra)
+                    shaped = logprobs.chat(entries) if header.chat else offsets[chunk.index].format(entries)
+                yield sse.event(header.chunk(chunk.text, index=chunk.index, logprobs=shaped) | extra)
             if chunk.finish_reason is not None:
-                yield sse.event(shape.chunk(None, chunk.finish_reason, index=chunk.index) | extra)
+                yield sse.event(header.chunk(None, chunk.finish_reason, index=chunk.index) | extra)
         if answer.include_usage:
-            yield sse.event(shape.usage_chunk(usage(answer.prompt_tokens, completion_tokens, cached_tokens)))
+            yield sse.event(header.usage_chunk(usage(answer.prompt_tokens, completion_tokens, cached_tokens)))
         yield sse.DONE
 
     def failure(self, error: APIError) -> bytes:
@@ -119,21 +119,21 @@ class CompletionPresenter:
     def _read_events(self, chunk: Chunk, reading: _Reading) -> Iterator[dict[str, Any]]:
         """The chunks one engine chunk adds once the answer so far is read: text held back only
         while it may be markup, calls as OpenAI's tool-call deltas (id and name, then arguments)."""
-        shape, index = self.shape, chunk.index
+        header, index = self.header, chunk.index
         reading.text += chunk.text
         reading.logprobs.extend(chunk.logprobs)
         final = chunk.finish_reason is not None
         deltas = reading.stream.update(reading.text, final)
         for delta in deltas:
             if delta.kind == "content":
-                yield shape.chunk(delta.text, index=index, logprobs=self._pending(reading))
+                yield header.chunk(delta.text, index=index, logprobs=self._pending(reading))
             elif delta.kind == "reasoning":
-                yield shape.chunk(None, index=index, reasoning=delta.text)
+                yield header.chunk(None, index=index, reasoning=delta.text)
             else:
-                yield shape.chunk(None, index=index, tool_calls=[_call_delta(delta)])
+                yield header.chunk(None, index=index, tool_calls=[_call_delta(delta)])
         if final:
             reason = tools.finish_reason(reading.stream.last, chunk.finish_reason or "stop")
-            yield shape.chunk(None, reason, index=index, logprobs=self._pending(reading))
+            yield header.chunk(None, reason, index=index, logprobs=self._pending(reading))
 
     def _pending(self, reading: _Reading) -> dict[str, Any] | None:
         if not self.wants_logprobs or not reading.logprobs:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
-from app.api.chat.llama_presenter import LlamaAnswer, LlamaPresenter
+from app.api.chat.llama_presenter import LlamaCompletionFacts, LlamaPresenter
 from app.api.chat.llama_schemas import llama_completion_schema
-from app.api.chat.objects import Shape
-from app.api.chat.presenter import AnswerOptions, CompletionPresenter
+from app.api.chat.objects import ObjectHeader
+from app.api.chat.presenter import CompletionOptions, CompletionPresenter
 from app.api.chat.schemas import chat_completion_schema, completion_schema
 from app.api.generation.loop import generate
 from app.api.generation.memory_view import memory_json, speculative_json
 from app.api.generation.planning import plan_choices
-from app.api.http.body import generating_engine, loaded_engine, parse_body
+from app.api.http.body import generating_engine, loaded_engine, parse_request
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting import conversation, structured_output
+from app.api.requests.chat import ChatRequest
+from app.api.requests.completion import CompletionRequest, LlamaCompletionRequest
 from app.api.routing.route import route_here_or_relay
 from app.engine.tokenizer import Tokenizer
 from app.settings.current import current_config
@@ -25,122 +27,115 @@ bp = Blueprint("chat", __name__)
 @bp.post("/v1/chat/completions")
 def create_chat_completion() -> Response:
     """Answer a conversation, formatted by the model's own chat template."""
-    body = parse_body(chat_completion_schema)
-    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+    chat = parse_request(chat_completion_schema, ChatRequest)
+    if (relayed := route_here_or_relay(chat.model, streams=chat.stream)) is not None:
         return relayed
     engine = generating_engine()
-    prompt = conversation.prompt(engine.tokenizer, body["messages"], body)
-    grammar, triggers, param = structured_output.answer_grammar(body, prompt.profile)
+    prompt = conversation.prompt(engine.tokenizer, chat)
+    grammar, triggers, param = structured_output.answer_grammar(chat, prompt.profile)
     requests = plan_choices(
-        body,
+        chat,
         [prompt.tokens],
         prompt_param="messages",
-        max_param="max_completion_tokens",
-        logprobs=(body.get("top_logprobs") or 0) if body.get("logprobs") else None,
+        logprobs=chat.top_logprobs if chat.logprobs else None,
         grammar=structured_output.checked(engine.tokenizer, grammar, param),
         grammar_triggers=triggers,
-        thinking_budget=conversation.thinking_budget(engine.tokenizer, prompt, body.get("reasoning_budget")),
+        thinking_budget=conversation.thinking_budget(engine.tokenizer, prompt, chat.reasoning_budget),
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
-    options = AnswerOptions(
+    options = CompletionOptions(
         chat=True,
         prompt_tokens=len(prompt.tokens),
-        include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+        include_usage=chat.include_usage,
         reader=prompt.reader,
-        choices_per_prompt=body.get("n") or 1,
+        choices_per_prompt=chat.n,
     )
-    shape = Shape(current_config().model_id, chat=True, fingerprint=engine.fingerprint)
-    presenter = CompletionPresenter(shape, options, wants_logprobs=bool(body.get("logprobs")))
-    return generate(engine, body, requests, presenter, options.prompt_tokens)
+    header = ObjectHeader(current_config().model_id, chat=True, fingerprint=engine.fingerprint)
+    presenter = CompletionPresenter(header, options, wants_logprobs=chat.logprobs)
+    return generate(engine, chat.stream, requests, presenter, options.prompt_tokens)
 
 
 @bp.post("/v1/completions")
 def create_completion() -> Response:
     """Continue each text prompt (or fill in the middle, given a `suffix`)."""
-    body = parse_body(completion_schema)
-    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+    completion = parse_request(completion_schema, CompletionRequest)
+    if (relayed := route_here_or_relay(completion.model, streams=completion.stream)) is not None:
         return relayed
     engine = generating_engine()
     tokenizer = engine.tokenizer
-    if body.get("suffix") and not tokenizer.supports_infill:
+    if completion.suffix and not tokenizer.supports_infill:
         raise InvalidRequestError(
             "suffix needs a model with fill-in-the-middle tokens; this one has none.", param="suffix"
         )
     prompts, texts = zip(
-        *(_prompt(tokenizer, item, body.get("suffix")) for item in body["prompt"]), strict=True
+        *(_prompt(tokenizer, item, completion.suffix) for item in completion.prompts), strict=True
     )
-    scoring = bool(body.get("echo")) and body.get("logprobs") is not None
     requests = plan_choices(
-        body,
+        completion,
         list(prompts),
         prompt_param="prompt",
-        logprobs=body.get("logprobs"),
+        logprobs=completion.logprobs,
         vocabulary_size=tokenizer.vocabulary_size,
-        prompt_logprobs=scoring,
+        prompt_logprobs=completion.scoring,
     )
-    n = body.get("n") or 1
-    echoed = {r.index: texts[r.index // n] for r in requests} if body.get("echo") else {}
-    options = AnswerOptions(
+    n = completion.n
+    echoed = {r.index: texts[r.index // n] for r in requests} if completion.echo else {}
+    options = CompletionOptions(
         chat=False,
         prompt_tokens=sum(len(tokens) for tokens in prompts),
         prefixes=echoed,
-        include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+        include_usage=completion.include_usage,
         choices_per_prompt=n,
     )
-    shape = Shape(current_config().model_id, chat=False, fingerprint=engine.fingerprint)
-    presenter = CompletionPresenter(shape, options, wants_logprobs=body.get("logprobs") is not None)
-    return generate(engine, body, requests, presenter, options.prompt_tokens)
+    header = ObjectHeader(current_config().model_id, chat=False, fingerprint=engine.fingerprint)
+    presenter = CompletionPresenter(header, options, wants_logprobs=completion.logprobs is not None)
+    return generate(engine, completion.stream, requests, presenter, options.prompt_tokens)
 
 
 @bp.post("/completion")
 @bp.post("/completions")
 def create_llama_completion() -> Response:
     """llama-server's own completion: one prompt continued, with `n_probs` token probabilities."""
-    body = parse_body(llama_completion_schema)
-    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+    asked = parse_request(llama_completion_schema, LlamaCompletionRequest)
+    if (relayed := route_here_or_relay(asked.model, streams=asked.stream)) is not None:
         return relayed
     engine = generating_engine()
-    prompt = body["prompt"]
-    if isinstance(prompt, str):  # as llama-server tokenizes it here: BOS, control tokens parsed
-        tokens, text = engine.tokenizer.parsed(prompt), prompt
+    if isinstance(asked.prompt, str):  # as llama-server tokenizes it here: BOS, control tokens parsed
+        tokens, text = engine.tokenizer.parsed(asked.prompt), asked.prompt
     else:
-        tokens, text = _prompt(engine.tokenizer, prompt, None)
-    if body.get("n_predict") is not None:  # llama-server's name wins over max_tokens; -1: up to the context
-        body["max_tokens"] = None
-        if body["n_predict"] < 0:
-            del body["n_predict"]
-    n_probs, return_tokens = body.get("n_probs") or 0, bool(body.get("return_tokens"))
+        tokens, text = _prompt(engine.tokenizer, asked.prompt, None)
     (request_,) = plan_choices(
-        {**body, "n": 1},
+        asked,
         [tokens],
         prompt_param="prompt",
-        max_param="n_predict",  # when not given, plan() names max_tokens
-        logprobs=n_probs if n_probs or return_tokens else None,
+        logprobs=asked.n_probs if asked.n_probs or asked.return_tokens else None,
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
-    settings = {"n_predict": request_.max_tokens, "seed": body.get("seed"), "n_probs": n_probs,
-                "temperature": request_.sampling.temperature, "stream": bool(body.get("stream"))}  # fmt: skip
-    answer = LlamaAnswer(current_config().model_id, text, len(tokens), n_probs, return_tokens, settings)
-    return generate(engine, body, [request_], LlamaPresenter(answer), len(tokens))
+    settings = {"n_predict": request_.max_tokens, "seed": asked.seed, "n_probs": asked.n_probs,
+                "temperature": request_.sampling.temperature, "stream": asked.stream}  # fmt: skip
+    facts = LlamaCompletionFacts(
+        current_config().model_id, text, len(tokens), asked.n_probs, asked.return_tokens, settings
+    )
+    return generate(engine, asked.stream, [request_], LlamaPresenter(facts), len(tokens))
 
 
 @bp.post("/v1/chat/completions/input_tokens")
 def count_input_tokens() -> Response:
     """How many tokens a chat request's prompt takes after the chat template (tools included)."""
-    body = parse_body(chat_completion_schema)
-    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+    chat = parse_request(chat_completion_schema, ChatRequest)
+    if (relayed := route_here_or_relay(chat.model)) is not None:
         return relayed
-    prompt = conversation.prompt(generating_engine().tokenizer, body["messages"], body)
+    prompt = conversation.prompt(generating_engine().tokenizer, chat)
     return jsonify({"object": "chat.completion.input_tokens", "input_tokens": len(prompt.tokens)})
 
 
 @bp.post("/apply-template")
 def apply_template() -> Response:
     """The prompt a chat request makes after the chat template, tools included (llama-server's route)."""
-    body = parse_body(chat_completion_schema)
-    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
+    chat = parse_request(chat_completion_schema, ChatRequest)
+    if (relayed := route_here_or_relay(chat.model)) is not None:
         return relayed
-    prompt = conversation.prompt(generating_engine().tokenizer, body["messages"], body)
+    prompt = conversation.prompt(generating_engine().tokenizer, chat)
     return jsonify({"prompt": prompt.text})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError, fields, validate, validates_schema
+from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app.api.http.fields import (
     ContentField,
@@ -18,6 +18,8 @@ from app.api.http.fields import (
     number,
 )
 from app.api.http.schemas import BaseSchema, LoraSchema
+from app.api.requests.chat import ChatRequest, chat_request
+from app.api.requests.completion import CompletionRequest, completion_request
 from app.engine.types import SAMPLER_NAMES
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -227,6 +229,10 @@ class ChatCompletionRequestSchema(GenerationSchema):
         if isinstance(choice, dict) and choice["name"] not in names:
             raise ValidationError(f"names {choice['name']!r}, which is not in tools", "tool_choice")
 
+    @post_load
+    def typed(self, data: dict[str, Any], **kwargs: Any) -> ChatRequest:
+        return chat_request(data)
+
 
 class CompletionRequestSchema(GenerationSchema):
     """`POST /v1/completions`."""
@@ -242,6 +248,10 @@ class CompletionRequestSchema(GenerationSchema):
         """max_tokens 0 makes sense only to score the prompt: with echo."""
         if data.get("max_tokens") == 0 and not data.get("echo"):
             raise ValidationError("may be 0 only with echo: true (to score the prompt)", "max_tokens")
+
+    @post_load
+    def typed(self, data: dict[str, Any], **kwargs: Any) -> CompletionRequest:
+        return completion_request(data)
 
 
 chat_completion_schema = ChatCompletionRequestSchema()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from apispec import APISpec
 
 from app.api.generation.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
-from app.api.http.openapi import error_responses, get_about_model, json_answer, post
+from app.api.http.openapi import error_responses, get_about_model, json_doc, post
 
 _APPLIED = {"type": "object", "required": ["prompt"], "properties": {"prompt": {"type": "string"}}}
 _PROPERTIES = {
@@ -42,7 +42,7 @@ def describe(spec: APISpec) -> None:
         operations=post(
             "The prompt a chat request makes after the chat template, tools included (llama-server's)",
             "ChatCompletionRequest",
-            json_answer("The prompt.", "AppliedTemplate"),
+            json_doc("The prompt.", "AppliedTemplate"),
             error_responses(400, 401, 404, 406, 413, 500, 503),
         ),
     )
@@ -50,7 +50,7 @@ def describe(spec: APISpec) -> None:
         path="/props",
         operations=get_about_model(
             "A model's settings, chat template, its capabilities and tool-call format",
-            json_answer("The properties.", "Properties"),
+            json_doc("The properties.", "Properties"),
             error_responses(401, 404, 500, 503),
         ),
     )

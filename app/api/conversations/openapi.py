@@ -13,7 +13,7 @@ from app.api.conversations.schemas import (
 )
 from app.api.http.openapi import (
     error_responses,
-    json_answer,
+    json_doc,
     list_schema,
     page_params,
     path_params,
@@ -54,7 +54,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     spec.components.schema("ConversationCreateRequest", schema=ConversationCreateSchema)
     spec.components.schema("ConversationUpdateRequest", schema=ConversationUpdateSchema)
     spec.components.schema("ConversationItemsCreateRequest", schema=ItemsCreateSchema)
-    conversation = json_answer("The conversation.", "Conversation")
+    conversation = json_doc("The conversation.", "Conversation")
     missing = error_responses(401, 404, 503)
     conversation_id = path_params("conversation_id")
     spec.path(
@@ -76,10 +76,10 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
                      "requestBody": _body("ConversationUpdateRequest"),
                      "responses": {200: conversation, **error_responses(400, 401, 404, 503)}},
             "delete": {"summary": "Delete a conversation", "parameters": conversation_id,
-                       "responses": {200: json_answer("Deleted.", "ConversationDeleted"), **missing}},
+                       "responses": {200: json_doc("Deleted.", "ConversationDeleted"), **missing}},
         },
     )  # fmt: skip
-    items = json_answer("Items.", "ConversationItemList")
+    items = json_doc("Items.", "ConversationItemList")
     spec.path(
         path="/v1/conversations/{conversation_id}/items",
         operations={
@@ -106,7 +106,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         path="/v1/conversations/{conversation_id}/items/{item_id}",
         operations={
             "get": {"summary": "One item", "parameters": path_params("conversation_id", "item_id"),
-                    "responses": {200: json_answer("The item.", "ConversationItem"), **missing}},
+                    "responses": {200: json_doc("The item.", "ConversationItem"), **missing}},
             "delete": {"summary": "Remove one item (answers the conversation)",
                        "parameters": path_params("conversation_id", "item_id"),
                        "responses": {200: conversation, **missing}},

@@ -7,7 +7,7 @@ from typing import Any
 from apispec import APISpec
 
 from app.api.embeddings.schemas import EmbeddingRequestSchema
-from app.api.http.openapi import POST_ERRORS, error_responses, json_answer, post
+from app.api.http.openapi import POST_ERRORS, error_responses, json_doc, post
 from app.settings.models import ModelSpec
 
 EMBEDDING_LIST: dict[str, Any] = {
@@ -54,7 +54,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         operations=post(
             "Embed texts or token lists as unit vectors (models served with `embedding: true`)",
             "EmbeddingRequest",
-            json_answer("One vector per input, in input order.", "EmbeddingList"),
+            json_doc("One vector per input, in input order.", "EmbeddingList"),
             error_responses(*POST_ERRORS),
         ),
     )

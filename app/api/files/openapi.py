@@ -9,7 +9,7 @@ from apispec import APISpec
 from app.api.files.schemas import LISTED_PURPOSES, PURPOSES
 from app.api.http.openapi import (
     error_responses,
-    json_answer,
+    json_doc,
     list_schema,
     page_params,
     path_params,
@@ -65,7 +65,10 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             "post": {
                 "summary": "Upload a file (multipart form: file, purpose, optional expires_after)",
                 "requestBody": {"required": True, "content": {"multipart/form-data": {"schema": UPLOAD}}},
-                "responses": {200: json_answer("The file.", "File"), **error_responses(400, 401, 413, 503)},
+                "responses": {
+                    200: json_doc("The file.", "File"),
+                    **error_responses(400, 401, 413, 503),
+                },
             },
             "get": {
                 "summary": "The key's files, newest first",
@@ -73,7 +76,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
                     query_param("purpose", {"enum": list(LISTED_PURPOSES)}, "Only files of this purpose."),
                     *page_params("A file", 10000, 10000),
                 ],
-                "responses": {200: json_answer("A page.", "FileList"), **error_responses(400, 401, 503)},
+                "responses": {200: json_doc("A page.", "FileList"), **error_responses(400, 401, 503)},
             },
         },
     )
@@ -81,9 +84,9 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         path="/v1/files/{file_id}",
         operations={
             "get": {"summary": "A file's facts", "parameters": file_id,
-                    "responses": {200: json_answer("The file.", "File"), **missing}},
+                    "responses": {200: json_doc("The file.", "File"), **missing}},
             "delete": {"summary": "Delete a file", "parameters": file_id,
-                       "responses": {200: json_answer("Deleted.", "FileDeleted"), **missing}},
+                       "responses": {200: json_doc("Deleted.", "FileDeleted"), **missing}},
         },
     )  # fmt: skip
     content = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}

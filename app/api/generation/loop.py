@@ -64,12 +64,13 @@ class ChoiceResult:
 
 def generate(
     engine: Engine,
-    body: dict[str, Any],
+    streams: bool,
     requests: list[GenerationRequest],
     presenter: Presenter,
     prompt_tokens: int,
 ) -> Response:
-    """Generate every choice (here, or on a peer with room) and answer as the body's `stream` asks."""
+    """Generate every choice (here, or on a peer with room): a stream if the request `streams`, else
+    one JSON answer."""
     stats: RequestStats = g.stats
     relayed = relay.to_cached_peer(request, engine, requests[0].prompt_tokens) or relay.to_idle_peer(
         request, engine
@@ -88,7 +89,7 @@ def generate(
     generation.on_close(disconnect.watch(request.environ, generation.cancel))
     generation.migrate = relay.migrator(request, engine)
     stats.prompt_tokens = prompt_tokens
-    if body.get("stream"):
+    if streams:
         # Server-Sent Events, unless the protocol frames its stream otherwise (Ollama's NDJSON).
         framed = getattr(presenter, "stream_response", sse.stream_response)
         response = framed(_stream(generation, stats, presenter))

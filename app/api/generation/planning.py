@@ -1,59 +1,27 @@
-"""A request body turned into the engine's requests: max_tokens, sampling, logit bias, one per choice."""
+"""A typed request turned into the engine's requests: max_tokens, sampling, logit bias, one per choice."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.prompting import structured_output
+from app.api.requests.chat import ChatRequest
+from app.api.requests.generation import AdapterScale, GenerationOptions
 from app.chat_formats.profile import TemplateProfile
 from app.engine.tokenizer import Tokenizer
-from app.engine.types import DraftLimits, GenerationRequest, Sampling, ThinkingBudget
+from app.engine.types import DraftLimits, GenerationRequest, ThinkingBudget
 from app.settings.current import current_config
 from app.settings.models import ModelSpec
 
-_SAMPLING_FIELDS = (
-    "temperature",
-    "top_p",
-    "top_k",
-    "min_p",
-    "repeat_penalty",
-    "presence_penalty",
-    "frequency_penalty",
-    "seed",
-    "repeat_last_n",
-    "typical_p",
-    "min_keep",
-    "top_n_sigma",
-    "xtc_probability",
-    "xtc_threshold",
-    "dynatemp_range",
-    "dynatemp_exponent",
-    "dry_multiplier",
-    "dry_base",
-    "dry_allowed_length",
-    "dry_penalty_last_n",
-    "dry_sequence_breakers",
-    "mirostat",
-    "mirostat_tau",
-    "mirostat_eta",
-    "samplers",
-)
-_LISTS = ("dry_sequence_breakers", "samplers")  # tuples in the engine's frozen Sampling
 
-
-def plan(
-    body: dict[str, Any], prompt_tokens: list[int], *, prompt_param: str, max_param: str = "max_tokens"
-) -> GenerationRequest:
+def plan(options: GenerationOptions, prompt_tokens: list[int], *, prompt_param: str) -> GenerationRequest:
     """Decide max_tokens and sampling, refusing what cannot fit the context before any byte is sent."""
     config = current_config()
     if not prompt_tokens:  # nothing to generate from (the views give text prompts a first token)
         raise InvalidRequestError(f"{prompt_param} has no tokens to continue from.", param=prompt_param)
-    # `max_completion_tokens` is OpenAI's newer name; errors name the field the client sent.
-    if body.get(max_param) is None:
-        max_param = "max_tokens"
-    asked = body.get(max_param)
+    asked, max_param = options.max_tokens, options.max_param  # errors name the field the client sent
     if asked is not None and asked > config.max_tokens_limit:
         raise InvalidRequestError(
             f"{max_param} is {asked}, above this server's limit of {config.max_tokens_limit}.",
@@ -72,28 +40,24 @@ def plan(
             f"completion). Please reduce the length of the {prompt_param} or completion.",
             param=prompt_param if asked is None else max_param,
         )
-    min_tokens = body.get("min_tokens") or 0
-    if min_tokens > max_tokens:
+    if options.min_tokens > max_tokens:
         raise InvalidRequestError(
-            f"min_tokens is {min_tokens}, above the {max_tokens} tokens this request may generate.",
+            f"min_tokens is {options.min_tokens}, above the {max_tokens} tokens this request may generate.",
             param="min_tokens",
         )
-    given: dict[str, Any] = {k: body[k] for k in _SAMPLING_FIELDS if body.get(k) is not None}
-    given.update({k: tuple(given[k]) for k in _LISTS if k in given})
-    sampling = Sampling(**given)
     return GenerationRequest(
         prompt_tokens,
         max_tokens,
-        sampling,
-        body.get("stop") or [],
-        ignore_eos=bool(body.get("ignore_eos")),
-        min_tokens=min_tokens,
-        drafts=draft_limits(body),
-        adapters=adapter_scales(body.get("lora"), config.model),
+        options.sampling,
+        list(options.stop),
+        ignore_eos=options.ignore_eos,
+        min_tokens=options.min_tokens,
+        drafts=draft_limits(options),
+        adapters=adapter_scales(options.lora, config.model),
     )
 
 
-def adapter_scales(asked: list[dict[str, Any]] | None, spec: ModelSpec) -> tuple[float, ...] | None:
+def adapter_scales(asked: Sequence[AdapterScale] | None, spec: ModelSpec) -> tuple[float, ...] | None:
     """llama-server's `lora` as one scale per adapter of model `spec` (those it leaves out: 0); None
     without it (the worker's global scales apply)."""
     if asked is None:
@@ -101,7 +65,7 @@ def adapter_scales(asked: list[dict[str, Any]] | None, spec: ModelSpec) -> tuple
     scales = [0.0] * len(spec.loras)
     names = [lora.id for lora in spec.loras]
     for entry in asked:
-        wanted = entry["id"]
+        wanted = entry.id
         index = wanted if isinstance(wanted, int) else names.index(wanted) if wanted in names else -1
         if not 0 <= index < len(names):
             known = ", ".join(f"{n} ({name!r})" for n, name in enumerate(names)) or "none"
@@ -109,15 +73,13 @@ def adapter_scales(asked: list[dict[str, Any]] | None, spec: ModelSpec) -> tuple
                 f"lora: the model '{spec.id}' has no LoRA adapter {wanted!r}; its adapters: {known}.",
                 param="lora",
             )
-        scales[index] = entry["scale"]
+        scales[index] = entry.scale
     return tuple(scales)
 
 
-def draft_limits(body: dict[str, Any]) -> DraftLimits | None:
+def draft_limits(options: GenerationOptions) -> DraftLimits | None:
     """The request's own speculative decoding, if it asks for any: None leaves it to the server."""
-    asked_max, asked_min, switch = (
-        body.get(k) for k in ("speculative_n_max", "speculative_n_min", "speculative")
-    )
+    asked_max, asked_min, switch = options.speculative_n_max, options.speculative_n_min, options.speculative
     if switch is False:
         return DraftLimits(0)
     if switch is None and asked_max is None and asked_min is None:
@@ -130,11 +92,10 @@ def draft_limits(body: dict[str, Any]) -> DraftLimits | None:
 
 
 def plan_choices(
-    body: dict[str, Any],
+    options: GenerationOptions,
     prompts: list[list[int]],
     *,
     prompt_param: str,
-    max_param: str = "max_tokens",
     logprobs: int | None = None,
     grammar: str | None = None,
     grammar_triggers: tuple[str, ...] = (),
@@ -146,18 +107,18 @@ def plan_choices(
 
     With a seed, choice j of a prompt uses seed + j, so identical requests give identical choices.
     """
-    n = body.get("n") or 1
+    n = options.n
     limit = current_config().max_n
     if n * len(prompts) > limit:
         raise InvalidRequestError(
             f"n is {n} for {len(prompts)} prompt(s): at most {limit} choices per request (LLM_MAX_N).",
             param="n",
         )
-    bias = logit_bias(body.get("logit_bias"), vocabulary_size)
+    bias = logit_bias(options.logit_bias, vocabulary_size)
     requests = []
     for position, tokens in enumerate(prompts):
         base = replace(
-            plan(body, tokens, prompt_param=prompt_param, max_param=max_param),
+            plan(options, tokens, prompt_param=prompt_param),
             logit_bias=bias,
             logprobs=logprobs,
             grammar=grammar,
@@ -172,10 +133,10 @@ def plan_choices(
     return requests
 
 
-def logit_bias(raw: dict[str, float] | None, vocabulary_size: int) -> dict[int, float]:
+def logit_bias(raw: Mapping[str, float], vocabulary_size: int) -> dict[int, float]:
     """Token ids (JSON keys are strings) to a bias in [-100, 100], checked against the vocabulary."""
     bias = {}
-    for key, value in (raw or {}).items():
+    for key, value in raw.items():
         if not key.lstrip("-").isdigit() or not 0 <= int(key) < vocabulary_size:
             raise InvalidRequestError(
                 f"logit_bias: {key!r} is not a token id of this model (0 to {vocabulary_size - 1}).",
@@ -185,8 +146,8 @@ def logit_bias(raw: dict[str, float] | None, vocabulary_size: int) -> dict[int, 
     return bias
 
 
-def plan_answer(
-    chat: dict[str, Any],
+def plan_chat_choice(
+    chat: ChatRequest,
     tokens: list[int],
     profile: TemplateProfile,
     tokenizer: Tokenizer,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from flask import current_app, request
 from marshmallow import Schema
@@ -21,6 +21,7 @@ from app.serving import routing
 from app.settings.current import current_config
 
 _OFFERED = ["application/json", "text/event-stream"]
+T = TypeVar("T")
 
 
 def loaded_engine() -> LoadingEngine[Any]:
@@ -46,7 +47,24 @@ def parse_body(schema: Schema, use: str | None = "generate", offered: list[str] 
     does (`use`: "generate", "embed" or None for either). Which worker serves it is the view's
     next question (api/routing/route.py)."""
     data = parse_json(schema, offered)
-    spec = current_config().models[model_index(data.get("model"), use)]
+    check_model(data.get("model"), use)
+    return data
+
+
+def parse_request(
+    schema: Schema, kind: type[T], use: str | None = "generate", offered: list[str] = _OFFERED
+) -> T:
+    """As parse_body, for a schema that loads a typed request (`kind`, with its `model`)."""
+    check_accept(offered)
+    typed = schema.load(_json_object())
+    assert isinstance(typed, kind), f"{type(schema).__name__} loads a {kind.__name__}"
+    check_model(getattr(typed, "model", None), use)
+    return typed
+
+
+def check_model(name: str | None, use: str | None) -> None:
+    """Refuse a model this server does not serve, or one that cannot do what the route does."""
+    spec = current_config().models[model_index(name, use)]
     if use == "generate" and spec.embedding:
         raise InvalidRequestError(
             f"The model '{spec.id}' is an embedding model: it answers /v1/embeddings only.", param="model"
@@ -57,12 +75,16 @@ def parse_body(schema: Schema, use: str | None = "generate", offered: list[str] 
             "in LLM_MODELS.",
             param="model",
         )
-    return data
 
 
 def parse_json(schema: Schema, offered: list[str] = _OFFERED) -> dict[str, Any]:
     """The JSON object body, validated by `schema` (for any worker: no model involved)."""
     check_accept(offered)
+    data: dict[str, Any] = schema.load(_json_object())
+    return data
+
+
+def _json_object() -> dict[str, Any]:
     try:
         body = request.get_json(force=True)
     except BadRequest:
@@ -71,8 +93,7 @@ def parse_json(schema: Schema, offered: list[str] = _OFFERED) -> dict[str, Any]:
         raise InvalidRequestError("The request body is nested too deeply.") from None
     if not isinstance(body, dict):
         raise InvalidRequestError("The request body must be a JSON object.")
-    data: dict[str, Any] = schema.load(body)
-    return data
+    return body
 
 
 def model_index(name: str | None, use: str | None = None) -> int:

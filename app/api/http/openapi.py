@@ -77,7 +77,7 @@ def error_responses(*statuses: int, schema: str = "Error") -> dict[int, Any]:
     }
 
 
-def json_answer(description: str, schema: str | dict[str, Any]) -> dict[str, Any]:
+def json_doc(description: str, schema: str | dict[str, Any]) -> dict[str, Any]:
     """A 200 answered with one JSON object."""
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 

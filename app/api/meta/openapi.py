@@ -8,7 +8,7 @@ from apispec import APISpec
 from marshmallow import Schema, fields, validate
 
 from app.api.generation.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
-from app.api.http.openapi import error_responses, json_answer
+from app.api.http.openapi import error_responses, json_doc
 from app.settings.model_entries import KV_TYPES
 from app.settings.models import ModelSpec
 
@@ -145,14 +145,14 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         path="/v1/models",
         operations=_get(
             "The models this server serves",
-            {200: json_answer("The list of models.", "ModelList"), **error_responses(401)},
+            {200: json_doc("The list of models.", "ModelList"), **error_responses(401)},
         ),
     )
     spec.path(
         path="/v1/models/{model_id}",
         operations=_get(
             "A served model, by id",
-            {200: json_answer("The model.", "Model"), **error_responses(401, 404)},
+            {200: json_doc("The model.", "Model"), **error_responses(401, 404)},
             [model_id],
         ),
     )
@@ -160,20 +160,20 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         path="/health",
         operations=_get(
             "Liveness: answers at once, even while the model generates or the server drains",
-            {200: json_answer("Alive.", "Health")},
+            {200: json_doc("Alive.", "Health")},
         ),
     )
     spec.path(
         path="/health/ready",
         operations=_get(
             "Readiness: 200 once a worker holding each model has loaded it; 503 while loading or draining",
-            {200: json_answer("Ready.", "Health"), **error_responses(503)},
+            {200: json_doc("Ready.", "Health"), **error_responses(503)},
         ),
     )
     spec.path(
         path="/health/workers",
         operations=_get(
             "Each gunicorn worker: its model, busy sequences, queue and tokens per second",
-            {200: json_answer("Every live worker.", "WorkerList"), **error_responses(401)},
+            {200: json_doc("Every live worker.", "WorkerList"), **error_responses(401)},
         ),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apispec import APISpec
 
-from app.api.http.openapi import error_responses, json_answer, post
+from app.api.http.openapi import error_responses, json_doc, post
 from app.api.http.schemas import LoraSchema
 from app.api.models.schemas import ModelOrderSchema
 from app.settings.models import ModelSpec
@@ -42,7 +42,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         operations=post(
             'Load an on-demand model ("load": "on_demand"); answers once a worker holds it ready',
             "ModelOrder",
-            json_answer("A worker holds the model, ready.", "ModelOrderDone"),
+            json_doc("A worker holds the model, ready.", "ModelOrderDone"),
             error_responses(400, 401, 404, 406, 409, 503),
         ),
     )
@@ -51,7 +51,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         operations=post(
             "Unload an on-demand model from every worker holding it",
             "ModelOrder",
-            json_answer("No worker holds the model any more.", "ModelOrderDone"),
+            json_doc("No worker holds the model any more.", "ModelOrderDone"),
             error_responses(400, 401, 404, 406, 409),
         ),
     )
@@ -65,7 +65,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
                 "summary": "A model's LoRA adapters and their global scales (llama-server's)",
                 "parameters": [_MODEL],
                 "responses": {
-                    200: json_answer("The adapters, in order.", "LoraAdapters"),
+                    200: json_doc("The adapters, in order.", "LoraAdapters"),
                     **error_responses(400, 401, 404, 503),
                 },
             },
@@ -77,7 +77,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
                     "content": {"application/json": {"schema": _SCALES}},
                 },
                 "responses": {
-                    200: json_answer("The scales apply.", "ModelOrderDone"),
+                    200: json_doc("The scales apply.", "ModelOrderDone"),
                     **error_responses(400, 401, 404, 406, 503),
                 },
             },

@@ -17,6 +17,7 @@ from app.api.generation.planning import adapter_scales
 from app.api.http.body import check_accept, generating_engine, model_index, parse_json
 from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
 from app.api.models.schemas import lora_list_schema, model_order_schema
+from app.api.requests.generation import AdapterScale
 from app.api.routing import on_demand
 from app.api.routing.route import here_or_relay
 from app.serving import global_scales, relay
@@ -96,7 +97,7 @@ def set_adapters() -> Response:
     asked: list[dict[str, Any]] = lora_list_schema.load(body)
     config = current_config()
     index = model_index(request.args.get("model"), "generate")
-    scales = adapter_scales(asked, config.models[index])
+    scales = adapter_scales([AdapterScale(e["id"], e["scale"]) for e in asked], config.models[index])
     assert scales is not None, "a list was given"
     if relay.is_relayed(request):  # another worker's order: this worker holds the model
         if index != config.model_index:

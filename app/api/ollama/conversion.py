@@ -1,16 +1,19 @@
-"""An Ollama request in the terms the rest of the API already speaks: chat messages and chat fields."""
+"""An Ollama request as the typed chat request the rest of the API already serves: messages and fields."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.requests.chat import ChatRequest
+from app.api.requests.generation import sampling_of
 from app.settings.config import Config
 
-# Ollama's options that are chat-completion fields of the same meaning (llama.cpp's samplers).
+# Ollama's options that are llama.cpp's sampling settings of the same name and meaning.
 _SAME = (
-    "temperature", "top_k", "top_p", "min_p", "typical_p", "seed", "stop", "repeat_penalty", "repeat_last_n",
+    "temperature", "top_k", "top_p", "min_p", "typical_p", "seed", "repeat_penalty", "repeat_last_n",
     "presence_penalty", "frequency_penalty", "mirostat", "mirostat_tau", "mirostat_eta",
 )  # fmt: skip
 
@@ -51,33 +54,37 @@ def generate_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [*turns, {"role": "user", "content": body["prompt"]}]
 
 
-def chat_body(body: dict[str, Any]) -> dict[str, Any]:
-    """The chat-completions fields this request amounts to, for planning, tools and grammars."""
+def as_chat(body: dict[str, Any], conversation: list[dict[str, Any]]) -> ChatRequest:
+    """The chat request an Ollama request (with `conversation`, its messages) amounts to."""
     options = body.get("options") or {}
-    chat: dict[str, Any] = {key: options[key] for key in _SAME if options.get(key) is not None}
     predict = options.get("num_predict")
-    chat["max_tokens"] = predict if predict is not None and predict > 0 else None  # -1, -2: the context
-    fmt = body.get("format")
+    fmt, think = body.get("format"), body.get("think")
+    response_format: dict[str, Any] | None = None
     if fmt == "json":
-        chat["response_format"] = {"type": "json_object"}
+        response_format = {"type": "json_object"}
     elif isinstance(fmt, dict):
-        chat["response_format"] = {"type": "json_schema", "json_schema": {"name": "format", "schema": fmt}}
-    if body.get("tools"):
-        chat["tools"], chat["tool_choice"] = body["tools"], "auto"
-    think = body.get("think")
-    if think is not None:
-        chat["chat_template_kwargs"] = {"enable_thinking": think is not False}
-        if isinstance(think, str):
-            chat["reasoning_effort"] = think
-    return chat
+        response_format = {"type": "json_schema", "json_schema": {"name": "format", "schema": fmt}}
+    return ChatRequest(
+        model=body.get("model"),
+        messages=conversation,
+        max_tokens=predict if predict is not None and predict > 0 else None,  # -1, -2: the context
+        sampling=sampling_of({key: options.get(key) for key in _SAME}),
+        stop=tuple(options.get("stop") or ()),
+        stream=bool(body.get("stream")),
+        response_format=response_format,
+        tools=body.get("tools") or [],
+        tool_choice="auto" if body.get("tools") else None,
+        chat_template_kwargs={"enable_thinking": think is not False} if think is not None else {},
+        reasoning_effort=think if isinstance(think, str) else None,
+    )
 
 
-def fit_context(chat: dict[str, Any], body: dict[str, Any], prompt_tokens: int, config: Config) -> None:
-    """Hold the request to `options.num_ctx` (Ollama's context for it): never above the server's, and
+def fit_context(chat: ChatRequest, body: dict[str, Any], prompt_tokens: int, config: Config) -> ChatRequest:
+    """`chat` held to `options.num_ctx` (Ollama's context for it): never above the server's, and
     the prompt plus what it may generate within it."""
     asked = (body.get("options") or {}).get("num_ctx")
     if asked is None:
-        return
+        return chat
     if asked > config.n_ctx:
         raise InvalidRequestError(
             f"options.num_ctx is {asked}; this server runs the model with a context of {config.n_ctx} "
@@ -90,5 +97,6 @@ def fit_context(chat: dict[str, Any], body: dict[str, Any], prompt_tokens: int, 
             f"The prompt is {prompt_tokens} tokens, more than options.num_ctx ({asked}) leaves room for.",
             param="options.num_ctx",
         )
-    if chat.get("max_tokens") is None or chat["max_tokens"] > room:
-        chat["max_tokens"] = min(room, config.max_tokens_limit)
+    if chat.max_tokens is None or chat.max_tokens > room:
+        return replace(chat, max_tokens=min(room, config.max_tokens_limit))
+    return chat

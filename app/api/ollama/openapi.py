@@ -6,7 +6,7 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.http.openapi import error_responses, json_answer
+from app.api.http.openapi import error_responses, json_doc
 from app.api.ollama.schemas import ChatSchema, EmbeddingsSchema, EmbedSchema, GenerateSchema, ShowSchema
 from app.settings.models import ModelSpec
 
@@ -147,14 +147,14 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     spec.path(
         path="/api/embed",
         operations=_post(
-            "Embed the input(s)", "OllamaEmbedRequest", json_answer("The vectors.", vectors), errors
+            "Embed the input(s)", "OllamaEmbedRequest", json_doc("The vectors.", vectors), errors
         ),
     )
     vector = {**_object("embedding"), "properties": {"embedding": {"type": "array"}}}
     spec.path(
         path="/api/embeddings",
         operations=_post(
-            "Embed a prompt (older)", "OllamaEmbeddingsRequest", json_answer("It.", vector), errors
+            "Embed a prompt (older)", "OllamaEmbeddingsRequest", json_doc("It.", vector), errors
         ),
     )
     shown = _object("template", "details", "model_info", "capabilities")
@@ -162,18 +162,16 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     spec.path(
         path="/api/show",
         operations=_post(
-            "A model's template and details", "OllamaShowRequest", json_answer("It.", shown), show_errors
+            "A model's template and details", "OllamaShowRequest", json_doc("It.", shown), show_errors
         ),
     )
     listing = {**_object("models"), "properties": {"models": {"type": "array", "items": _LISTED}}}
     for path, summary in (("/api/tags", "The models served"), ("/api/ps", "The models loaded now")):
-        spec.path(
-            path=path, operations=_get(summary, json_answer("The models.", listing), error_responses(401))
-        )
+        spec.path(path=path, operations=_get(summary, json_doc("The models.", listing), error_responses(401)))
     versioned = {**_object("version"), "properties": {"version": {"type": "string"}}}
     spec.path(
         path="/api/version",
-        operations=_get("The Ollama API version spoken", json_answer("It.", versioned), {}),
+        operations=_get("The Ollama API version spoken", json_doc("It.", versioned), {}),
     )
     refused = error_responses(401, 501, schema="OllamaError")
     for path, method in MANAGEMENT:

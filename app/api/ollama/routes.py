@@ -19,7 +19,7 @@ from marshmallow import Schema
 
 from app.api.generation.embed import embedded
 from app.api.generation.loop import generate
-from app.api.generation.planning import plan_answer
+from app.api.generation.planning import plan_chat_choice
 from app.api.http.body import embedding_engine, generating_engine, model_index, parse_body, parse_json
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.ollama import catalog, conversion, errors
@@ -46,15 +46,15 @@ def chat() -> Response:
     if isinstance(body, Response):
         return body
     engine = generating_engine()
-    chat = conversion.chat_body(body)
-    prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
-    conversion.fit_context(chat, body, len(prompt.tokens), current_config())
+    chat = conversion.as_chat(body, conversion.messages(body))
+    prompt = conversation.prompt(engine.tokenizer, chat)
+    chat = conversion.fit_context(chat, body, len(prompt.tokens), current_config())
     budget = conversation.thinking_budget(engine.tokenizer, prompt, None)
-    requests = plan_answer(
+    requests = plan_chat_choice(
         chat, prompt.tokens, prompt.profile, engine.tokenizer, prompt_param="messages", thinking_budget=budget
     )
     presenter = OllamaPresenter(body["named"], len(prompt.tokens), prompt.reader, chat=True)
-    return generate(engine, body, requests, presenter, len(prompt.tokens))
+    return generate(engine, chat.stream, requests, presenter, len(prompt.tokens))
 
 
 @bp.post("/api/generate")
@@ -65,7 +65,7 @@ def generate_text() -> Response:
         return body
     engine = generating_engine()
     tokenizer = engine.tokenizer
-    chat = conversion.chat_body(body)
+    chat = conversion.as_chat(body, conversion.generate_messages(body))
     profile = conversation.template_profile(tokenizer, current_config().chat_format)
     if body.get("suffix"):
         if not tokenizer.supports_infill:
@@ -78,12 +78,12 @@ def generate_text() -> Response:
         # parsed, so a prompt the client templated itself reads as the template's own.
         tokens, reader = tokenizer.parsed(body["prompt"]), AnswerReader(profile.format)
     else:
-        prompt = conversation.prompt(tokenizer, conversion.generate_messages(body), chat)
+        prompt = conversation.prompt(tokenizer, chat)
         tokens, reader, profile = prompt.tokens, prompt.reader, prompt.profile
-    conversion.fit_context(chat, body, len(tokens), current_config())
-    requests = plan_answer(chat, tokens, profile, tokenizer, prompt_param="prompt")
+    chat = conversion.fit_context(chat, body, len(tokens), current_config())
+    requests = plan_chat_choice(chat, tokens, profile, tokenizer, prompt_param="prompt")
     presenter = OllamaPresenter(body["named"], len(tokens), reader, chat=False)
-    return generate(engine, body, requests, presenter, len(tokens))
+    return generate(engine, chat.stream, requests, presenter, len(tokens))
 
 
 def _answerable(schema: Schema, asked: str) -> dict[str, Any] | Response:

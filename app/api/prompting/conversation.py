@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.api.prompting import tools
+from app.api.requests.chat import ChatRequest
 from app.chat_formats.answer import AnswerReader
 from app.chat_formats.detect import by_name
 from app.chat_formats.profile import TemplateProfile, profile
@@ -41,27 +42,28 @@ def template_profile(tokenizer: Tokenizer, named_format: str | None = None) -> T
     return _profiles[key]
 
 
-def prompt(tokenizer: Tokenizer, messages: list[dict[str, Any]], chat: dict[str, Any]) -> ChatPrompt:
-    """Template `messages` for a request with `chat`'s tools and template variables."""
+def prompt(tokenizer: Tokenizer, chat: ChatRequest) -> ChatPrompt:
+    """Template `chat`'s messages with its tools and template variables."""
     shape = template_profile(tokenizer, current_config().chat_format)
     # As llama-server: thinking on unless the request turns it off (templates such as
     # DeepSeek R1's test `not enable_thinking`, which an unset variable would pass).
-    variables = {"enable_thinking": True, **(chat.get("chat_template_kwargs") or {})}
-    if chat.get("reasoning_effort") is not None:
-        variables.setdefault("reasoning_effort", chat["reasoning_effort"])
+    variables = {"enable_thinking": True, **chat.chat_template_kwargs}
+    if chat.reasoning_effort is not None:
+        variables.setdefault("reasoning_effort", chat.reasoning_effort)
+    messages = chat.messages
     if shape.native_tools:
         if not shape.supports_tool_calls:  # it describes tools but drops earlier calls
             messages = with_calls_as_text(messages)
         text = tokenizer.render(
-            _native(messages, shape), chat["tools"] if tools.active(chat) else None, variables
+            _native(messages, shape), chat.tools if chat.tools_active else None, variables
         )
     else:
         messages = with_calls_as_text(messages)
-        if tools.active(chat):
-            messages = with_tool_instructions(messages, chat["tools"])
+        if chat.tools_active:
+            messages = with_tool_instructions(messages, chat.tools)
         text = tokenizer.render(messages, None, variables)
     fmt = shape.format if shape.native_tools else by_name("Generic")
-    thinking = shape.thinks and chat.get("reasoning_format", "auto") != "none"
+    thinking = shape.thinks and chat.reasoning_format != "none"
     tags = fmt.thinking_tags
     opened = tags is not None and text.rstrip().endswith(tags[0])  # the template opened the thinking
     reader = AnswerReader(
@@ -69,9 +71,9 @@ def prompt(tokenizer: Tokenizer, messages: list[dict[str, Any]], chat: dict[str,
         tools.functions(chat),
         thinking,
         opened,
-        tools.parallel(chat),
-        tools.forced(chat),
-        inline_reasoning=chat.get("reasoning_format") == "deepseek-legacy",
+        chat.parallel_calls,
+        chat.tools_forced,
+        inline_reasoning=chat.reasoning_format == "deepseek-legacy",
     )
     return ChatPrompt(text, tokenizer.chat_tokens(text), reader, shape)
 

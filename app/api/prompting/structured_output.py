@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting import tools
+from app.api.requests.chat import ChatRequest
 from app.chat_formats.profile import TemplateProfile
 from app.engine import grammar
 from app.engine.errors import GrammarError
@@ -22,7 +24,7 @@ def schema_grammar(schema: Any, param: str = SCHEMA_PARAM, prop_order: list[str]
         raise InvalidRequestError(f"{param}: {exc.message}", param=param) from None
 
 
-def response_grammar(response_format: dict[str, Any] | None) -> str | None:
+def response_grammar(response_format: Mapping[str, Any] | None) -> str | None:
     """The grammar `response_format` asks for, or None for free text."""
     response_format = response_format or {}
     kind = response_format.get("type", "text")
@@ -33,11 +35,11 @@ def response_grammar(response_format: dict[str, Any] | None) -> str | None:
     return None
 
 
-def answer_grammar(chat: dict[str, Any], profile: TemplateProfile) -> tuple[str | None, tuple[str, ...], str]:
+def answer_grammar(chat: ChatRequest, profile: TemplateProfile) -> tuple[str | None, tuple[str, ...], str]:
     """The grammar an answer follows (calls in the model's own syntax, or `response_format`), its lazy
     triggers, and the field that asked for it."""
     calls = tools.grammar(chat, profile)
-    answer = response_grammar(chat.get("response_format"))
+    answer = response_grammar(chat.response_format)
     # Under `auto`, an answer the client wants as JSON keeps its grammar: one grammar
     # holds a sequence, and llama.cpp's server refuses the pair outright.
     if calls is not None and not (calls.triggers and answer is not None):

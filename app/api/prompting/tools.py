@@ -2,53 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting.call_grammars import CallGrammar, calls_grammar
+from app.api.requests.chat import ChatRequest
 from app.chat_formats.answer import AnswerReader
 from app.chat_formats.base import Function, Parsed, ToolCall
 from app.chat_formats.profile import TemplateProfile
 from app.engine.errors import GrammarError
 
 
-def active(body: dict[str, Any]) -> bool:
-    """Whether this request may answer with tool calls."""
-    return bool(body.get("tools")) and body.get("tool_choice") != "none"
-
-
-def forced(body: dict[str, Any]) -> bool:
-    """Whether the answer must be a tool call (`required`, or one named function)."""
-    return active(body) and (
-        body.get("tool_choice") == "required" or isinstance(body.get("tool_choice"), dict)
-    )
-
-
-def parallel(body: dict[str, Any]) -> bool:
-    """`parallel_tool_calls`, true unless the request says false."""
-    return body.get("parallel_tool_calls") is not False
-
-
-def functions(body: dict[str, Any]) -> tuple[Function, ...]:
+def functions(chat: ChatRequest) -> tuple[Function, ...]:
     """The functions the answer may call: all of `tools`, or the one `tool_choice` names."""
-    if not active(body):
+    if not chat.tools_active:
         return ()
-    choice = body.get("tool_choice")
+    choice = chat.tool_choice
     return tuple(
         Function(t["function"]["name"], t["function"].get("parameters") or {"type": "object"})
-        for t in body["tools"]
-        if not isinstance(choice, dict) or t["function"]["name"] == choice["name"]
+        for t in chat.tools
+        if not isinstance(choice, Mapping) or t["function"]["name"] == choice["name"]
     )
 
 
-def grammar(body: dict[str, Any], profile: TemplateProfile) -> CallGrammar | None:
+def grammar(chat: ChatRequest, profile: TemplateProfile) -> CallGrammar | None:
     """The calls' grammar: whole for a forced call, lazy under `auto` when the template has its own
     syntax (our own instruction's answers, on templates without tools, are parsed as they come)."""
-    allowed = list(functions(body))
-    if not allowed or not (forced(body) or profile.native_tools):
+    allowed = list(functions(chat))
+    if not allowed or not (chat.tools_forced or profile.native_tools):
         return None
     try:
-        return calls_grammar(profile.format, allowed, parallel(body), lazy=not forced(body))
+        return calls_grammar(profile.format, allowed, chat.parallel_calls, lazy=not chat.tools_forced)
     except GrammarError as exc:
         raise InvalidRequestError(f"tools: {exc.message}", param="tools") from None
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.http.openapi import POST_ERRORS, error_responses, json_answer, post
+from app.api.http.openapi import POST_ERRORS, error_responses, json_doc, post
 from app.api.rerank.schemas import RerankRequestSchema
 from app.settings.models import ModelSpec
 
@@ -49,7 +49,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             operations=post(
                 "Rank documents by relevance to a query (a reranking model: pooling rank)",
                 "RerankRequest",
-                json_answer("The documents, most relevant first, `top_n` of them.", "RerankResult"),
+                json_doc("The documents, most relevant first, `top_n` of them.", "RerankResult"),
                 error_responses(*POST_ERRORS),
             ),
         )

@@ -59,7 +59,7 @@ def start(
             param="background",
         )
     generation = engine.submit(requests)
-    queued = presenter.shape.render("queued")
+    queued = presenter.header.render("queued")
     try:
         keeper.save(queued)
     except BaseException:
@@ -108,7 +108,7 @@ class _Run:
             for _ in self.presenter.events(self._watched(chunks(generation, stats), generation)):
                 pass
         except HungUp:  # cancelled: keep what was written so far, as cancelled
-            self.final = self.presenter.shape.render("cancelled", self.presenter.output)
+            self.final = self.presenter.header.render("cancelled", self.presenter.output)
         except (APIError, EngineError) as exc:
             self.presenter.failure(exc if isinstance(exc, APIError) else from_engine(exc))
         except Exception:  # noqa: BLE001 - a background run has nobody else to tell
@@ -144,7 +144,7 @@ class _Run:
         if event["type"] in TERMINAL and self._stored_status() == "cancelled":
             # Cancelled after the last look: the cancel stands (its client was told so), and the
             # stream ends without a last word, as a cancelled one does.
-            self.final = self.presenter.shape.render("cancelled", self.presenter.output)
+            self.final = self.presenter.header.render("cancelled", self.presenter.output)
             self._flush()
             return
         self.pending.append(event)

@@ -1,10 +1,12 @@
-"""A Responses request in the terms the rest of the API already speaks: chat messages, tools, a grammar."""
+"""A Responses request as the typed chat request the rest of the API serves: messages, tools, a grammar."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from app.api.prompting import structured_output, tools
+from app.api.requests.chat import ChatRequest
+from app.api.requests.generation import sampling_of
 from app.chat_formats.profile import TemplateProfile
 
 
@@ -37,17 +39,19 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return conversation
 
 
-def chat_body(body: dict[str, Any]) -> dict[str, Any]:
-    """The chat-completions fields this request amounts to, for planning, tools and grammars."""
-    chat = {
-        "max_output_tokens": body.get("max_output_tokens"),
-        "temperature": body.get("temperature"),
-        "top_p": body.get("top_p"),
-        "seed": body.get("seed"),
-        "tool_choice": body.get("tool_choice"),
-        "reasoning_effort": (body.get("reasoning") or {}).get("effort"),
-        "parallel_tool_calls": body.get("parallel_tool_calls"),
-        "tools": [
+def as_chat(body: dict[str, Any]) -> ChatRequest:
+    """The chat request a Responses request amounts to, for the template, planning, tools and grammars."""
+    return ChatRequest(
+        model=body.get("model"),
+        messages=messages(body),
+        max_tokens=body.get("max_output_tokens"),
+        max_param="max_output_tokens",
+        sampling=sampling_of(body),  # temperature, top_p, seed: the same names
+        stream=bool(body.get("stream")),
+        tool_choice=body.get("tool_choice"),
+        reasoning_effort=(body.get("reasoning") or {}).get("effort"),
+        parallel_tool_calls=body.get("parallel_tool_calls"),
+        tools=[
             {
                 "type": "function",
                 "function": {
@@ -58,12 +62,11 @@ def chat_body(body: dict[str, Any]) -> dict[str, Any]:
             }
             for t in body.get("tools") or []
         ],
-    }
-    return {key: value for key, value in chat.items() if value not in (None, [])}
+    )
 
 
 def grammar(
-    chat: dict[str, Any], text_format: dict[str, Any] | None, profile: TemplateProfile
+    chat: ChatRequest, text_format: dict[str, Any] | None, profile: TemplateProfile
 ) -> tuple[str | None, tuple[str, ...], str]:
     """The grammar the answer must follow, its lazy triggers, and the field to blame if llama.cpp
     cannot build it."""

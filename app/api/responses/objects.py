@@ -54,7 +54,7 @@ def usage(input_tokens: int, output_tokens: int, cached_tokens: int) -> dict[str
     }
 
 
-class ResponseShape:
+class ResponseHeader:
     """One Response's id, time and echoed settings; `render` gives the object at any status."""
 
     def __init__(

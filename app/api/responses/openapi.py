@@ -9,7 +9,7 @@ from apispec import APISpec
 from app.api.http.openapi import (
     POST_ERRORS,
     error_responses,
-    json_answer,
+    json_doc,
     list_schema,
     named_event_stream,
     page_params,
@@ -213,7 +213,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         operations=post(
             "Count the input's tokens after the chat template",
             "ResponseInputTokensRequest",
-            json_answer("The count.", "ResponseInputTokens"),
+            json_doc("The count.", "ResponseInputTokens"),
             error_responses(*POST_ERRORS),  # no queue here, but the key's limits count this request too
         ),
     )
@@ -245,7 +245,7 @@ def _describe_stored(spec: APISpec, answers: dict[str, Any]) -> None:
     delete = {
         "summary": "Forget a stored response and its input items",
         "parameters": [response_id],
-        "responses": {200: json_answer("Deleted.", "ResponseDeleted"), **error_responses(401, 404, 503)},
+        "responses": {200: json_doc("Deleted.", "ResponseDeleted"), **error_responses(401, 404, 503)},
     }
     items = {
         "summary": "The input items a stored response answered, a page at a time",
@@ -254,12 +254,18 @@ def _describe_stored(spec: APISpec, answers: dict[str, Any]) -> None:
             *page_params("An item", 100, 20),
             include,
         ],
-        "responses": {200: json_answer("A page.", "ResponseItemList"), **error_responses(400, 401, 404, 503)},
+        "responses": {
+            200: json_doc("A page.", "ResponseItemList"),
+            **error_responses(400, 401, 404, 503),
+        },
     }
     cancel = {
         "summary": "Cancel a background response (a foreground one is a 400)",
         "parameters": [response_id],
-        "responses": {200: json_answer("The Response.", "Response"), **error_responses(400, 401, 404, 503)},
+        "responses": {
+            200: json_doc("The Response.", "Response"),
+            **error_responses(400, 401, 404, 503),
+        },
     }
     spec.path(path="/v1/responses/{response_id}", operations={"get": retrieve, "delete": delete})
     spec.path(path="/v1/responses/{response_id}/input_items", operations={"get": items})

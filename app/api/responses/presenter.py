@@ -11,7 +11,7 @@ from app.api.http import sse
 from app.api.http.errors import APIError
 from app.api.prompting import tools
 from app.api.responses import objects
-from app.api.responses.objects import ResponseShape
+from app.api.responses.objects import ResponseHeader
 from app.chat_formats.answer import AnswerReader
 from app.engine.types import Chunk
 
@@ -28,13 +28,13 @@ class ResponsesPresenter:
 
     def __init__(
         self,
-        shape: ResponseShape,
+        header: ResponseHeader,
         prompt_tokens: int,
         reader: AnswerReader,
         on_final: Callable[[dict[str, Any]], None] | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ):
-        self.shape, self.prompt_tokens = shape, prompt_tokens
+        self.header, self.prompt_tokens = header, prompt_tokens
         self.on_final = (
             on_final  # given the finished Response (completed, incomplete or failed), e.g. to store it
         )
@@ -59,7 +59,7 @@ class ResponsesPresenter:
 
     def _final(self, output: list[dict[str, Any]], result: ChoiceResult) -> dict[str, Any]:
         tokens = objects.usage(self.prompt_tokens, result.completion_tokens, result.cached_tokens)
-        return self._finished(self.shape.render(_status(result), output, tokens))
+        return self._finished(self.header.render(_status(result), output, tokens))
 
     def _finished(self, response: dict[str, Any]) -> dict[str, Any]:
         if self.on_final is not None:
@@ -68,8 +68,8 @@ class ResponsesPresenter:
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
         """created, in_progress, then the output items as they form, then completed or incomplete."""
-        yield self._event("response.created", response=self.shape.render("in_progress"))
-        yield self._event("response.in_progress", response=self.shape.render("in_progress"))
+        yield self._event("response.created", response=self.header.render("in_progress"))
+        yield self._event("response.in_progress", response=self.header.render("in_progress"))
         result = ChoiceResult(0)
         blocks = BlockStream(self.reader)
         ids: dict[int, str] = {}
@@ -131,7 +131,7 @@ class ResponsesPresenter:
     def failure(self, error: APIError) -> bytes:
         """After the 200: response.failed, carrying the error."""
         failed = {"code": _FAILURE_CODES.get(error.status, "server_error"), "message": error.message}
-        response = self.shape.render("failed", self.output, error=failed)
+        response = self.header.render("failed", self.output, error=failed)
         try:
             self._finished(response)
         except APIError:

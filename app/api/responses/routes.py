@@ -11,7 +11,7 @@ from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting import conversation, structured_output
 from app.api.responses import background, conversion, history
-from app.api.responses.objects import ResponseShape
+from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
 from app.api.responses.schemas import (
     input_items_query_schema,
@@ -34,8 +34,8 @@ def create_response() -> Response:
     engine = generating_engine()
     new_input = body["input"]
     body = {**body, "input": history.history(body) + new_input}
-    chat = conversion.chat_body(body)
-    prompt = conversation.prompt(engine.tokenizer, conversion.messages(body), chat)
+    chat = conversion.as_chat(body)
+    prompt = conversation.prompt(engine.tokenizer, chat)
     grammar, triggers, param = conversion.grammar(
         chat, (body.get("text") or {}).get("format"), prompt.profile
     )
@@ -43,17 +43,18 @@ def create_response() -> Response:
         chat,
         [prompt.tokens],
         prompt_param="input",
-        max_param="max_output_tokens",
         grammar=structured_output.checked(engine.tokenizer, grammar, param),
         grammar_triggers=triggers,
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
     keeper = history.Keeper(body, new_input)
-    shape = ResponseShape(body, current_config().model_id, keeper.responses is not None, keeper.conversation)
-    presenter = ResponsesPresenter(shape, len(prompt.tokens), prompt.reader, on_final=keeper or None)
+    header = ResponseHeader(
+        body, current_config().model_id, keeper.responses is not None, keeper.conversation
+    )
+    presenter = ResponsesPresenter(header, len(prompt.tokens), prompt.reader, on_final=keeper or None)
     if body.get("background"):
         return background.start(engine, body, requests, presenter, keeper)
-    return generate(engine, body, requests, presenter, len(prompt.tokens))
+    return generate(engine, chat.stream, requests, presenter, len(prompt.tokens))
 
 
 @bp.post("/v1/responses/input_tokens")
@@ -63,8 +64,7 @@ def count_input_tokens() -> Response:
     if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
         return relayed
     body = {**body, "input": history.history(body) + body["input"]}  # a continued conversation counts whole
-    chat = conversion.chat_body(body)
-    prompt = conversation.prompt(generating_engine().tokenizer, conversion.messages(body), chat)
+    prompt = conversation.prompt(generating_engine().tokenizer, conversion.as_chat(body))
     return jsonify({"object": "response.input_tokens", "input_tokens": len(prompt.tokens)})
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.http.openapi import error_responses, get_about_model, json_answer, post
+from app.api.http.openapi import error_responses, get_about_model, json_doc, post
 from app.api.tokens.schemas import DetokenizeSchema, TokenizeSchema
 from app.settings.models import ModelSpec
 
@@ -59,21 +59,21 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         operations=post(
             "Text to token ids (llama.cpp server's `content`, or vLLM's `prompt`)",
             "TokenizeRequest",
-            json_answer("The token ids.", "Tokens"),
+            json_doc("The token ids.", "Tokens"),
             _ERRORS,
         ),
     )
     spec.path(
         path="/detokenize",
         operations=post(
-            "Token ids to text", "DetokenizeRequest", json_answer("The text.", "DetokenizedText"), _ERRORS
+            "Token ids to text", "DetokenizeRequest", json_doc("The text.", "DetokenizedText"), _ERRORS
         ),
     )
     spec.path(
         path="/tokenizer_info",
         operations=get_about_model(
             "A model's special tokens and chat template (vLLM's endpoint)",
-            json_answer("The tokenizer's facts.", "TokenizerInfo"),
+            json_doc("The tokenizer's facts.", "TokenizerInfo"),
             error_responses(401, 404, 500, 503),
         ),
     )

@@ -42,16 +42,16 @@ def test_blocks_become_chat_messages_tool_results_their_own_turns() -> None:
 
 
 def test_tool_choices_map_onto_openai_ones() -> None:
-    assert conversion.chat_body(load(messages=[{"role": "user", "content": "x"}]))["tool_choice"] == "auto"
+    assert conversion.as_chat(load(messages=[{"role": "user", "content": "x"}])).tool_choice == "auto"
     for anthropic_choice, openai_choice in [
         ({"type": "any"}, "required"),
         ({"type": "none"}, "none"),
         ({"type": "tool", "name": "weather"}, {"name": "weather"}),
     ]:
         body = load(messages=[{"role": "user", "content": "x"}], tools=[TOOL], tool_choice=anthropic_choice)
-        chat = conversion.chat_body(body)
-        assert chat["tool_choice"] == openai_choice
-        assert chat["tools"][0]["function"]["parameters"] == {"type": "object"}
+        chat = conversion.as_chat(body)
+        assert chat.tool_choice == openai_choice
+        assert chat.tools[0]["function"]["parameters"] == {"type": "object"}
 
 
 def _profile(fmt: str, native: bool) -> TemplateProfile:
@@ -59,12 +59,12 @@ def _profile(fmt: str, native: bool) -> TemplateProfile:
 
 
 def test_a_forced_tool_has_a_whole_grammar_and_auto_a_lazy_one_only_in_a_native_format() -> None:
-    forced = conversion.chat_body(
+    forced = conversion.as_chat(
         load(messages=[{"role": "user", "content": "x"}], tools=[TOOL], tool_choice={"type": "any"})
     )
     whole = tools.grammar(forced, _profile("Generic", native=False))
     assert whole is not None and "weather" in whole.gbnf and not whole.triggers
-    free = conversion.chat_body(load(messages=[{"role": "user", "content": "x"}], tools=[TOOL]))
+    free = conversion.as_chat(load(messages=[{"role": "user", "content": "x"}], tools=[TOOL]))
     assert tools.grammar(free, _profile("Generic", native=False)) is None
     lazy = tools.grammar(free, _profile("Hermes 2 Pro", native=True))
     assert lazy is not None and "<tool_call>" in lazy.gbnf

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.api.chat.objects import Choice, Shape, usage
+from app.api.chat.objects import Choice, ObjectHeader, usage
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
@@ -18,13 +18,13 @@ def test_usage_adds_up_and_tells_the_cached_share() -> None:
 
 
 def test_ids_name_the_object_kind() -> None:
-    assert Shape("m", chat=True).id.startswith("chatcmpl-")
-    assert Shape("m", chat=False).id.startswith("cmpl-")
-    assert Shape("m", chat=True).id != Shape("m", chat=True).id
+    assert ObjectHeader("m", chat=True).id.startswith("chatcmpl-")
+    assert ObjectHeader("m", chat=False).id.startswith("cmpl-")
+    assert ObjectHeader("m", chat=True).id != ObjectHeader("m", chat=True).id
 
 
 def test_chat_completion_sorts_choices_and_nulls_content_for_tool_calls() -> None:
-    shape = Shape("m", chat=True, created=1)
+    shape = ObjectHeader("m", chat=True, created=1)
     body = shape.completion(
         [Choice(1, "", "tool_calls", tool_calls=[CALL]), Choice(0, "Hi", "stop")], usage(1, 2)
     )
@@ -37,13 +37,13 @@ def test_chat_completion_sorts_choices_and_nulls_content_for_tool_calls() -> Non
 
 
 def test_text_completion_choice() -> None:
-    body = Shape("m", chat=False).completion([Choice(0, "abc", "length")], usage(1, 1))
+    body = ObjectHeader("m", chat=False).completion([Choice(0, "abc", "length")], usage(1, 1))
     assert body["object"] == "text_completion"
     assert body["choices"] == [{"index": 0, "text": "abc", "logprobs": None, "finish_reason": "length"}]
 
 
 def test_chat_chunks_share_the_envelope_and_open_with_the_role() -> None:
-    shape = Shape("m", chat=True)
+    shape = ObjectHeader("m", chat=True)
     first = shape.chunk("", index=0, first=True)
     middle = shape.chunk("Hi", index=0)
     last = shape.chunk(None, "stop", index=0)
@@ -58,7 +58,7 @@ def test_chat_chunks_share_the_envelope_and_open_with_the_role() -> None:
 
 def test_tool_call_delta_chunk() -> None:
     delta = {"index": 0, "function": {"arguments": "{}"}}
-    chunk = Shape("m", chat=True).chunk(None, index=2, tool_calls=[delta])
+    chunk = ObjectHeader("m", chat=True).chunk(None, index=2, tool_calls=[delta])
     assert chunk["choices"][0] == {
         "index": 2,
         "delta": {"tool_calls": [delta]},
@@ -68,7 +68,7 @@ def test_tool_call_delta_chunk() -> None:
 
 
 def test_text_chunk_and_usage_chunk() -> None:
-    shape = Shape("m", chat=False)
+    shape = ObjectHeader("m", chat=False)
     assert shape.chunk(None, "stop", index=1)["choices"][0]["text"] == ""
     last = shape.usage_chunk(usage(2, 3))
     assert (

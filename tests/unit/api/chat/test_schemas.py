@@ -9,6 +9,7 @@ from marshmallow import ValidationError
 
 from app.api.chat.schemas import chat_completion_schema, completion_schema
 from app.api.http.errors import from_validation
+from app.engine.types import Sampling
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -146,7 +147,7 @@ def test_nulls_mean_default_and_unknown_fields_are_ignored() -> None:
     data = chat_completion_schema.load(
         {"messages": USER, "store": True, "metadata": {"a": 1}, "parallel_tool_calls": False, **nulls}
     )
-    assert "store" not in data and data["temperature"] is None
+    assert not hasattr(data, "store") and data.sampling == Sampling()  # nulls: llama.cpp's defaults
 
 
 def test_content_parts_and_stop_are_normalised() -> None:
@@ -167,11 +168,11 @@ def test_content_parts_and_stop_are_normalised() -> None:
             "stream_options": {"include_usage": True, "unknown": 1},
         }
     )
-    assert data["messages"][0]["content"] == "ab"
-    assert data["stop"] == ["END"]
-    assert data["stream_options"] == {"include_usage": True}
-    assert completion_schema.load({"prompt": "one"})["prompt"] == ["one"]
-    assert completion_schema.load({"prompt": ["a", "b"]})["prompt"] == ["a", "b"]
+    assert data.messages[0]["content"] == "ab"
+    assert data.stop == ("END",)
+    assert data.include_usage is True
+    assert completion_schema.load({"prompt": "one"}).prompts == ["one"]
+    assert completion_schema.load({"prompt": ["a", "b"]}).prompts == ["a", "b"]
 
 
 def test_nested_option_is_named_with_its_path() -> None:
@@ -180,9 +181,9 @@ def test_nested_option_is_named_with_its_path() -> None:
 
 
 def test_llama_servers_sampling_fields_and_sampler_names_are_taken() -> None:
+    samplers = ["dry", "top-k", "typ_p", "nucleus", "minp", "xtc", "temp"]
     body = {"messages": USER, "typical_p": 0.9, "mirostat": 2, "mirostat_tau": 3.0, "dry_multiplier": 0.8,
             "dry_sequence_breakers": ["\n", "."], "xtc_probability": 0.5, "top_n_sigma": 1.5,
-            "samplers": ["dry", "top-k", "typ_p", "nucleus", "minp", "xtc", "temp"],
-            "repeat_last_n": -1}  # fmt: skip
+            "samplers": samplers, "repeat_last_n": -1}  # fmt: skip
     loaded = chat_completion_schema.load(body)
-    assert loaded["samplers"] == body["samplers"] and loaded["mirostat"] == 2
+    assert loaded.sampling.samplers == tuple(samplers) and loaded.sampling.mirostat == 2

@@ -1,4 +1,4 @@
-"""An OpenAI body turned into the engine's requests: logit bias, max_tokens, choices and seeds."""
+"""A typed request turned into the engine's requests: logit bias, max_tokens, choices and seeds."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from flask import Flask
 
 from app.api.generation.planning import logit_bias, plan, plan_choices
 from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.requests.chat import chat_request
+from app.api.requests.generation import GenerationOptions
+from app.engine.types import Sampling
 
 
 def test_logit_bias_keys_become_token_ids() -> None:
@@ -15,7 +18,7 @@ def test_logit_bias_keys_become_token_ids() -> None:
         17: 5.5,
         999: 100.0,
     }
-    assert logit_bias(None, vocabulary_size=1000) == {}
+    assert logit_bias({}, vocabulary_size=1000) == {}
 
 
 @pytest.mark.parametrize("key", ["1000", "-1", "abc", "1.5", "", " 3"])
@@ -27,31 +30,27 @@ def test_logit_bias_refuses_what_is_not_a_token_of_this_model(key: str) -> None:
 
 def test_max_tokens_defaults_to_the_rest_of_the_context(app: Flask) -> None:
     with app.app_context():  # LLM_N_CTX=64 in the unit tests' config
-        assert plan({}, [1] * 10, prompt_param="prompt").max_tokens == 54
-        assert plan({"max_tokens": 5}, [1] * 10, prompt_param="prompt").max_tokens == 5
+        assert plan(GenerationOptions(), [1] * 10, prompt_param="prompt").max_tokens == 54
+        assert plan(GenerationOptions(max_tokens=5), [1] * 10, prompt_param="prompt").max_tokens == 5
 
 
 def test_newer_name_of_max_tokens_is_the_one_named_in_errors(app: Flask) -> None:
     with app.app_context(), pytest.raises(ContextLengthError) as caught:
-        plan(
-            {"max_completion_tokens": 60},
-            [1] * 10,
-            prompt_param="messages",
-            max_param="max_completion_tokens",
-        )
+        chat = chat_request({"messages": [], "max_completion_tokens": 60, "max_tokens": 3})
+        plan(chat, [1] * 10, prompt_param="messages")
     assert caught.value.param == "max_completion_tokens" and caught.value.code == "context_length_exceeded"
 
 
 def test_a_prompt_filling_the_context_names_the_prompt(app: Flask) -> None:
     with app.app_context(), pytest.raises(ContextLengthError) as caught:
-        plan({}, [1] * 64, prompt_param="prompt")
+        plan(GenerationOptions(), [1] * 64, prompt_param="prompt")
     assert caught.value.param == "prompt" and "64 in the prompt" in caught.value.message
 
 
 def test_choices_are_ordered_prompt_by_prompt_with_consecutive_seeds(app: Flask) -> None:
     with app.app_context():
         requests = plan_choices(
-            {"n": 2, "seed": 10, "logit_bias": {"3": 1}},
+            GenerationOptions(n=2, sampling=Sampling(seed=10), logit_bias={"3": 1}),
             [[1], [1, 1]],
             prompt_param="prompt",
             vocabulary_size=8,
@@ -64,5 +63,7 @@ def test_choices_are_ordered_prompt_by_prompt_with_consecutive_seeds(app: Flask)
 
 def test_more_choices_than_the_limit_is_a_400(app: Flask) -> None:
     with app.app_context(), pytest.raises(InvalidRequestError) as caught:
-        plan_choices({"n": 5}, [[1], [1]], prompt_param="prompt", vocabulary_size=8)  # LLM_MAX_N is 8
+        plan_choices(
+            GenerationOptions(n=5), [[1], [1]], prompt_param="prompt", vocabulary_size=8
+        )  # LLM_MAX_N: 8
     assert caught.value.param == "n"

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from app.api.prompting import conversation, tools
+from app.api.requests.chat import ChatRequest
 from app.chat_formats.answer import AnswerReader, DeltaStream
 from app.chat_formats.base import Function
 from app.chat_formats.detect import by_name
@@ -28,7 +29,8 @@ TIME = {"type": "function", "function": {"name": "time"}}
     ],
 )
 def test_active_and_forced(body: dict, active: bool, forced: bool) -> None:
-    assert tools.active(body) is active and tools.forced(body) is forced
+    chat = ChatRequest(**body)
+    assert chat.tools_active is active and chat.tools_forced is forced
 
 
 def test_instructions_join_an_existing_system_message() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from app.api.requests.chat import ChatRequest
 from app.api.responses import conversion
 from app.api.responses.schemas import response_request_schema
 from app.chat_formats.detect import by_name
 from app.chat_formats.profile import TemplateProfile
+from app.engine.types import Sampling
 
 WEATHER = {"type": "function", "name": "weather", "parameters": {"type": "object"}}
 
@@ -46,19 +48,20 @@ def test_settings_and_tools_in_chat_terms_leaving_out_what_is_unset() -> None:
             "tool_choice": "required",
         }
     )
-    chat = conversion.chat_body(body)
-    assert chat["max_output_tokens"] == 9 and chat["temperature"] == 0 and "top_p" not in chat
-    assert chat["tools"] == [
+    chat = conversion.as_chat(body)
+    assert (chat.max_tokens, chat.max_param) == (9, "max_output_tokens")
+    assert chat.sampling.temperature == 0 and chat.sampling.top_p == Sampling().top_p  # top_p: not sent
+    assert chat.tools == [
         {
             "type": "function",
             "function": {"name": "weather", "description": None, "parameters": {"type": "object"}},
         }
     ]
-    assert chat["tool_choice"] == "required"
+    assert chat.tool_choice == "required"
 
 
 def test_grammars_follow_tools_first_then_the_text_format() -> None:
-    forced = conversion.chat_body(
+    forced = conversion.as_chat(
         response_request_schema.load({"input": "x", "tools": [WEATHER], "tool_choice": "required"})
     )
     grammar, triggers, param = conversion.grammar(forced, None, GENERIC)
@@ -68,10 +71,10 @@ def test_grammars_follow_tools_first_then_the_text_format() -> None:
         "name": "out",
         "schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
     }
-    grammar, _, param = conversion.grammar({}, schema, GENERIC)
+    grammar, _, param = conversion.grammar(ChatRequest(), schema, GENERIC)
     assert grammar and "integer" in grammar and param == "text.format"
-    assert conversion.grammar({}, {"type": "json_object"}, GENERIC)[0]
-    assert conversion.grammar({}, None, GENERIC) == (None, (), "text.format")
+    assert conversion.grammar(ChatRequest(), {"type": "json_object"}, GENERIC)[0]
+    assert conversion.grammar(ChatRequest(), None, GENERIC) == (None, (), "text.format")
 
 
 GENERIC = TemplateProfile(by_name("Generic"), False, False, True, False, False, False)

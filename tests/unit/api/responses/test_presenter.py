@@ -8,7 +8,7 @@ from typing import Any
 
 from app.api.generation.loop import ChoiceResult
 from app.api.http.errors import RateLimitError
-from app.api.responses.objects import ResponseShape
+from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
 from app.engine.types import Chunk
 from tests.support import sse
@@ -18,7 +18,7 @@ TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": {"ty
 
 
 def presenter(tools: list[dict[str, Any]] | None = None, forced: bool = False) -> ResponsesPresenter:
-    return ResponsesPresenter(ResponseShape({"input": "hi"}, "test-model"), 7, reader(tools, forced=forced))
+    return ResponsesPresenter(ResponseHeader({"input": "hi"}, "test-model"), 7, reader(tools, forced=forced))
 
 
 def result(

@@ -1,0 +1,69 @@
+"""A chat request, typed: what chat completions send, and what Anthropic's, Ollama's and Responses' become.
+
+The messages and tools stay JSON-shaped: they are what the chat template reads (the
+JSON edge); everything the server decides on is a typed field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.api.requests.generation import GenerationOptions, generation_fields
+
+# `tool_choice`: "auto", "none", "required", or one function by name ({"name": ...}).
+ToolChoice = str | Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChatRequest(GenerationOptions):
+    """A conversation to answer, with its tools, output format and reasoning settings."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI's {"type": "function", "function"}
+    tool_choice: ToolChoice = None
+    parallel_tool_calls: bool | None = None
+    response_format: Mapping[str, Any] | None = None  # {"type": "text" | "json_object" | "json_schema", ...}
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    reasoning_format: str = "auto"  # "none": reasoning left in the content
+    reasoning_budget: int | None = None
+    reasoning_effort: str | None = None
+    logprobs: bool = False
+    top_logprobs: int = 0
+
+    @property
+    def tools_active(self) -> bool:
+        """Whether the model may call tools: some are given, and tool_choice is not "none"."""
+        return bool(self.tools) and self.tool_choice != "none"
+
+    @property
+    def tools_forced(self) -> bool:
+        """Whether the answer must be calls: tool_choice "required" or a named function."""
+        return self.tools_active and (self.tool_choice == "required" or isinstance(self.tool_choice, Mapping))
+
+    @property
+    def parallel_calls(self) -> bool:
+        """Whether the answer may make several calls (OpenAI's default: yes)."""
+        return self.parallel_tool_calls is not False
+
+
+def chat_request(loaded: Mapping[str, Any]) -> ChatRequest:
+    """The typed request from chat completions' loaded body (`max_completion_tokens` wins, as OpenAI's)."""
+    options = generation_fields(loaded)
+    if loaded.get("max_completion_tokens") is not None:
+        options["max_tokens"], options["max_param"] = loaded["max_completion_tokens"], "max_completion_tokens"
+    return ChatRequest(
+        **options,
+        messages=loaded["messages"],
+        tools=loaded.get("tools") or [],
+        tool_choice=loaded.get("tool_choice"),
+        parallel_tool_calls=loaded.get("parallel_tool_calls"),
+        response_format=loaded.get("response_format"),
+        chat_template_kwargs=loaded.get("chat_template_kwargs") or {},
+        reasoning_format=loaded.get("reasoning_format") or "auto",
+        reasoning_budget=loaded.get("reasoning_budget"),
+        reasoning_effort=loaded.get("reasoning_effort"),
+        logprobs=bool(loaded.get("logprobs")),
+        top_logprobs=loaded.get("top_logprobs") or 0,
+    )

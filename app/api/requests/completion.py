@@ -1,0 +1,60 @@
+"""Text completion requests, typed: OpenAI's `/v1/completions` and llama-server's own `/completion`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.api.requests.generation import GenerationOptions, generation_fields
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompletionRequest(GenerationOptions):
+    """Prompts to continue (text or token ids), each `n` times."""
+
+    prompts: list[str | list[int]] = field(default_factory=list)
+    echo: bool = False
+    suffix: str | None = None  # fill in the middle
+    logprobs: int | None = None  # the likeliest tokens' log-probabilities per position
+
+    @property
+    def scoring(self) -> bool:
+        """echo with logprobs: the prompt's own tokens are scored (lm-eval's loglikelihood)."""
+        return self.echo and self.logprobs is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LlamaCompletionRequest(GenerationOptions):
+    """llama-server's `/completion`: one prompt, `n_probs` probabilities per token, the token ids."""
+
+    prompt: str | list[int] = ""
+    n_probs: int = 0
+    return_tokens: bool = False
+    seed: int | None = None  # as the client sent it, echoed in `generation_settings`
+
+
+def completion_request(loaded: Mapping[str, Any]) -> CompletionRequest:
+    return CompletionRequest(
+        **generation_fields(loaded),
+        prompts=loaded["prompt"],
+        echo=bool(loaded.get("echo")),
+        suffix=loaded.get("suffix") or None,
+        logprobs=loaded.get("logprobs"),
+    )
+
+
+def llama_completion_request(loaded: Mapping[str, Any]) -> LlamaCompletionRequest:
+    """llama-server's names: `n_predict` wins over max_tokens (-1: up to the context); one choice."""
+    options = generation_fields(loaded)
+    options["n"] = 1
+    predict = loaded.get("n_predict")
+    if predict is not None:
+        options["max_tokens"], options["max_param"] = (predict if predict >= 0 else None), "n_predict"
+    return LlamaCompletionRequest(
+        **options,
+        prompt=loaded["prompt"],
+        n_probs=loaded.get("n_probs") or 0,
+        return_tokens=bool(loaded.get("return_tokens")),
+        seed=loaded.get("seed"),
+    )

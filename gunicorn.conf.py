@@ -5,18 +5,26 @@ import sys
 import tempfile
 from pathlib import Path
 
+from app import workers as app_workers
 from app.engine import model_check
-from app.serving import drain, key_limits, peers, prefix_board
+from app.serving import drain, peers
 from app.settings import cpu
 from app.settings.config import Config
 from app.settings.models import model_for_new_worker
-from app.settings.startup import exit_on_bad_config, guard_reload
+from app.settings.startup import exit_on_bad_config, first_load, guard_reload
 from app.store import startup as store_startup
-from app.telemetry import worker_board
+from app.workers import SharedState, WorkerState
 
 # Validated here, in the master, so a bad value stops start-up with one line.
 _config = exit_on_bad_config()
 _OMP_GIVEN = "OMP_WAIT_POLICY" in os.environ
+
+if first_load():  # not again on a reload (SIGHUP), whose bad settings keep the running workers
+    # The store's schema brought up to date once, here, before any worker opens it (and before
+    # gunicorn logs a line, so that a bad store is the one line a failed start prints).
+    store_startup.exit_unless_migrated(_config.store)
+    # What an entry needs of its GGUF (an embedding model's pooling), before any worker serves.
+    model_check.exit_unless_servable(_config)
 
 bind = _config.bind
 # LLM_WORKERS if set (or the sum of LLM_MODELS' workers); else gunicorn's own -w,
@@ -55,29 +63,9 @@ if _config.log_format == "json":
 
 control_socket_disable = True  # several instances may share a host (tests, multi-backend)
 
-# Fair use of workers (app/serving/peers.py): a table of each worker's load, shared
-# through fork, and a private socket per worker for relayed requests. Kept in the
-# module so a reload (SIGHUP), which re-reads this file, keeps the same table.
-if peers.table is None:  # the first start, not a reload
-    # The store's schema brought up to date once, here, before any worker opens it.
-    store_startup.exit_unless_migrated(_config.store)
-    # What an entry needs of its GGUF (an embedding model's pooling), before any worker serves.
-    model_check.exit_unless_servable(_config)
-    peers.table = peers.PeerTable()
-    worker_board.board = worker_board.WorkerBoard(peers.SLOTS)  # the status page's figures, per slot
-    key_limits.limits = key_limits.KeyLimits(peers.SLOTS)  # per-key limits, held across workers
-    prefix_board.board = prefix_board.PrefixBoard(peers.SLOTS)  # what each worker caches, for routing
-    drain.flag = drain.DrainFlag()  # raised by SIGTERM: every worker turns not-ready
-    # prometheus_client's multiprocess mode: one directory shared by the workers,
-    # emptied at start so no earlier run's figures linger (kept across reloads).
-    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="llm-metrics-")
-    for _stale in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
-        _stale.unlink()
-
 
 def on_starting(server):
-    # gunicorn's own worker count (-w, WEB_CONCURRENCY...) must match what LLM_MODELS asks for.
+    # Once, in the master, before any worker (a reload, SIGHUP, does not run this again).
     asked = sum(spec.workers for spec in _config.models) + _config.on_demand_workers
     if _config.models_given and server.cfg.workers != asked:
         print(
@@ -86,18 +74,29 @@ def on_starting(server):
             file=sys.stderr,
         )
         sys.exit(2)
+    # What the workers share (app/workers.py): the peer table of loads and relay sockets, the
+    # status page's figures, per-key limits, what each worker caches, the drain flag. Memory
+    # shared through fork, kept on the arbiter, which outlives reloads.
+    server.llm_shared = SharedState.create()
+    # prometheus_client's multiprocess mode: one directory shared by the workers,
+    # emptied at start so no earlier run's figures linger (kept across reloads).
+    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="llm-metrics-")
+    for stale in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
+        stale.unlink()
 
 
 def when_ready(server):
     # SIGTERM drains (not-ready at once, streams finish, then stop); a SIGHUP with a bad
     # setting keeps the running workers rather than stopping the master (app/serving/drain.py).
-    drain.install(server, peers.table, _config.graceful_timeout)
+    shared = server.llm_shared
+    drain.install(server, shared.drain, shared.table, _config.graceful_timeout)
     guard_reload(server)
 
 
 def pre_fork(server, worker):
     # The model furthest below its share of workers: a dead worker's replacement holds its model.
-    table = peers.table
+    table = server.llm_shared.table
     worker.llm_model = model_for_new_worker(
         _config.models, table.holding(), table.pool_workers(), _config.on_demand_workers
     )
@@ -113,29 +112,27 @@ def post_fork(server, worker):
     # its cores to itself, but when workers share the cores (or a worker has one thread,
     # whose spare OpenMP thread only spins) both workers stall for seconds at a time;
     # measured here: 2 workers x 1 thread, 0.55 s per 40 tokens passive, up to 8 s spinning.
-    shared = config.n_threads == 1 or config.workers * config.n_threads > cpu.usable_cores()
-    if shared and not _OMP_GIVEN:
+    crowded = config.n_threads == 1 or config.workers * config.n_threads > cpu.usable_cores()
+    if crowded and not _OMP_GIVEN:
         os.environ["OMP_WAIT_POLICY"] = "passive"
-    peers.this_worker = peers.Worker(
-        peers.table, worker.llm_slot, worker.llm_model, pool=worker.llm_model == peers.POOL
-    )
+    shared = server.llm_shared
+    me = peers.Worker(shared.table, worker.llm_slot, worker.llm_model, pool=worker.llm_model == peers.POOL)
+    app_workers.inherited = WorkerState(shared, me)  # read once by create_app
+    worker.drain_flag = shared.drain
 
 
 def post_worker_init(worker):
     # After gevent's patching, so this is a gevent socket; run() serves it like the others.
-    worker.sockets.append(peers.this_worker.listen())
+    worker.sockets.append(app_workers.inherited.me.listen())
 
 
 def child_exit(server, worker):
     from prometheus_client import multiprocess
 
-    peers.table.release(worker.llm_slot)
-    worker_board.board.clear(worker.llm_slot)
-    prefix_board.board.clear(worker.llm_slot)
-    key_limits.limits.clear_worker(worker.llm_slot)  # a killed worker's generations are over
+    server.llm_shared.forget(worker.llm_slot)
     multiprocess.mark_process_dead(worker.pid)
 
 
 def on_exit(server):
-    peers.table.close()
-    key_limits.limits.close()
+    server.llm_shared.table.close()
+    server.llm_shared.limits.close()

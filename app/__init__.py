@@ -23,16 +23,19 @@ def _store(config: Config, under_gunicorn: bool) -> Any:
     return open_store(config.store_url, config.store_ttl)
 
 
-def _unloaded_from(slot: int) -> Any:
-    """What a pool worker's unload changes in the telemetry: a count, and its row of figures cleared."""
-    from app.telemetry import metrics, worker_board
+def _unloaded_from(state: Any) -> Any:
+    """What a pool worker's unload changes: a count, its row of figures cleared, and nothing of its
+    cache left to route by (`state`: the worker's WorkerState)."""
+    from app.telemetry import metrics
+
+    board, slot = state.shared.board, state.me.slot
 
     def unloaded(model: str, reason: str) -> None:
         metrics.MODEL_UNLOADS.labels(model=model, reason=reason).inc()
-        if worker_board.board is not None:  # its figures start over; what its last load took stays
-            last_load = worker_board.board.read(slot).load_seconds
-            worker_board.board.clear(slot)
-            worker_board.board.record_load_seconds(slot, last_load)
+        last_load = board.read(slot).load_seconds  # its figures start over; what its last load took stays
+        board.clear(slot)
+        board.record_load_seconds(slot, last_load)
+        state.shared.prefixes.clear(slot)
 
     return unloaded
 
@@ -48,16 +51,18 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     """
     # Imported here, as Flask's tutorial does, so that gunicorn.conf.py can read the
     # settings in the master without loading llama.cpp or gevent before fork.
-    from app import api
+    from app import api, workers
     from app.engine.embedding_engine import EmbeddingEngine
     from app.engine.engine import Engine
-    from app.serving import global_scales, peers, prefix_board
+    from app.serving import global_scales, prefix_board
     from app.telemetry import metrics, request_log, worker_board
     from app.telemetry.engine_figures import EngineFigures
 
     app = Flask(__name__, static_folder=None)  # the pages serve their own files (app/ui/static)
     config = base = config or Config.from_env()
-    worker = peers.this_worker
+    workers.init_app(app)  # under gunicorn, what this worker shares with the others
+    state = workers.of(app)
+    worker = None if state is None else state.me
     if worker is not None:  # under gunicorn: this worker holds one model of LLM_MODELS
         config = config.for_model(worker.model)
     install(app, config)
@@ -69,18 +74,18 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
         """An engine for the model `held` names, reporting to this worker's figures; not yet started."""
         figures = (
             EngineFigures(
-                worker.publish,
-                worker.became_ready,
-                worker_board.board,
-                worker.slot,
-                prefix_board.publisher(worker.slot),
+                state.me.publish,
+                state.me.became_ready,
+                state.shared.board,
+                state.me.slot,
+                prefix_board.publisher(state.shared.prefixes, state.me.slot),
             )
-            if worker
+            if state is not None
             else EngineFigures()
         )
         # A model loaded on demand that fails to load leaves its pool worker up (the request says why).
         made = (EmbeddingEngine if held.embedding else Engine)(held, figures, exit_on_failure=worker_pinned)
-        scales = global_scales.saved(held.model)
+        scales = global_scales.saved(held.model, None if state is None else state.shared.table)
         if scales is not None and isinstance(made, Engine):  # set by POST /lora-adapters since start-up
             made.lora_scales = scales
         return made
@@ -89,23 +94,23 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     if engine is None and not worker_pinned:
         from app.serving.model_holder import ModelHolder, NoModel
 
-        assert worker is not None, "a pool worker runs under gunicorn"
+        assert state is not None and worker is not None, "a pool worker runs under gunicorn"
         engine = NoModel(config)
-        reports = (metrics.model_loaded, _unloaded_from(worker.slot))
+        reports = (metrics.model_loaded, _unloaded_from(state))
         app.extensions["model_holder"] = ModelHolder(app, base, make_engine, worker, reports)
     if engine is None:
         if worker is not None:
             worker.capacity = 1 if config.embedding else config.parallel
         engine = make_engine(config)
         engine.start()
-    if worker is not None and worker_board.board is not None:
-        worker_board.sample_greenlets(worker_board.board, worker.slot)
+    if state is not None:
+        worker_board.sample_greenlets(state.shared.board, state.me.slot)
     app.extensions["engine"] = engine
     app.extensions["store"] = _store(config, under_gunicorn=worker is not None)
 
     request_log.init_app(app)  # first, so that even a 401 has an id and an access line
     api.init_app(app)
-    app.register_blueprint(metrics.bp)
+    metrics.init_app(app, None if state is None else state.shared.board)
     if config.ui:
         from app import ui
 

@@ -42,22 +42,12 @@ class DrainFlag:
         return self.since > 0
 
 
-# Module state on purpose, like peers.table: made by the master before fork. None outside gunicorn.
-flag: DrainFlag | None = None
-
-
-def draining() -> bool:
-    """True in a worker once its instance has been told to stop."""
-    return flag is not None and flag.up
-
-
-def install(server: Any, table: PeerTable, grace: float) -> None:
+def install(server: Any, flag: DrainFlag, table: PeerTable, grace: float) -> None:
     """Master (gunicorn's arbiter `server`): SIGTERM drains instead of closing the listeners.
 
     The master wakes at least once a second and then manages its workers; that is
     where it checks whether the drain is over.
     """
-    assert flag is not None
     drain_flag = flag
     manage_workers = server.manage_workers
 

@@ -18,25 +18,25 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.serving import peers
+from app.serving.peers import PeerTable
 from app.settings.models import ModelSpec
 
 
-def _path(spec: ModelSpec) -> Path | None:
-    worker = peers.this_worker
-    if worker is None:
+def _path(spec: ModelSpec, table: PeerTable | None) -> Path | None:
+    if table is None:
         return None
     named = hashlib.sha256(spec.id.encode()).hexdigest()[:16]  # an id may hold "/" or worse
-    return Path(worker.table.rundir) / f"lora-scales-{named}.json"
+    return Path(table.rundir) / f"lora-scales-{named}.json"
 
 
 def _configured(spec: ModelSpec) -> dict[str, Any]:
     return {"paths": [lora.path for lora in spec.loras], "scales": [lora.scale for lora in spec.loras]}
 
 
-def save(spec: ModelSpec, scales: list[float]) -> None:
-    """Keep `scales` for the model (under gunicorn; one process has nobody to tell)."""
-    path = _path(spec)
+def save(spec: ModelSpec, scales: list[float], table: PeerTable | None) -> None:
+    """Keep `scales` for the model in the run directory of the workers' `table` (None: one process,
+    which has nobody to tell)."""
+    path = _path(spec, table)
     if path is None:
         return
     # Written aside, then renamed over: a worker reading it sees the old list or the new, whole.
@@ -46,9 +46,9 @@ def save(spec: ModelSpec, scales: list[float]) -> None:
     os.replace(temporary, path)
 
 
-def saved(spec: ModelSpec) -> list[float] | None:
+def saved(spec: ModelSpec, table: PeerTable | None) -> list[float] | None:
     """The scales last set for the model, if any and LLM_MODELS still says what it said then."""
-    path = _path(spec)
+    path = _path(spec, table)
     if path is None or not spec.loras:
         return None
     with contextlib.suppress(FileNotFoundError, ValueError, TypeError, KeyError):

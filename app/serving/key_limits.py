@@ -187,8 +187,3 @@ def _headers(counter: str, limit: int, used: int, counts: dict[int, int], second
         f"x-ratelimit-remaining-{counter}": str(max(0, limit - used)),
         f"x-ratelimit-reset-{counter}": duration(reset),
     }
-
-
-# Module state on purpose, like peers.table: the master makes it before fork. None
-# outside gunicorn (one process: create_app makes its own).
-limits: KeyLimits | None = None

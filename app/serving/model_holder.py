@@ -19,7 +19,7 @@ import gevent.lock
 from flask import Flask
 
 from app.engine.loading import LoadingEngine
-from app.serving import peers, prefix_board
+from app.serving import peers
 from app.settings.config import Config
 from app.settings.current import install
 from app.settings.models import POOL
@@ -135,8 +135,6 @@ class ModelHolder:
         engine, spec = self.engine, self.base.models[self.index]
         idle = self.idle_for()
         self._install(POOL, NoModel(self.base.for_model(POOL)))
-        if prefix_board.board is not None:  # nothing of its cache is left to route by
-            prefix_board.board.clear(self.worker.slot)
         started = time.monotonic()
         engine.close()
         self._unloaded(spec.id, reason)

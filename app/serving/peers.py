@@ -153,10 +153,3 @@ class Worker:
         listener.bind(path)
         listener.listen(64)
         return listener
-
-
-# Module state on purpose: the master makes the table before fork and each worker
-# inherits it through fork, with no other channel between them. Both stay None
-# outside gunicorn (tests with Flask's client, a single process).
-table: PeerTable | None = None
-this_worker: Worker | None = None

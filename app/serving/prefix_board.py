@@ -51,13 +51,6 @@ class PrefixBoard:
         return (int(present[-1]) + 1) * BLOCK if len(present) else 0
 
 
-def publisher(slot: int) -> Callable[[int, int, list[int]], None] | None:
-    """What the worker in `slot` calls as its sequences' cells change (None outside gunicorn)."""
-    shared = board
-    if shared is None:
-        return None
-    return lambda row, rows, hashes: shared.publish(slot, row, rows, hashes)
-
-
-# Made by the master before fork (gunicorn.conf.py), inherited by every worker; None outside gunicorn.
-board: PrefixBoard | None = None
+def publisher(board: PrefixBoard, slot: int) -> Callable[[int, int, list[int]], None]:
+    """What the worker in `slot` calls as its sequences' cells change."""
+    return lambda row, rows, hashes: board.publish(slot, row, rows, hashes)

@@ -16,7 +16,9 @@ from flask import Request, Response
 from app.engine.engine import Engine
 from app.engine.loading import LoadingEngine
 from app.engine.prefix_blocks import block_hashes
-from app.serving import disconnect, internal, peers, prefix_board, routing
+from app.serving import disconnect, internal, peers, routing
+from app.serving.peers import Worker
+from app.serving.prefix_board import PrefixBoard
 from app.settings.config import Config
 
 log = logging.getLogger(__name__)
@@ -71,30 +73,33 @@ class Migrated(Exception):  # noqa: N818 - a hand-over, not an error
         return _as_response(environ, self.connection, self.upstream)
 
 
-def is_relayed(request: Request) -> bool:
+def is_relayed(request: Request, worker: Worker | None) -> bool:
     """Whether `request` came from another worker of this server (which has counted it), or from
-    this worker itself (a batch line: see internal.py)."""
+    this worker itself (a batch line: see internal.py). `worker`: this one (None outside gunicorn)."""
     if internal.of(request.environ) is not None:
         return True
-    worker = peers.this_worker
     marker = request.headers.get(RELAYED_HEADER, "")
     return worker is not None and hmac.compare_digest(marker.encode(), worker.table.secret.encode())
 
 
-def to_model_holder(request: Request, model: int, config: Config) -> Response | None:
+def to_model_holder(request: Request, model: int, config: Config, worker: Worker | None) -> Response | None:
     """Relay `request` to the ready worker holding `model` with the most room; None if there is none."""
-    worker = peers.this_worker
-    if worker is None or is_relayed(request):
+    if worker is None or is_relayed(request, worker):
         return None
     slot = routing.model_holder(routing.snapshot_of(worker), model)
     return None if slot is None else _relay(request, config, worker.table, slot)
 
 
-def to_cached_peer(request: Request, engine: LoadingEngine[Any], prompt: list[int]) -> Response | None:
+def to_cached_peer(
+    request: Request,
+    engine: LoadingEngine[Any],
+    prompt: list[int],
+    worker: Worker | None,
+    board: PrefixBoard | None,
+) -> Response | None:
     """Relay `request` to the worker whose cache holds a longer prefix of `prompt` than this one's
-    (routing.warmer_peer decides); None to serve it here."""
-    worker, board = peers.this_worker, prefix_board.board
-    if worker is None or board is None or is_relayed(request) or not engine.config.route_by_cache:
+    (routing.warmer_peer decides, from the workers' prefix `board`); None to serve it here."""
+    if worker is None or board is None or is_relayed(request, worker) or not engine.config.route_by_cache:
         return None
     blocks = block_hashes(prompt)
     chosen = routing.warmer_peer(routing.snapshot_of(worker), lambda slot: board.cached_tokens(slot, blocks))
@@ -109,20 +114,18 @@ def to_cached_peer(request: Request, engine: LoadingEngine[Any], prompt: list[in
     return relayed
 
 
-def to_idle_peer(request: Request, engine: LoadingEngine[Any]) -> Response | None:
+def to_idle_peer(request: Request, engine: LoadingEngine[Any], worker: Worker | None) -> Response | None:
     """Relay `request` to a worker with a free sequence if this one has none; None to serve it here."""
-    worker = peers.this_worker
-    if worker is None or is_relayed(request):
+    if worker is None or is_relayed(request, worker):
         return None
     slot = routing.freer_peer(routing.snapshot_of(worker), engine.has_room)
     return None if slot is None else _relay(request, engine.config, worker.table, slot)
 
 
-def migrator(request: Request, engine: Engine) -> Callable[[], None] | None:
+def migrator(request: Request, engine: Engine, worker: Worker | None) -> Callable[[], None] | None:
     """For a request about to queue here: a check, run while it waits, that hands it to a peer
     that has a free sequence (raising Migrated), so that no request waits while a sequence idles."""
-    worker = peers.this_worker
-    if worker is None or is_relayed(request):
+    if worker is None or is_relayed(request, worker):
         return None
     forward = forward_of(request)
 
@@ -148,14 +151,14 @@ def _relay(request: Request, config: Config, table: peers.PeerTable, slot: int) 
     return None if opened is None else _as_response(request.environ, *opened)
 
 
-def order(slot: int, path: str, body: object, authorization: str | None, config: Config) -> tuple[int, bytes]:
+def order(
+    worker: Worker, slot: int, path: str, body: object, authorization: str | None, config: Config
+) -> tuple[int, bytes]:
     """Send the worker in `slot` an operator's request (`path` with a JSON `body`): its status and body.
 
     E.g. /models/load: the order is an ordinary request, relayed, so the worker acts on itself;
     it carries the client's key, which this worker has checked.
     """
-    worker = peers.this_worker
-    assert worker is not None, "only gunicorn's workers have peers"
     headers = {"Content-Type": "application/json"}
     if authorization:
         headers["Authorization"] = authorization
@@ -177,12 +180,11 @@ def forward_of(request: Request) -> _Forward:
 
 
 def open_forward(
-    forward: _Forward, config: Config, slot: int
+    forward: _Forward, config: Config, table: peers.PeerTable, slot: int
 ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse] | None:
-    """Send `forward` to the worker in `slot` (this one's own socket too); None if it cannot be reached."""
-    worker = peers.this_worker
-    assert worker is not None, "only gunicorn's workers have peers"
-    return _open(forward, config, worker.table, slot)
+    """Send `forward` to the worker of `table` in `slot` (this one's own socket too); None if it
+    cannot be reached."""
+    return _open(forward, config, table, slot)
 
 
 @dataclass

@@ -16,7 +16,8 @@ from typing import Any
 import gevent
 from gunicorn.workers.ggevent import GeventWorker  # type: ignore[import-untyped]  # gunicorn has no type hints
 
-from app.serving import detached, drain
+from app.serving import detached
+from app.serving.drain import DrainFlag
 
 
 class DrainingGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn has no type hints
@@ -27,6 +28,7 @@ class DrainingGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn has 
         self._connections: set[gevent.Greenlet] = set()  # one greenlet per open connection
         self._answering: set[gevent.Greenlet] = set()  # of which, those with a request under way
         self._stop_by: float | None = None  # when a graceful stop must be over (monotonic)
+        self.drain_flag: DrainFlag | None = None  # the instance's, set by gunicorn.conf.py after fork
 
     def run(self) -> None:
         super().run()  # returns once the open connections are done, or at the graceful timeout
@@ -44,7 +46,7 @@ class DrainingGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn has 
             self._connections.discard(me)
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
-        if drain.draining():
+        if self.drain_flag is not None and self.drain_flag.up:
             req.must_close = True  # gunicorn then answers with Connection: close, and closes
         me = gevent.getcurrent()
         self._answering.add(me)

@@ -18,6 +18,16 @@ def exit_on_bad_config() -> Config:
         raise SystemExit(2) from None
 
 
+_loaded = False  # gunicorn reads its config file again on every reload (SIGHUP), in the same master
+
+
+def first_load() -> bool:
+    """True the first time the master reads gunicorn.conf.py: what must happen once happens then."""
+    global _loaded
+    first, _loaded = not _loaded, True
+    return first
+
+
 def guard_reload(server: Any) -> None:
     """Master (gunicorn's arbiter `server`): a SIGHUP with a bad setting keeps the workers that run.
 

@@ -6,7 +6,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from flask import Blueprint, Response
+from flask import Blueprint, Flask, Response, current_app
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -19,8 +19,8 @@ from prometheus_client import (
 )
 
 from app.settings.current import current_config
-from app.telemetry import worker_board
 from app.telemetry.model_server import ModelServerCollector
+from app.telemetry.worker_board import WorkerBoard
 
 if TYPE_CHECKING:
     from app.telemetry.request_stats import RequestStats
@@ -183,8 +183,15 @@ def scrape() -> Response:
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:  # a single process (tests with Flask's client)
         return Response(generate_latest(REGISTRY), mimetype=CONTENT_TYPE_LATEST)
     text = _workers_reading(current_config().metrics_max_age)
-    if worker_board.board is not None:  # the model server protocol, over every worker
+    board: WorkerBoard | None = current_app.extensions.get("status_board")
+    if board is not None:  # the model server protocol, over every worker
         live = CollectorRegistry()
-        live.register(ModelServerCollector(worker_board.board))
+        live.register(ModelServerCollector(board))
         text += generate_latest(live)
     return Response(text, mimetype=CONTENT_TYPE_LATEST)
+
+
+def init_app(app: Flask, board: WorkerBoard | None) -> None:
+    """Serve /metrics; `board` holds every worker's figures (None outside gunicorn: this process only)."""
+    app.extensions["status_board"] = board
+    app.register_blueprint(bp)

@@ -201,8 +201,3 @@ def sample_greenlets(board: WorkerBoard, slot: int, every: float = 5.0) -> None:
             gevent.sleep(every)
 
     gevent.spawn(loop)
-
-
-# Module state on purpose, like app.serving.peers.table: made by the master before
-# fork, inherited by every worker. None outside gunicorn.
-board: WorkerBoard | None = None

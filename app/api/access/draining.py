@@ -4,21 +4,27 @@ from __future__ import annotations
 
 from flask import Flask, Response, request
 
+from app import workers
 from app.api.http.errors import ServiceUnavailableError
-from app.serving import drain, relay
+from app.serving import relay
+
+
+def _draining() -> bool:
+    state = workers.current()
+    return state is not None and state.draining
 
 
 def _refuse_new_work() -> None:
     # A request relayed by a peer was admitted before the drain began; it runs.
-    if drain.draining() and request.method == "POST" and request.path.startswith("/v1/"):
-        if not relay.is_relayed(request):
+    if _draining() and request.method == "POST" and request.path.startswith("/v1/"):
+        if not relay.is_relayed(request, workers.this_worker()):
             raise ServiceUnavailableError("The server is shutting down; retry, another instance will answer.")
 
 
 def _close_after(response: Response) -> Response:
     # So that clients and proxies take their next request elsewhere rather than keep a
     # connection to an instance about to go (a 503's retry included).
-    if drain.draining():
+    if _draining():
         response.headers["Connection"] = "close"
     return response
 

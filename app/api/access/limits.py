@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from flask import Flask, Response, current_app, g, request
 
+from app import workers
 from app.api.http.errors import KeyLimitError
-from app.serving import detached, internal, key_limits, peers, relay
+from app.serving import detached, internal, relay
 from app.serving.key_limits import KeyLimits
 from app.settings.keys import ApiKey
 
 
 def _worker_slot() -> int:
-    return peers.this_worker.slot if peers.this_worker is not None else 0
+    me = workers.this_worker()
+    return me.slot if me is not None else 0
 
 
 def _limited_key() -> ApiKey | None:
@@ -24,7 +26,7 @@ def _admit() -> None:
     # Work is counted, on every route that takes it (a POST: llama-server's and Ollama's
     # routes as much as /v1), not reading (listing models); a request relayed from another
     # worker was counted there.
-    if key is None or request.method != "POST" or relay.is_relayed(request):
+    if key is None or request.method != "POST" or relay.is_relayed(request, workers.this_worker()):
         return
     limits: KeyLimits = current_app.extensions["key_limits"]
     verdict = limits.admit(_worker_slot(), key)
@@ -73,7 +75,8 @@ def _never_answered(_: BaseException | None) -> None:
 
 def init_app(app: Flask) -> None:
     """Check limits after the key is known; count until each response has ended."""
-    app.extensions["key_limits"] = key_limits.limits or KeyLimits(workers=1)  # one process: its own
+    state = workers.of(app)  # under gunicorn, the counts every worker shares; one process: its own
+    app.extensions["key_limits"] = state.shared.limits if state is not None else KeyLimits(workers=1)
     app.before_request(_admit)
     app.after_request(_attach)
     app.teardown_request(_never_answered)

@@ -19,10 +19,11 @@ from typing import Any
 
 from flask import Flask
 
+from app import workers
 from app.api.batches import jobs
 from app.api.batches.dispatch import dispatch
 from app.api.batches.lines import answered_line, error_line
-from app.serving import detached, drain
+from app.serving import detached
 from app.serving.internal import InternalCall
 from app.settings.config import Config
 from app.settings.current import config_of
@@ -50,6 +51,10 @@ class BatchRunner:
         self._keys = {key.name: key for _, key in app.extensions.get("api_keys", ())}
         self._tended = self._renewed = 0.0
 
+    def _draining(self) -> bool:
+        state = workers.of(self.app)
+        return state is not None and state.draining
+
     def start(self) -> None:
         threading.Thread(target=self._loop, daemon=True, name="batch-runner").start()
 
@@ -59,7 +64,7 @@ class BatchRunner:
         failing = False
         while True:
             # A stopping worker takes no new line, but keeps the leases of those it finishes.
-            taking = not (drain.draining() or detached.stopping())
+            taking = not (self._draining() or detached.stopping())
             if not taking and not self.running:
                 return
             try:

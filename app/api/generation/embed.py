@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from flask import Response, g, request
 
+from app import workers
 from app.engine.embedding_engine import EmbeddingEngine
 from app.engine.errors import QueueFullError
 from app.serving import relay
@@ -13,7 +14,7 @@ from app.serving import relay
 def embedded(engine: EmbeddingEngine, inputs: list[list[int]]) -> np.ndarray | Response:
     """One row per input (vectors, or a reranker's scores); or the answer of an idle peer holding
     the same model, which the view returns as it is."""
-    relayed = relay.to_idle_peer(request, engine)
+    relayed = relay.to_idle_peer(request, engine, workers.this_worker())
     if relayed is not None:
         g.stats.relayed = True
         return relayed

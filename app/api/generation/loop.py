@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from flask import Response, g, jsonify, request
 
+from app import workers
 from app.api.http import sse
 from app.api.http.errors import APIError, ServerError, ServiceUnavailableError, from_engine
 from app.engine.engine import Engine
@@ -72,8 +73,11 @@ def generate(
     """Generate every choice (here, or on a peer with room): a stream if the request `streams`, else
     one JSON answer."""
     stats: RequestStats = g.stats
-    relayed = relay.to_cached_peer(request, engine, requests[0].prompt_tokens) or relay.to_idle_peer(
-        request, engine
+    state = workers.current()
+    me, board = (state.me, state.shared.prefixes) if state is not None else (None, None)
+    prompt = requests[0].prompt_tokens
+    relayed = relay.to_cached_peer(request, engine, prompt, me, board) or relay.to_idle_peer(
+        request, engine, me
     )
     if relayed is not None:
         stats.relayed = True
@@ -87,7 +91,7 @@ def generate(
     if call is not None:
         call.generations.append(generation)
     generation.on_close(disconnect.watch(request.environ, generation.cancel))
-    generation.migrate = relay.migrator(request, engine)
+    generation.migrate = relay.migrator(request, engine, me)
     stats.prompt_tokens = prompt_tokens
     if streams:
         # Server-Sent Events, unless the protocol frames its stream otherwise (Ollama's NDJSON).

@@ -7,9 +7,10 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
 
+from app import workers as worker_state
 from app.api.generation.memory_view import memory_json, speculative_json
 from app.api.http.errors import ModelNotFoundError, ServiceUnavailableError
-from app.serving import drain, peers
+from app.serving import peers
 from app.settings.config import Config
 from app.settings.current import current_config
 from app.telemetry import worker_board
@@ -24,10 +25,11 @@ def ready_models() -> set[int]:
 
 def _holders() -> list[peers.Peer]:
     """The live workers holding a model (outside gunicorn: this process alone, slot 0)."""
-    if peers.this_worker is None:  # one process (tests with Flask's client): this engine alone
+    state = worker_state.current()
+    if state is None:  # one process (tests with Flask's client): this engine alone
         engine, config = current_app.extensions["engine"], current_config()
         return [peers.Peer(0, os.getpid(), 0, config.parallel, config.model_index, engine.ready)]
-    return [peer for peer in peers.this_worker.table.peers() if peer.live and peer.model >= 0]
+    return [peer for peer in state.shared.table.peers() if peer.live and peer.model >= 0]
 
 
 def _model_object(index: int, holders: list[peers.Peer]) -> dict[str, Any]:
@@ -76,7 +78,8 @@ def health() -> Response:
 @bp.get("/health/ready")
 def ready() -> Response:
     """Readiness: 200 once this worker's model is loaded and every served model has a ready worker."""
-    if drain.draining():  # leave the load balancer's pool at once; /health stays 200 until exit
+    state = worker_state.current()
+    if state is not None and state.draining:  # leave the load balancer's pool at once; /health stays 200
         raise ServiceUnavailableError("The server is shutting down.")
     engine = current_app.extensions["engine"]
     pool_worker = "model_holder" in current_app.extensions  # its model comes and goes: not its readiness
@@ -97,11 +100,12 @@ def workers() -> Response:
     config = current_config()
     models = config.models
     listed: list[dict[str, Any]] = []
-    if peers.table is not None and worker_board.board is not None:  # none outside gunicorn
-        for peer in peers.table.peers():
+    state = worker_state.current()
+    if state is not None:  # none outside gunicorn
+        for peer in state.shared.table.peers():
             if not peer.live:
                 continue  # being forked: nothing to show yet
-            figures = worker_board.board.read(peer.slot)
+            figures = state.shared.board.read(peer.slot)
             listed.append(
                 {
                     "slot": peer.slot,

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, jsonify, request
 
+from app import workers
 from app.api.generation.planning import adapter_scales
 from app.api.http.body import check_accept, generating_engine, model_index, parse_json
 from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
@@ -32,7 +33,7 @@ def load() -> Response:
     """Load an on-demand model (if no worker holds it); `{"success": true}` once it is ready."""
     index = model_index(parse_json(model_order_schema)["model"])
     if current_config().models[index].on_demand:
-        if relay.is_relayed(request):
+        if relay.is_relayed(request, workers.this_worker()):
             try:
                 on_demand.load_here(index)
             except Busy as exc:
@@ -56,7 +57,7 @@ def unload() -> Response:
             '"load": "on_demand" unload.',
             param="model",
         )
-    if relay.is_relayed(request):
+    if relay.is_relayed(request, workers.this_worker()):
         mine = on_demand.holder()
         if mine is not None and mine.index == index and not mine.unload("request"):
             raise ModelBusyError(f"The model '{spec.id}' serves requests on this worker.")
@@ -99,7 +100,9 @@ def set_adapters() -> Response:
     index = model_index(request.args.get("model"), "generate")
     scales = adapter_scales([AdapterScale(e["id"], e["scale"]) for e in asked], config.models[index])
     assert scales is not None, "a list was given"
-    if relay.is_relayed(request):  # another worker's order: this worker holds the model
+    if relay.is_relayed(
+        request, workers.this_worker()
+    ):  # another worker's order: this worker holds the model
         if index != config.model_index:
             raise ServiceUnavailableError("This worker no longer holds that model; retry shortly.")
         generating_engine().lora_scales = list(scales)
@@ -109,14 +112,14 @@ def set_adapters() -> Response:
         model = config.models[index].id
         raise ServiceUnavailableError(f"No worker holding '{model}' is ready; retry shortly.")
     # Kept first: a worker starting the model meanwhile reads them; the holders are told next.
-    global_scales.save(config.models[index], list(scales))
+    global_scales.save(config.models[index], list(scales), on_demand.table())
     mine = on_demand.this_slot()
     for peer in holders:
         if peer.slot == mine:
             generating_engine().lora_scales = list(scales)
             continue
         path = f"/lora-adapters?model={quote(config.models[index].id)}"
-        status, _ = relay.order(peer.slot, path, body, on_demand.key(), config)
+        status, _ = relay.order(on_demand.me(), peer.slot, path, body, on_demand.key(), config)
         if status != 200:
             raise ServiceUnavailableError(f"Worker slot {peer.slot} did not take the scales; retry shortly.")
     return jsonify({"success": True})

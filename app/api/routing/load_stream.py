@@ -20,13 +20,18 @@ from flask import Request, Response
 
 from app.api.http import sse
 from app.serving import relay
+from app.serving.peers import PeerTable
 from app.settings.config import Config
 
 POLL = 0.1  # seconds between looks at the peer table while the model loads
 
 
 def keep_alive_until_loaded(
-    request: Request, config: Config, holder_slot: Callable[[], int | None], loading: gevent.Greenlet
+    request: Request,
+    config: Config,
+    table: PeerTable,
+    holder_slot: Callable[[], int | None],
+    loading: gevent.Greenlet,
 ) -> Response:
     """A streaming response: keep-alives until `holder_slot()` names a worker holding the model ready
     (unless `loading`, the greenlet seeing to the load, ends saying why not), then that worker's
@@ -47,7 +52,7 @@ def keep_alive_until_loaded(
             if config.sse_keepalive and time.monotonic() - last >= config.sse_keepalive:
                 last = time.monotonic()
                 yield sse.KEEPALIVE
-        opened = relay.open_forward(forward, config, slot)
+        opened = relay.open_forward(forward, config, table, slot)
         if opened is None:
             yield failure(forward.full_path, "The worker holding the model went away; retry.")
             return

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import math
 import time
-from functools import partial
 from typing import Any
 
 import gevent
 from flask import Flask, Response, copy_current_request_context, current_app, g, request
 
+from app import workers
 from app.api.http.errors import InvalidRequestError, ServiceUnavailableError
 from app.api.routing import load_stream
 from app.serving import internal, peers, relay, routing
@@ -44,7 +44,7 @@ def serving_here() -> None:
         mine.worker.touch()  # its idle clock (ttl, eviction) starts again
         mine.in_flight += 1
         g.holding_model = mine
-        if relay.is_relayed(request):
+        if relay.is_relayed(request, workers.this_worker()):
             _note_wait(0.0)  # the worker that relayed it says how long it waited
 
 
@@ -85,15 +85,19 @@ def serve_on_demand(index: int, streams: bool = False) -> Response | None:
             serving_here()
             return None
         request.environ[WAITED_ENVIRON] = f"{time.monotonic() - arrived:.6f}"  # for the holder
-        relayed = relay.to_model_holder(request, index, config)
+        relayed = relay.to_model_holder(request, index, config, workers.this_worker())
         if relayed is not None:
             return relayed
-        if relay.is_relayed(request) and mine is None:
+        if relay.is_relayed(request, workers.this_worker()) and mine is None:
             break  # sent here for a model this worker does not hold: its sender retries
         if streams and (_loader_for(index) is not None or _loading(index)):  # a load can start, or has
             seeing_to_it = gevent.spawn(copy_current_request_context(_load_until_held), index, deadline)
-            ready_in = partial(_ready_in, index)
-            return load_stream.keep_alive_until_loaded(request, config, ready_in, seeing_to_it)
+            worker = me()  # the stream reads the table after the view has returned: no app then
+
+            def ready_in(worker: peers.Worker = worker) -> int | None:
+                return routing.ready_holder(routing.snapshot_of(worker), index)
+
+            return load_stream.keep_alive_until_loaded(request, config, worker.table, ready_in, seeing_to_it)
         loaded = _load_somewhere(index, deadline)
         if time.monotonic() >= deadline:
             break
@@ -111,7 +115,7 @@ def _note_wait(waited: float) -> None:
     (told by its header) on the worker that relayed it; `g.model_ready_at`: when that wait ended."""
     if "load_seconds" in g:
         return
-    if relay.is_relayed(request):
+    if relay.is_relayed(request, workers.this_worker()):
         try:
             told = float(request.headers.get(WAITED_HEADER, "0"))
         except ValueError:
@@ -138,7 +142,7 @@ def unload(index: int) -> list[int]:
                 busy.append(peer.slot)
             continue
         named = {"model": config.models[index].id}
-        status, _ = relay.order(peer.slot, "/models/unload", named, key(), config)
+        status, _ = relay.order(me(), peer.slot, "/models/unload", named, key(), config)
         if status != 200:
             busy.append(peer.slot)
     return busy
@@ -167,7 +171,8 @@ def _load_somewhere(index: int, deadline: float) -> bool:
         except LoadFailed as exc:
             raise _failed(config.models[index].id, str(exc)) from None
         return True
-    status, body = relay.order(target, "/models/load", {"model": config.models[index].id}, key(), config)
+    named = {"model": config.models[index].id}
+    status, body = relay.order(me(), target, "/models/load", named, key(), config)
     if status == 503 and body:  # llama.cpp could not load it there: the worker says why
         raise ServiceUnavailableError(_message(body))
     return status == 200
@@ -215,23 +220,26 @@ def _held_ready(index: int) -> bool:
 
 
 def _snapshot() -> routing.Snapshot:
-    worker = peers.this_worker
+    return routing.snapshot_of(me())
+
+
+def me() -> peers.Worker:
+    """This worker's place in the peer table (a 503 outside gunicorn, where there are no peers)."""
+    worker = workers.this_worker()
     if worker is None:
         raise ServiceUnavailableError("Models load on demand only under gunicorn.")
-    return routing.snapshot_of(worker)
+    return worker
 
 
 def this_slot() -> int:
     """This worker's slot in the peer table (-1 outside gunicorn)."""
-    return peers.this_worker.slot if peers.this_worker is not None else -1
+    worker = workers.this_worker()
+    return worker.slot if worker is not None else -1
 
 
 def table() -> peers.PeerTable:
     """The peer table (a 503 outside gunicorn, where there are no peers)."""
-    worker = peers.this_worker
-    if worker is None:
-        raise ServiceUnavailableError("Models load on demand only under gunicorn.")
-    return worker.table
+    return me().table
 
 
 def key() -> str | None:

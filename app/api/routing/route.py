@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from flask import Response, g, request
 
+from app import workers
 from app.api.http.body import model_index
 from app.api.http.errors import ServiceUnavailableError
 from app.api.routing import on_demand
@@ -37,7 +38,7 @@ def here_or_relay(index: int, streams: object = False) -> Response | None:
         if relayed is None:
             return None  # this pool worker has just loaded it
     else:
-        relayed = relay.to_model_holder(request, index, config)
+        relayed = relay.to_model_holder(request, index, config, workers.this_worker())
     if relayed is None:
         name = config.models[index].id
         raise ServiceUnavailableError(f"No worker holding '{name}' is ready; retry shortly.")

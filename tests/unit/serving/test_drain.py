@@ -26,27 +26,27 @@ class Arbiter:
 
 
 @pytest.fixture
-def master(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setattr(drain, "flag", drain.DrainFlag())
+def master() -> Any:
+    flag = drain.DrainFlag()
     table = peers.PeerTable()
     slot = table.claim()
     table.publish(slot, load=2, capacity=4, model=0, ready=True)
     arbiter = Arbiter()
-    drain.install(arbiter, table, grace=30)
-    return arbiter, table, slot
+    drain.install(arbiter, flag, table, grace=30)
+    return arbiter, table, slot, flag
 
 
 def test_sigterm_raises_the_flag_and_the_master_goes_on_while_work_remains(master: Any) -> None:
-    arbiter, _, _ = master
-    assert not drain.draining()
+    arbiter, _, _, flag = master
+    assert not flag.up
     arbiter.handle_term()
-    assert drain.draining()
+    assert flag.up
     arbiter.manage_workers()
     assert arbiter.managed == 1 and arbiter.stopped == []
 
 
 def test_the_master_stops_once_no_worker_holds_work(master: Any) -> None:
-    arbiter, table, slot = master
+    arbiter, table, slot, _ = master
     arbiter.handle_term()
     table.publish(slot, load=0, capacity=4, model=0, ready=True)
     with pytest.raises(StopIteration):
@@ -55,17 +55,16 @@ def test_the_master_stops_once_no_worker_holds_work(master: Any) -> None:
 
 
 def test_past_the_grace_the_workers_stop_at_once(master: Any) -> None:
-    arbiter, _, _ = master
+    arbiter, _, _, flag = master
     arbiter.handle_term()
-    assert drain.flag is not None
-    drain.flag.begin(now=drain.flag.since - 31)
+    flag.begin(now=flag.since - 31)
     with pytest.raises(StopIteration):
         arbiter.manage_workers()
     assert arbiter.stopped == [False]
 
 
 def test_a_second_sigterm_stops_at_once(master: Any) -> None:
-    arbiter, _, _ = master
+    arbiter, _, _, _ = master
     arbiter.handle_term()
     with pytest.raises(StopIteration):
         arbiter.handle_term()

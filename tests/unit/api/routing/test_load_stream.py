@@ -56,13 +56,14 @@ def run(
     def holder_slot() -> int | None:
         return 3 if next(polls) >= ready_after else None
 
-    def open_forward(forward: object, config: object, slot: int) -> object:
+    def open_forward(forward: object, config: object, table: object, slot: int) -> object:
         assert slot == 3
         return None if upstream is None else (Connection(), upstream)
 
     relayed.setattr(relay, "open_forward", open_forward)
     config = settings(LLM_QUEUE_TIMEOUT="30", **env)
-    response = load_stream.keep_alive_until_loaded(path, config, holder_slot, loading)  # type: ignore[arg-type]  # a path for a request
+    table = object()  # only handed on to open_forward, faked here
+    response = load_stream.keep_alive_until_loaded(path, config, table, holder_slot, loading)  # type: ignore[arg-type]  # a path for a request, a stand-in table
     assert response.mimetype == "text/event-stream" and response.status_code == 200
     return [piece if isinstance(piece, bytes) else piece.encode() for piece in response.response if piece]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import anthropic
 import pytest
@@ -25,8 +25,9 @@ HELLO = [{"role": "user", "content": "Hi"}]
 
 
 @pytest.fixture
-def client(server: Server) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0)
+def client(server: Server) -> Iterator[anthropic.Anthropic]:
+    with anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0) as opened:
+        yield opened
 
 
 def test_create_and_its_schema(client: anthropic.Anthropic) -> None:
@@ -131,15 +132,18 @@ def test_errors_in_anthropics_shape(server: Server, client: anthropic.Anthropic)
     assert raw.status == 400 and json.loads(raw.body)["error"]["message"].startswith("max_tokens")
 
 
-def test_keys_by_x_api_key_and_errors_after_the_200(start_server: Callable[..., Server]) -> None:
+def test_keys_by_x_api_key_and_errors_after_the_200(
+    start_server: Callable[..., Server], request: pytest.FixtureRequest
+) -> None:
     server = start_server(
         LLM_PARALLEL="1", LLM_QUEUE_TIMEOUT="1", LLM_SSE_KEEPALIVE="0.3", LLM_API_KEYS="sk-a"
     )
-    with pytest.raises(anthropic.AuthenticationError):
-        anthropic.Anthropic(base_url=server.url, api_key="sk-wrong", max_retries=0).messages.create(
-            model=MODEL, max_tokens=5, messages=HELLO
-        )
+    # Clients closed when done: a client left to the garbage collector warns of its open socket.
+    with anthropic.Anthropic(base_url=server.url, api_key="sk-wrong", max_retries=0) as wrong:
+        with pytest.raises(anthropic.AuthenticationError):
+            wrong.messages.create(model=MODEL, max_tokens=5, messages=HELLO)
     client = anthropic.Anthropic(base_url=server.url, api_key="sk-a", max_retries=0)
+    request.addfinalizer(client.close)
     assert client.messages.create(model=MODEL, max_tokens=3, messages=HELLO).content is not None
     headers = {"Content-Type": "application/json", "x-api-key": "sk-a"}
     with model_busy(server.port, headers=headers):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError, fields, validate, validates_schema
+from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
+from app.api.anthropic import conversion
 from app.api.http.fields import StrictBoolean, count, number
 from app.api.http.schemas import BaseSchema
+from app.api.requests.chat import ChatRequest
 
 
 def _text_blocks(content: Any, where: str) -> str:
@@ -120,6 +122,11 @@ class CountTokensRequestSchema(BaseSchema):
             raise ValidationError(f"{choice['type']!r} needs tools", "tool_choice")
         if choice.get("type") == "tool" and choice.get("name") not in names:
             raise ValidationError(f"names {choice.get('name')!r}, which is not in tools", "tool_choice")
+
+    @post_load
+    def typed(self, data: dict[str, Any], **kwargs: Any) -> ChatRequest:
+        """The request as the typed chat request it amounts to (conversion.py)."""
+        return conversion.as_chat(data)
 
 
 class MessagesRequestSchema(CountTokensRequestSchema):

@@ -11,7 +11,6 @@ import pytest
 from flask.testing import FlaskClient
 
 from app import create_app
-from app.api.anthropic import conversion as anthropic_conversion
 from app.api.anthropic import openapi as anthropic_openapi
 from app.api.anthropic.schemas import messages_request_schema
 from app.api.responses import conversion as responses_conversion
@@ -183,7 +182,7 @@ def test_reasoning_items_and_thinking_blocks_handed_back_become_the_turns_reason
             ],
         }
     )  # fmt: skip
-    assert anthropic_conversion.messages(message)[-1]["reasoning_content"] == "Look it up."
+    assert message.messages[-1]["reasoning_content"] == "Look it up."
 
 
 BAD_CHAT: dict[str, dict[str, Any]] = {

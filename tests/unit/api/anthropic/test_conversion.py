@@ -7,14 +7,18 @@ import json
 from app.api.anthropic import conversion
 from app.api.anthropic.schemas import messages_request_schema
 from app.api.prompting import tools
+from app.api.requests.chat import ChatRequest
 from app.chat_formats.detect import by_name
 from app.chat_formats.profile import TemplateProfile
 
 TOOL = {"name": "weather", "description": "The weather", "input_schema": {"type": "object"}}
 
 
-def load(**fields: object) -> dict[str, object]:
-    return messages_request_schema.load({"model": "m", "max_tokens": 8, **fields})
+def load(**fields: object) -> ChatRequest:
+    """A Messages request as the schema loads it: the typed chat request it amounts to."""
+    chat = messages_request_schema.load({"model": "m", "max_tokens": 8, **fields})
+    assert isinstance(chat, ChatRequest)
+    return chat
 
 
 def test_blocks_become_chat_messages_tool_results_their_own_turns() -> None:
@@ -32,7 +36,7 @@ def test_blocks_become_chat_messages_tool_results_their_own_turns() -> None:
             ]},
         ],
     )  # fmt: skip
-    messages = conversion.messages(body)
+    messages = body.messages
     assert messages[0] == {"role": "system", "content": "Be brief."}
     assert messages[1] == {"role": "user", "content": "Weather in Oslo?"}
     assert messages[2]["content"] == "Looking." and messages[2]["tool_calls"][0]["id"] == "toolu_1"
@@ -42,14 +46,14 @@ def test_blocks_become_chat_messages_tool_results_their_own_turns() -> None:
 
 
 def test_tool_choices_map_onto_openai_ones() -> None:
-    assert conversion.as_chat(load(messages=[{"role": "user", "content": "x"}])).tool_choice == "auto"
+    assert (load(messages=[{"role": "user", "content": "x"}])).tool_choice == "auto"
     for anthropic_choice, openai_choice in [
         ({"type": "any"}, "required"),
         ({"type": "none"}, "none"),
         ({"type": "tool", "name": "weather"}, {"name": "weather"}),
     ]:
         body = load(messages=[{"role": "user", "content": "x"}], tools=[TOOL], tool_choice=anthropic_choice)
-        chat = conversion.as_chat(body)
+        chat = body
         assert chat.tool_choice == openai_choice
         assert chat.tools[0]["function"]["parameters"] == {"type": "object"}
 
@@ -59,12 +63,10 @@ def _profile(fmt: str, native: bool) -> TemplateProfile:
 
 
 def test_a_forced_tool_has_a_whole_grammar_and_auto_a_lazy_one_only_in_a_native_format() -> None:
-    forced = conversion.as_chat(
-        load(messages=[{"role": "user", "content": "x"}], tools=[TOOL], tool_choice={"type": "any"})
-    )
+    forced = load(messages=[{"role": "user", "content": "x"}], tools=[TOOL], tool_choice={"type": "any"})
     whole = tools.grammar(forced, _profile("Generic", native=False))
     assert whole is not None and "weather" in whole.gbnf and not whole.triggers
-    free = conversion.as_chat(load(messages=[{"role": "user", "content": "x"}], tools=[TOOL]))
+    free = load(messages=[{"role": "user", "content": "x"}], tools=[TOOL])
     assert tools.grammar(free, _profile("Generic", native=False)) is None
     lazy = tools.grammar(free, _profile("Hermes 2 Pro", native=True))
     assert lazy is not None and "<tool_call>" in lazy.gbnf

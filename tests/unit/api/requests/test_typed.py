@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from app.api.anthropic import conversion as anthropic
 from app.api.anthropic.schemas import messages_request_schema
 from app.api.chat.llama_schemas import llama_completion_schema
 from app.api.chat.schemas import GenerationSchema, chat_completion_schema
@@ -52,7 +51,7 @@ def test_chat_completions_load_as_a_typed_request() -> None:
     [
         (
             "anthropic",
-            lambda: anthropic.as_chat(
+            lambda: (
                 messages_request_schema.load(
                     {
                         "model": MODEL_ID,

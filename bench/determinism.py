@@ -1,6 +1,6 @@
 """How often batching and the prompt cache change a temperature-0 answer, and what the cache saves.
 
-    python -m bench.determinism --prompts 32 --markdown docs/determinism-result.md
+    python -m bench.determinism --prompts 32 --markdown docs/performance/determinism-result.md
 
 llama.cpp's arithmetic depends on the shape of a batch, so the same request may not
 give the same text alone and beside others, or from a cold and a cached prompt. This

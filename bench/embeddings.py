@@ -1,6 +1,6 @@
 """Embedding benchmark: inputs per second, ours beside llama.cpp's C++ server and raw llama-cpp-python.
 
-    python -m bench.embeddings --repeats 3 --markdown docs/embeddings-result.md
+    python -m bench.embeddings --repeats 3 --markdown docs/performance/embeddings-result.md
 
 One client sends requests of 1, 16 or 64 short texts; then several clients each send
 one text per request (as a document-ingestion job does). All three use the same model,

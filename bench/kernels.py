@@ -1,6 +1,6 @@
 """Benchmark: are llama.cpp's CPU answers batch-invariant, and what do invariant kernels cost?
 
-    python -m bench.kernels --repeats 3 --markdown docs/kernels-result.md
+    python -m bench.kernels --repeats 3 --markdown docs/performance/kernels-result.md
 
 Two builds of the pinned llama-cpp-python, made by deploy/llama-cpp/wheel.sh (cached per
 machine): ours, without llamafile's sgemm, and the stock one, with it. Each runs llama.cpp

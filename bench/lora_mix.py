@@ -1,6 +1,6 @@
 """Benchmark: what mixing LoRA adapters costs, on ours and on llama-server, side by side.
 
-    python -m bench.lora_mix --repeats 3 --markdown docs/lora-mix-result.md
+    python -m bench.lora_mix --repeats 3 --markdown docs/performance/lora-mix-result.md
 
 One worker of 4 sequences (llama-server: 4 slots), 2 threads, the default model with two
 small random-weight adapters (harness/tiny_lora.py). Four clients, each sending

@@ -1,6 +1,7 @@
 """Benchmark: ours beside llama.cpp's C++ server, raw llama-cpp-python and llama-cpp-python's server.
 
-    python -m bench.run --repeats 3 --markdown docs/benchmarks-result.md --chart docs/concurrency.png
+    python -m bench.run --repeats 3 --markdown docs/performance/benchmarks-result.md \
+        --chart docs/performance/concurrency.png
 
 Every server runs on loopback with the same model, context per sequence, threads and
 slots, for the whole run; the repeats interleave the targets so that the shared

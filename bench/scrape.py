@@ -1,6 +1,6 @@
 """Benchmark: /metrics under an endpoint picker's scraping, at rest and with every sequence generating.
 
-    python -m bench.scrape --repeats 3 --markdown docs/scrape-result.md
+    python -m bench.scrape --repeats 3 --markdown docs/performance/scrape-result.md
 
 The inference gateway's picker scrapes every pod's /metrics each 50 ms. Ours (two
 gunicorn workers, their figures summed at each scrape) beside llama-server (`--metrics`),

@@ -9,7 +9,7 @@ rest before it. Rest is waited for, never sampled once: a worker counts its gree
 every few seconds, so a count serves as the baseline (or the end) only once it was taken
 after the server became ready (or after the traffic stopped). Usage:
 
-    python -m bench.soak --requests 10000 --chart docs/soak-rss.png
+    python -m bench.soak --requests 10000 --chart docs/performance/soak-rss.png
 """
 
 from __future__ import annotations

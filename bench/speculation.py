@@ -1,6 +1,6 @@
 """Benchmark: speculative decoding and KV cache types, ours beside llama-server, interleaved in one run.
 
-    python -m bench.speculation --repeats 3 --markdown docs/speculation-result.md
+    python -m bench.speculation --repeats 3 --markdown docs/performance/speculation-result.md
 
 An edit whose answer repeats its prompt (a module given back with one name changed),
 one stream at a time and 4 at once: ours without drafts and with n-gram drafts (the

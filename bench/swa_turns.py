@@ -1,6 +1,6 @@
 """Benchmark: a sliding-window model's next turn, resumed from a context checkpoint or evaluated again.
 
-    python -m bench.swa_turns --repeats 3 --markdown docs/swa-turns-result.md
+    python -m bench.swa_turns --repeats 3 --markdown docs/performance/swa-turns-result.md
 
 Gemma 3 270M (a window of 512) behind four targets, side by side, interleaved: ours at its
 defaults (LLM_SWA_FULL=1, a full-size window cache: any prefix resumes, no checkpoints needed),

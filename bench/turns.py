@@ -1,6 +1,6 @@
 """Benchmark: the next turn of a Responses conversation, by previous_response_id or with the whole history.
 
-    python -m bench.turns --repeats 3 --markdown docs/turns-result.md
+    python -m bench.turns --repeats 3 --markdown docs/performance/turns-result.md
 
 A conversation of several turns on one worker, each turn streamed on a new connection,
 three ways, interleaved: ours continuing by `previous_response_id` (the server rebuilds

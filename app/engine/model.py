@@ -31,7 +31,7 @@ class LoadedModel:
     depends on the batch and the thread count in four places, three turned off here and one
     left out of the build (deploy/llama-cpp/wheel.sh), so a token's logits are the same bit
     for bit whoever it is batched with, however its prompt was split into chunks, whether its
-    history came from the cache, and on any number of threads (docs/benchmarks.md): flash
+    history came from the cache, and on any number of threads (docs/performance/benchmarks.md): flash
     attention splits a lone token's keys between the threads (ggml-cpu/ops.cpp,
     `use_split_kv_path`); K-quant weights take a tiled kernel from 8 rows on
     (GGML_CPU_TILED_MM); repacked weights take another kernel for one row than for several

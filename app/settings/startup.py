@@ -66,7 +66,7 @@ def checked_config() -> Config:
 
 
 def describe_settings() -> list[tuple[str, str, str]]:
-    """(variable, default, meaning) rows for the README's configuration table.
+    """(variable, default, meaning) rows for the configuration page (docs/hooks/generated.py).
 
     A default worked out on the machine (a path) is left to the meaning to describe.
     """

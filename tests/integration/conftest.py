@@ -89,6 +89,14 @@ def page(browser: Any) -> Iterator[Any]:
     assert not errors, errors
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The store's tests on PostgreSQL drive a real PostgreSQL: they belong to the external tier."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("store_backend") == "postgresql":
+            item.add_marker(pytest.mark.external)
+
+
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def store_backend(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
     """The settings that point a server at a fresh store of each kind (each module its own)."""

@@ -10,6 +10,8 @@ import pytest
 
 from harness.servers import ROOT
 
+pytestmark = pytest.mark.slow
+
 
 def bench(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`python -m bench.<module>` with `args`, from the checkout, as a user runs it."""

@@ -7,11 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 from playwright.sync_api import expect
 
 from harness.servers import Server
 from tests.support.busy import model_busy
 from tests.support.waits import generations_in_flight, wait_for_log, wait_until
+
+pytestmark = pytest.mark.external
 
 CANCELLED = "request cancelled by its client"
 # At temperature 0 the default model answers these with a fenced block, and by repeating the tag.

@@ -15,6 +15,7 @@ from tests.support.rawhttp import RawStream, fetch, finish_reason
 from tests.support.waits import wait_until
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(containers.unavailable() is not None, reason=str(containers.unavailable())),
     pytest.mark.timeout(900),  # the first test builds the image: a Debian base, then the two stages
 ]

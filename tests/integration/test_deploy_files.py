@@ -1,4 +1,4 @@
-"""The deploy folder as shipped: nginx and Prometheus accept it, including the files it includes."""
+"""The deploy folder as shipped: nginx, Prometheus and systemd accept it, including the files it includes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from harness.servers import DEPLOY
+
+pytestmark = pytest.mark.external
 
 
 def test_nginx_accepts_the_shipped_folder(tmp_path: Path) -> None:
@@ -41,3 +45,35 @@ def test_prometheus_accepts_the_shipped_folder() -> None:
         cwd=config.parent,
     )
     assert "127.0.0.1:8000" in targets.stdout, targets.stdout + targets.stderr
+
+
+def verify_unit(unit: Path, root: Path) -> subprocess.CompletedProcess[str]:
+    """systemd-analyze's check of `unit`, its /opt/llm-server paths moved under `root` (where a
+    stand-in gunicorn lies: systemd checks that ExecStart is an executable)."""
+    binary = root / ".venv" / "bin" / "gunicorn"
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    moved = root / unit.name
+    moved.write_text(unit.read_text().replace("/opt/llm-server", str(root)))
+    command = [shutil.which("systemd-analyze") or "/usr/bin/systemd-analyze", "verify", str(moved)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def test_systemd_accepts_the_shipped_unit(tmp_path: Path) -> None:
+    unit = DEPLOY / "systemd" / "llm-server.service"
+    checked = verify_unit(unit, tmp_path)
+    assert checked.returncode == 0 and not checked.stderr.strip(), checked.stderr
+    text = unit.read_text()
+    # The drain needs SIGTERM at the master alone, and longer than LLM_GRACEFUL_TIMEOUT (30 s).
+    assert "KillMode=mixed" in text and "ExecReload=/bin/kill -HUP $MAINPID" in text
+    assert int(text.split("TimeoutStopSec=")[1].split()[0]) > 30
+
+
+def test_systemd_analyze_reports_a_mistake_in_a_unit(tmp_path: Path) -> None:
+    broken = tmp_path / "broken" / "llm-server.service"
+    broken.parent.mkdir()
+    shipped = (DEPLOY / "systemd" / "llm-server.service").read_text()
+    broken.write_text(shipped.replace("KillMode=", "KillMod="))
+    checked = verify_unit(broken, tmp_path)
+    assert "Unknown key" in checked.stderr and "KillMod" in checked.stderr, checked.stderr

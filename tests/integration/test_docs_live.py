@@ -12,6 +12,8 @@ from openapi_spec_validator import validate
 
 from harness.servers import Server
 
+pytestmark = pytest.mark.external
+
 
 def test_live_document_is_valid(server: Server) -> None:
     document = httpx.get(server.url + "/openapi.json", timeout=10).json()

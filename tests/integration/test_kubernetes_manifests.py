@@ -24,6 +24,8 @@ from app.settings.startup import checked_config
 from tests.support import manifests
 from tests.support.manifests import KUSTOMIZE_ROOT, OVERLAYS, by_kind, problems, render, sizing_problems
 
+pytestmark = pytest.mark.external
+
 CHECKOV = Path(sys.executable).parent.parent / "checkov" / "bin" / "checkov"  # its own venv (Makefile)
 
 

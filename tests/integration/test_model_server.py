@@ -23,7 +23,7 @@ from tests.support.pods import ProcessPod, start_pod
 from tests.support.rawhttp import RawStream, fetch, finish_reason
 from tests.support.waits import wait_until
 
-pytestmark = pytest.mark.timeout(900)  # the first test may build the image for its pods
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the first test may build the image for its pods
 
 # Generates exactly max_tokens, so a stream holds its sequence for a known stretch.
 BUSY = {"prompt": "Once upon a time", "max_tokens": 160, "ignore_eos": True, "temperature": 0}

@@ -17,6 +17,8 @@ from tests.support.busy import model_busy
 from tests.support.rawhttp import open_request, read_chunk, read_head
 from tests.support.waits import wait_until
 
+pytestmark = pytest.mark.external
+
 LONG = {"prompt": "1, 2, 3, 4,", "max_tokens": 1500, "temperature": 0, "stream": True}
 
 

@@ -15,6 +15,8 @@ import pytest
 from harness.servers import Server
 from tests.support.busy import model_busy
 
+pytestmark = pytest.mark.external
+
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 
 

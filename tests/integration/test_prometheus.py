@@ -14,6 +14,8 @@ import pytest
 from harness.servers import ROOT, Server, prometheus
 from tests.support.waits import wait_until
 
+pytestmark = pytest.mark.external
+
 DASHBOARD = ROOT / "deploy" / "grafana" / "llm-server.json"
 KEYS = "alice sk-alice-p1\nbob sk-bob-p2 rpm=6\n"
 

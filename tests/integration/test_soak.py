@@ -11,6 +11,8 @@ import pytest
 
 from harness.servers import ROOT
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.timeout(600)
 def test_a_short_soak_leaks_nothing() -> None:

@@ -8,10 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 from playwright.sync_api import expect
 
 from app.settings.values import default_model_path
 from harness.servers import Server
+
+pytestmark = pytest.mark.external
 
 MODELS = [
     {"id": "chat-a", "path": default_model_path(), "workers": 1},

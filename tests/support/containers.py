@@ -99,3 +99,8 @@ class Container:
     @staticmethod
     def podman(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["podman", *args], capture_output=True, text=True, check=check)
+
+
+if __name__ == "__main__":  # `make test-image`: the image built before the tests that run it
+    reason = unavailable()
+    print(f"no image: {reason}" if reason else f"built {built_image()}")

@@ -9,7 +9,6 @@ import pytest
 
 from app.settings.config import Config
 from app.settings.setting import ConfigError
-from app.settings.startup import describe_settings
 from tests.unit.conftest import FAKE_MODEL
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -90,12 +89,6 @@ def test_tensor_split_longer_than_the_devices() -> None:
     with pytest.raises(ConfigError, match="LLM_TENSOR_SPLIT lists 2 devices .* at most 1"):
         config.check_devices(1)
     config.check_devices(2)
-
-
-def test_readme_table_matches_the_settings() -> None:
-    readme = (ROOT / "README.md").read_text()
-    for env, default, meaning in describe_settings():
-        assert f"| `{env}` | {default or '—'} | {meaning} |" in readme, env
 
 
 def test_api_keys_from_the_variable_and_the_file(tmp_path: Path) -> None:

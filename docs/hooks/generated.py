@@ -1,0 +1,85 @@
+"""mkdocs hook: the parts of the site the code writes, so that they cannot drift from it.
+
+- `configuration.md`: the table of every `LLM_*` setting (variable, default, meaning) from the
+  settings declared in `app/settings/config.py`, and the keys of an `LLM_MODELS` entry with the
+  type and bounds its schema (`app/settings/model_entries.py`) holds them to;
+- `api/openapi.json`: the OpenAPI document the server serves at `/openapi.json`, built by the same
+  code from the same schemas, which `api/openapi.md` renders (neoteroi's OAD plugin).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
+
+# mkdocs loads a hook by its path, with the project's root not on sys.path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from app.api.openapi import build_document  # noqa: E402
+from app.settings.config import Config  # noqa: E402
+from app.settings.model_entries import ModelEntrySchema  # noqa: E402
+from app.settings.startup import describe_settings  # noqa: E402
+
+SETTINGS_MARK = "<!-- generated: settings -->"
+ENTRY_MARK = "<!-- generated: model entry keys -->"
+# The OAD plugin reads the document from a path before the site is written: the hook puts it here.
+DOCUMENT = Path("build/docs/openapi.json")
+
+
+def settings_table() -> str:
+    """Markdown: one row per setting, in the order they are declared."""
+    rows = ["| Variable | Default | Meaning |", "|---|---|---|"]
+    for env, default, meaning in describe_settings():
+        rows.append(f"| `{env}` | {_cell(default) or '—'} | {_cell(meaning)} |")
+    return "\n".join(rows)
+
+
+def entry_table() -> str:
+    """Markdown: each key of an `LLM_MODELS` entry and what its schema accepts."""
+    rows = ["| Key | Accepts |", "|---|---|"]
+    for name, field in ModelEntrySchema().fields.items():
+        key = field.data_key or name
+        rows.append(f"| `{key}` | {_cell(_accepts(key, field))} |")
+    return "\n".join(rows)
+
+
+def _accepts(key: str, field: Any) -> str:
+    """The schema's own words for a key: the message it gives a wrong value, minus the key's name."""
+    wrong = getattr(field, "wrong", None)
+    if wrong:
+        return str(wrong).removeprefix(f"{key} ").removeprefix("needs ")
+    if key in ("path", "draft"):
+        return "a GGUF file that exists" + (" (required)" if field.required else "")
+    return 'a list of {"id", "path", "scale"} (LoRA adapters)'
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """Write the OpenAPI document of a server on the default settings, before any page is read."""
+    document = build_document(Config.from_env({}).models)
+    DOCUMENT.parent.mkdir(parents=True, exist_ok=True)
+    DOCUMENT.write_text(json.dumps(document, indent=1) + "\n")
+    return config
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """The document is also a file of the site, to download or to point a client generator at."""
+    files.append(File.generated(config, "api/openapi.json", content=DOCUMENT.read_text()))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    if page.file.src_uri != "configuration.md":
+        return markdown
+    for mark in (SETTINGS_MARK, ENTRY_MARK):
+        if mark not in markdown:
+            raise ValueError(f"configuration.md lost its {mark!r} line")
+    return markdown.replace(SETTINGS_MARK, settings_table()).replace(ENTRY_MARK, entry_table())

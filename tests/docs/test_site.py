@@ -1,0 +1,90 @@
+"""The documentation site builds strictly, and covers the code: every setting, every route."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.api.openapi import build_document
+from app.settings.config import Config
+from app.settings.model_entries import ModelEntrySchema
+from app.settings.startup import describe_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+HAND_WRITTEN_REFERENCE = sorted(p for p in (ROOT / "docs" / "api").glob("*.md") if p.name != "openapi.md")
+
+
+def build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)]
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's notice of its successor, on every build
+    return subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site as `make docs` builds it: --strict, so a warning (a broken link or anchor, a page
+    left out of the navigation, a generated page that lost its marker) fails the build."""
+    out = tmp_path_factory.mktemp("site")
+    built = build(ROOT / "mkdocs.yml", out)
+    assert built.returncode == 0, built.stderr
+    return out
+
+
+def test_every_setting_is_on_the_configuration_page(site: Path) -> None:
+    page = (site / "configuration" / "index.html").read_text()
+    settings = describe_settings()
+    assert len(settings) > 40
+    for env, _, meaning in settings:
+        assert f"<code>{env}</code>" in page, env
+        assert _words(meaning)[:6] in _words(page), env  # its meaning beside it, as the code says it
+    for name, field in ModelEntrySchema().fields.items():
+        assert f"<code>{field.data_key or name}</code>" in page, name
+
+
+def test_every_route_of_the_openapi_document_is_in_the_api_reference(site: Path) -> None:
+    document = build_document(Config.from_env({}).models)
+    page = (site / "api" / "openapi" / "index.html").read_text()
+    # Each operation is a heading: its method, then its path (parameters highlighted in spans).
+    rendered = {
+        re.sub(r"<[^>]+>", "", h) for h in re.findall(r'<h3 id="[^"]*">(.*?)<a class="headerlink"', page)
+    }
+    written = " ".join(_plain_routes(page.read_text()) for page in HAND_WRITTEN_REFERENCE)
+    served = (site / "api" / "openapi.json").read_text()
+    assert len(document["paths"]) > 50
+    for path, operations in document["paths"].items():
+        assert f'"{path}"' in served, path
+        for method in operations:
+            # The rendered document: each operation under its method and path.
+            assert f"{method.upper()} {path}" in rendered, (method, path)
+        # The family pages: each route named in words, not only in the rendered document.
+        assert _plain_routes(path) in written, f"no page of docs/api/ names {path}"
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
+    """The site's own validation settings, on a page that links to a page that is not there."""
+    validation = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["validation"]
+    assert validation["unrecognized_links"] == validation["anchors"] == "warn"  # --strict fails on them
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\nSee [the missing page](missing.md).\n")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(yaml.safe_dump({"site_name": "check", "docs_dir": str(docs), "validation": validation}))
+    built = build(config, tmp_path / "site")
+    assert built.returncode != 0 and "missing.md" in built.stderr, built.stderr
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", text).split())
+
+
+def _plain_routes(text: str) -> str:
+    """Paths with their parameters' names blurred: `/v1/files/{file_id}` and `/v1/files/{id}` match."""
+    return re.sub(r"\{[^}/]*\}", "{}", text)

@@ -51,6 +51,9 @@ lint: install-test
 
 # Every pytest run lists its ten slowest tests, so that a tier growing slow shows who made it so.
 PYTEST := $(BIN)/pytest -ra --durations=10
+# The integration tiers run their modules on two pytest processes (pytest-xdist, a module's tests
+# together: they share its servers); much of a test is waiting on a server. XDIST= runs them in one.
+XDIST ?= -n 2 --dist loadfile
 
 ## The inner loop, under a minute: lint, layers, types and the unit tests (no model, no server).
 test-fast: lint
@@ -62,15 +65,15 @@ test-docs: install-test
 
 ## The integration tests on real servers, models and clients (SDKs, raw sockets), no other program.
 test-api: install-test reference-server test-models
-	$(PYTEST) tests/integration -m "not external and not slow"
+	$(PYTEST) $(XDIST) tests/integration -m "not external and not slow"
 
 ## The tests that drive other programs: nginx, Chromium, PostgreSQL, Prometheus, Node, kubectl.
 test-external: system-packages install-test reference-server test-models
-	$(PYTEST) tests/integration -m "external and not slow"
+	$(PYTEST) $(XDIST) tests/integration -m "external and not slow"
 
 ## The runs long by design: the soak, the benchmarks' smoke runs, the image and its pods on podman.
 test-slow: system-packages install-test reference-server test-models test-image bench-peer
-	$(PYTEST) tests/integration -m slow
+	$(PYTEST) $(XDIST) tests/integration -m slow
 
 ## Install, then lint and run every tier (the builds they need first, outside any timed test).
 test: system-packages test-fast test-docs reference-server test-models test-api test-external test-slow

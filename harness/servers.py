@@ -6,6 +6,7 @@ in the files they include, written beside a byte-for-byte copy.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,16 +89,40 @@ class Service:
         children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text().split()
         return [self.process.pid, *map(int, children)]
 
-    def stop(self) -> None:
-        """Stop the whole process group and wait for it."""
+    def stop(self, wait: bool = True) -> None:
+        """Stop the whole process group: SIGTERM, then SIGKILL if it is still there after 20 s.
+
+        `wait=False` returns at once and leaves the waiting to a thread: a fixture that has read
+        the log has no more use for the process, and its drain (a second or so) need not hold up
+        the next test.
+        """
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=5)
+            if not wait:
+                threading.Thread(target=self._reap, name=f"reap-{self.process.pid}", daemon=True).start()
+                return
+        self._reap()
+
+    def _reap(self) -> None:
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=5)
         self.log.close()
+
+
+def share_of_cores(env: dict[str, str]) -> str:
+    """The threads a server's worker gets unless its settings say: the server's own default (the
+    cores divided by its workers), divided again by the test processes running side by side.
+
+    llama.cpp's threads spin at every barrier of a step: two servers of two threads each on two
+    cores spend much of their time waiting for a thread that is not running (pytest-xdist's
+    processes each start their own servers, which know nothing of each other).
+    """
+    runners = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    workers = int(env.get("LLM_WORKERS") or "1")
+    return str(max(1, len(os.sched_getaffinity(0)) // runners // workers))
 
 
 class Server(Service):
@@ -104,12 +130,17 @@ class Server(Service):
 
     def __init__(self, args: tuple[str, ...] = (), /, **env: str) -> None:
         port = free_port()
+        # Each server its own store unless a test shares one (as two instances on a host would).
+        self.own_data = None if "LLM_DATA_DIR" in env else tempfile.mkdtemp(prefix="test-data-")
+        data = {"LLM_DATA_DIR": self.own_data} if self.own_data else {}
+        threads = {"LLM_N_THREADS": share_of_cores(env)}
         super().__init__(
             [str(GUNICORN), "-c", "gunicorn.conf.py", *args, "wsgi:app"],
             port,
-            # Each server its own store unless a test shares one (as two instances on a host would).
-            {"LLM_BIND": f"127.0.0.1:{port}", "LLM_DATA_DIR": tempfile.mkdtemp(prefix="test-data-"), **env},
+            {"LLM_BIND": f"127.0.0.1:{port}", **data, **threads, **env},
         )
+        if self.own_data:  # kept while this process lives: a test may start a server on it again
+            atexit.register(shutil.rmtree, self.own_data, ignore_errors=True)
 
     def wait_ready(self, path: str = "/health/ready", timeout: float = 60, answers: int = 0) -> Server:
         """Until every worker has loaded its model (several ready answers in a row, on fresh connections)."""
@@ -128,7 +159,7 @@ def serving_models(models: list[dict[str, Any]], answers: int = 0, **env: str) -
         yield server
     finally:
         log = server.output()
-        server.stop()
+        server.stop(wait=False)
     assert "Traceback" not in log, log
 
 

@@ -17,10 +17,10 @@ from tests.support.postgres import postgres_server
 @pytest.fixture(scope="session")
 def server() -> Iterator[Server]:
     """One shared server with a single worker and a short keep-alive interval."""
-    instance = Server(LLM_WORKERS="1", LLM_N_THREADS="2", LLM_SSE_KEEPALIVE="1").wait_ready()
+    instance = Server(LLM_WORKERS="1", LLM_SSE_KEEPALIVE="1").wait_ready()
     yield instance
     log = instance.output()
-    instance.stop()
+    instance.stop(wait=False)
     assert_clean(log)
 
 
@@ -44,7 +44,7 @@ def start_server() -> Iterator[Callable[..., Server]]:
     yield start
     logs = [instance.output() for instance in started]
     for instance in started:
-        instance.stop()
+        instance.stop(wait=False)
     for log in logs:
         assert_clean(log)
 
@@ -120,7 +120,7 @@ def store_server(store_backend: dict[str, str]) -> Iterator[Server]:
     ).wait_ready()
     yield instance
     log = instance.output()
-    instance.stop()
+    instance.stop(wait=False)
     assert_clean(log)
     assert "database is locked" not in log, log
 

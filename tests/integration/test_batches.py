@@ -200,5 +200,5 @@ def test_a_batch_spends_none_of_its_keys_live_limits(tmp_path: Path) -> None:
         client.close()
     finally:
         log = server.output()
-        server.stop()
+        server.stop(wait=False)
     assert "Traceback" not in log, log

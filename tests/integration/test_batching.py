@@ -25,7 +25,7 @@ def story(index: int, max_tokens: int) -> dict:
 @pytest.fixture(scope="module")
 def four() -> Iterator[Server]:
     """One worker of four sequences."""
-    server = Server(LLM_N_THREADS="2", LLM_PARALLEL="4", LLM_SSE_KEEPALIVE="1").wait_ready()
+    server = Server(LLM_PARALLEL="4", LLM_SSE_KEEPALIVE="1").wait_ready()
     yield server
     server.stop()
 
@@ -33,7 +33,7 @@ def four() -> Iterator[Server]:
 def test_eight_streams_on_one_worker_all_progress_and_health_answers_at_once(
     start_server: Callable[..., Server],
 ) -> None:
-    server = start_server(LLM_N_THREADS="2", LLM_PARALLEL="8")
+    server = start_server(LLM_PARALLEL="8")
     running = streams(server.port, "/v1/completions", [story(i, 64) for i in range(8)])
     assert all(s.first_text.wait(60) for s in running)
     slowest = 0.0
@@ -80,7 +80,7 @@ def test_a_cancelled_stream_frees_its_sequence_for_a_queued_request(four: Server
 
 
 def test_a_long_prompt_delays_running_streams_by_a_chunk_at_most(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_N_THREADS="2", LLM_PARALLEL="4", LLM_PREFILL_CHUNK="64", LLM_PROMPT_CACHE="0")
+    server = start_server(LLM_PARALLEL="4", LLM_PREFILL_CHUNK="64", LLM_PROMPT_CACHE="0")
     long_prompt = {"prompt": "The quick brown fox jumps over the lazy dog. " * 150, "max_tokens": 1}  # ~1500
     started = time.monotonic()
     assert httpx.post(server.url + "/v1/completions", json=long_prompt, timeout=120).status_code == 200
@@ -194,7 +194,7 @@ def test_ignore_eos_and_min_tokens(four: Server) -> None:
 
 def test_a_full_kv_cache_ends_one_choice_with_a_clear_error(start_server: Callable[..., Server]) -> None:
     # Four sequences share 512 cells: four 200-token answers cannot all fit.
-    server = start_server(LLM_N_THREADS="2", LLM_PARALLEL="4", LLM_N_CTX="512", LLM_KV_SIZE="512")
+    server = start_server(LLM_PARALLEL="4", LLM_N_CTX="512", LLM_KV_SIZE="512")
     running = streams(server.port, "/v1/completions", [story(i, 200) for i in range(4)])
     assert all(s.done.wait(120) for s in running)
     failed = [s for s in running if s.errors()]

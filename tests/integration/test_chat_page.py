@@ -125,9 +125,11 @@ def test_a_fenced_code_block_is_rendered_as_code(server: Server, page: Any) -> N
     open_chat(page, server, max_tokens="120")
     answer = ask(page, CODE_QUESTION)
     expect(answer).to_have_attribute("data-state", "done")
+    # However many blocks the model writes (its greedy answer differs between CPUs' kernels), its
+    # Python is rendered as code blocks, not as text.
     code = answer.locator("pre > code.language-python")
-    expect(code).to_have_count(1)
-    assert 'print("Hello, World!")' in code.inner_text()
+    expect(code.first).to_be_visible()
+    assert any('print("Hello, World!")' in block for block in code.all_inner_texts())
 
 
 def test_html_from_the_model_is_shown_as_text_and_never_runs(server: Server, page: Any) -> None:

@@ -18,7 +18,7 @@ def server_to_fuzz() -> Iterator[Server]:
     server = fuzz_server()
     yield server
     log = server.output()
-    server.stop()
+    server.stop(wait=False)
     assert "Traceback" not in log, log
 
 

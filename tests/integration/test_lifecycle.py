@@ -119,7 +119,7 @@ def test_sighup_with_a_bad_setting_keeps_the_running_workers(tmp_path: Path) -> 
         assert fetch(server.port, "POST", "/v1/completions", {**SHORT, "stream": False}).status == 200
     finally:
         log = server.output()
-        server.stop()
+        server.stop(wait=False)
     errors = [line for line in log.splitlines() if "[ERROR]" in line or "Traceback" in line]
     assert len(errors) == 1 and "is not a GGUF model file" in errors[0], log
 

@@ -77,7 +77,6 @@ def cases() -> dict[str, Case]:
 
 COMMON = {
     "LLM_WORKERS": "1",
-    "LLM_N_THREADS": "2",
     "LLM_PARALLEL": "2",
     "LLM_N_BATCH": "64",  # a small micro-batch: llama.cpp's window caches hold window + 64 cells
     "LLM_PREFILL_CHUNK": "64",

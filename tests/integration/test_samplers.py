@@ -16,10 +16,10 @@ OPEN = "The old lighthouse keeper opened the door and"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    instance = Server(LLM_N_THREADS="2").wait_ready()
+    instance = Server().wait_ready()
     yield instance
     log = instance.output()
-    instance.stop()
+    instance.stop(wait=False)
     assert "Traceback" not in log, log
 
 

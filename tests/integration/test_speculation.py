@@ -27,11 +27,11 @@ NEAR_TIE = 0.1
 def server() -> Iterator[Server]:
     # No prompt cache: a cached prefix is other arithmetic too, which is not what is compared here.
     instance = Server(
-        LLM_WORKERS="1", LLM_N_THREADS="2", LLM_PROMPT_CACHE="0", LLM_PARALLEL="6", LLM_SPEC_TYPE="ngram"
+        LLM_WORKERS="1", LLM_PROMPT_CACHE="0", LLM_PARALLEL="6", LLM_SPEC_TYPE="ngram"
     ).wait_ready()
     yield instance
     log = instance.output()
-    instance.stop()
+    instance.stop(wait=False)
     assert "Traceback" not in log, log
 
 

@@ -176,7 +176,7 @@ def test_full_queue_is_429_before_any_byte(start_server: Callable[..., Server]) 
 
 
 def test_disconnect_frees_the_model_at_once(start_server: Callable[..., Server]) -> None:
-    server = start_server(LLM_N_THREADS="2")
+    server = start_server()
     sock = open_request(
         server.port,
         "POST",

@@ -94,26 +94,31 @@ def test_cache_config_counts_every_workers_cells(pods: list[Pod]) -> None:
 
 def test_picker_sees_load_rise_on_the_loaded_pod_alone_and_fall_to_rest(pods: list[Pod]) -> None:
     loaded, sequences = pods[0], 4  # two workers of two sequences
+    statuses: list[int] = []
+
+    def post() -> None:
+        statuses.append(httpx.post(loaded.url + "/v1/completions", json=BUSY, timeout=300).status_code)
+
+    streams = [threading.Thread(target=post) for _ in range(sequences + 3)]
     with Picker(pods) as picker:
-        streams = [
-            threading.Thread(
-                target=httpx.post,
-                args=(loaded.url + "/v1/completions",),
-                kwargs={"json": BUSY, "timeout": 120},
-            )
-            for _ in range(sequences + 3)
-        ]
         for stream in streams:
             stream.start()
-        # With every sequence busy and three requests queued, the figures hold still long
-        # enough to compare the picker's reading with the workers' own.
-        wait_until(lambda: workers_sum(loaded) == (sequences, 3), 30, "every sequence busy, three queued")
-        agreed = wait_until(
-            lambda: (m := scrape(loaded.url)).running == sequences and m.waiting == 3 and m, 10, "agreement"
-        )
-        assert 0 < agreed.kv_usage < 1
-        for stream in streams:
-            stream.join()
+        try:
+            # With every sequence busy and three requests queued, the counts hold still long
+            # enough to compare the picker's reading with the workers' own. KV use is reported
+            # after a worker's step, so a scrape between a sequence's dispatch and its first
+            # step can still read 0: wait for the step, not for the dispatch alone.
+            wait_until(lambda: workers_sum(loaded) == (sequences, 3), 30, "every sequence busy, three queued")
+            agreed = wait_until(
+                lambda: (m := scrape(loaded.url)).running == sequences and m.waiting == 3 and m.kv_usage and m,
+                10,
+                "agreement, with the running sequences' cells counted",
+            )
+            assert 0 < agreed.kv_usage < 1
+        finally:
+            for stream in streams:
+                stream.join()
+        assert statuses == [200] * len(streams)
         wait_until(lambda: picker.seen[0] and picker.seen[0][-1].running == 0, 10, "the picker seeing rest")
     first = picker.seen[0]
     # The steady state: every sequence busy, three queued (for a moment at the start, more

@@ -110,7 +110,7 @@ def test_picker_sees_load_rise_on_the_loaded_pod_alone_and_fall_to_rest(pods: li
             # step can still read 0: wait for the step, not for the dispatch alone.
             wait_until(lambda: workers_sum(loaded) == (sequences, 3), 30, "every sequence busy, three queued")
             agreed = wait_until(
-                lambda: (m := scrape(loaded.url)).running == sequences and m.waiting == 3 and m.kv_usage and m,
+                lambda: (m := scrape(loaded.url)).kv_usage and (m.running, m.waiting) == (sequences, 3) and m,
                 10,
                 "agreement, with the running sequences' cells counted",
             )

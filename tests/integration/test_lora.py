@@ -30,10 +30,9 @@ PROMPT = "Once upon a time"
 
 
 @pytest.fixture(scope="module")
-def adapters(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("lora")
-    base = default_model_path()
-    return tiny_lora.write(folder / "a.gguf", base), tiny_lora.write(folder / "b.gguf", base, seed=1)
+def adapters() -> tuple[Path, Path]:
+    base = default_model_path()  # made once per machine by make test-models
+    return tiny_lora.cached(base), tiny_lora.cached(base, seed=1)
 
 
 @pytest.fixture(scope="module")
@@ -95,12 +94,12 @@ def test_requests_with_different_adapters_in_flight_at_once_each_get_their_own(s
 
 
 def test_global_scales_apply_on_every_worker_until_a_request_says_otherwise(
-    lora_server: Server, sdk: openai.OpenAI
+    lora_server: Server, sdk: openai.OpenAI, adapters: tuple[Path, Path]
 ) -> None:
     url = lora_server.url + "/lora-adapters"
     listed = httpx.get(url, headers=AUTH).json()
     assert [(a["id"], a["name"], a["scale"]) for a in listed] == [(0, "a", 0.0), (1, "b", 0.0)]
-    assert listed[0]["path"].endswith("a.gguf")
+    assert listed[0]["path"] == str(adapters[0])
     base, with_a = complete(sdk), complete(sdk, [{"id": "a", "scale": 1}])
     done = httpx.post(url, json=[{"id": 0, "scale": 1}], headers=AUTH)
     assert (done.status_code, done.json()) == (200, {"success": True})

@@ -250,6 +250,15 @@ def path(kind: str) -> Path:
     return target
 
 
-if __name__ == "__main__":  # make install-test writes them all, outside any timed test
+if __name__ == "__main__":  # make test-models writes them all, outside any timed test
     for name in RECIPES:
         print(path(name))
+    # And the LoRA adapters the tests load on them and on the real models (Mamba 2 has no
+    # attention weights for one): SmolLM2's two for test_lora, one for every other model.
+    from harness import real_models, tiny_lora
+
+    bases = [default_model_path(), str(real_models.gemma3_path())]
+    bases += [str(path(name)) for name in RECIPES if name != "mamba2"]
+    for base in bases:
+        print(tiny_lora.cached(base))
+    print(tiny_lora.cached(default_model_path(), seed=1))

@@ -33,7 +33,7 @@ def test_forced_tool_calls_parse_for_every_seed(server: Server) -> None:
     bodies = [
         {"messages": ASK, "tools": [tool], "tool_choice": "required", "max_tokens": 150, "seed": seed,
          "temperature": 1.0}
-        for seed in range(32)
+        for seed in range(16)
     ]  # fmt: skip
     finished = 0
     for answer in sweep(server.url, "/v1/chat/completions", bodies):
@@ -45,7 +45,7 @@ def test_forced_tool_calls_parse_for_every_seed(server: Server) -> None:
             jsonschema.validate(json.loads(call["function"]["arguments"]), NOTE)
         else:
             assert choice["finish_reason"] == "length"
-    assert finished >= 16, finished  # most end by themselves; every one that did parsed
+    assert finished >= 8, finished  # most end by themselves; every one that did parsed
 
 
 def test_json_schema_answers_parse_for_every_seed(server: Server) -> None:
@@ -53,7 +53,7 @@ def test_json_schema_answers_parse_for_every_seed(server: Server) -> None:
     bodies = [
         {"messages": [{"role": "user", "content": "Invent a person."}], "response_format": response_format,
          "max_tokens": 150, "seed": seed, "temperature": 1.0}
-        for seed in range(32)
+        for seed in range(16)
     ]  # fmt: skip
     finished = 0
     for answer in sweep(server.url, "/v1/chat/completions", bodies):
@@ -61,7 +61,7 @@ def test_json_schema_answers_parse_for_every_seed(server: Server) -> None:
         if choice["finish_reason"] == "stop":
             finished += 1
             jsonschema.validate(json.loads(choice["message"]["content"]), PERSON)
-    assert finished >= 16, finished
+    assert finished >= 8, finished
 
 
 def test_responses_and_messages_parse_for_every_seed(server: Server) -> None:
@@ -70,10 +70,10 @@ def test_responses_and_messages_parse_for_every_seed(server: Server) -> None:
         server.url,
         "/v1/responses",
         [{"input": "Invent a person.", "text": text_format, "max_output_tokens": 150, "seed": seed,
-          "temperature": 1.0} for seed in range(16)],
+          "temperature": 1.0} for seed in range(12)],
     )  # fmt: skip
     completed = [r for r in responses if r["status"] == "completed"]
-    assert len(completed) >= 8
+    assert len(completed) >= 6
     for response in completed:
         jsonschema.validate(json.loads(response["output"][0]["content"][0]["text"]), PERSON)
     tool = {"name": "save_note", "input_schema": NOTE}
@@ -81,10 +81,10 @@ def test_responses_and_messages_parse_for_every_seed(server: Server) -> None:
         server.url,
         "/v1/messages",
         [{"model": "SmolLM2-135M-Instruct.Q4_1", "messages": ASK, "tools": [tool],
-          "tool_choice": {"type": "any"}, "max_tokens": 150, "temperature": 1.0} for _ in range(16)],
+          "tool_choice": {"type": "any"}, "max_tokens": 150, "temperature": 1.0} for _ in range(12)],
     )  # fmt: skip
     used = [m for m in messages if m["stop_reason"] == "tool_use"]
-    assert len(used) >= 8
+    assert len(used) >= 6
     for message in used:
         (block,) = message["content"]
         jsonschema.validate(block["input"], NOTE)

@@ -1,0 +1,99 @@
+"""The workload benchmarks (speculation, conversations and turns, batch priority) on tiny configurations.
+
+A module of their own beside test_benchmark_smoke.py, so that the slow tier's two pytest
+processes (`--dist loadfile`) share the benchmarks' smoke runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.bench_runs import bench
+
+pytestmark = pytest.mark.slow
+
+
+def test_speculation_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "speculation.md"
+    ran = bench("speculation", "--repeats", "1", "--edit-tokens", "8", "--max-tokens", "8", "--slots", "2",
+                "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    rows = ("| ours, no drafts |", "| ours, n-gram drafts |", "| llama-server, no drafts |",
+            "| llama-server, ngram-simple |", "| llama-server, ngram-mod |",
+            "| f16 |", "| q8_0 |")  # fmt: skip
+    for row in rows:
+        assert row in text, row
+    targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
+    assert (
+        len(targets) == 8
+    )  # the edit twice, the stories twice, the KV type thrice, and llama-server's modes
+    assert all(row.endswith(("| met |", "| — |")) or "| missed" in row for row in targets), targets
+
+
+def test_conversations_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "conversations.md"
+    ran = bench("conversations", "--repeats", "1", "--conversations", "2", "--turns", "2",
+                "--max-tokens", "4", "--slots", "2", "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for row in ("| ours, routed by cache |", "| ours, routed by load |", "| 2 llama-servers behind nginx |"):
+        assert row in text, row
+    targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
+    assert len(targets) == 2 and all(row.endswith("| met |") or "| missed" in row for row in targets), targets
+
+
+def test_swa_turns_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "swa.md"
+    ran = bench("swa_turns", "--repeats", "1", "--conversations", "1", "--answer-tokens", "8",
+                "--document-words", "60", "--n-ctx", "1024", "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for row in (
+        "| ours, LLM_SWA_FULL=0, checkpoints |",
+        "| ours, LLM_SWA_FULL=0, no checkpoints |",
+        "| ours (LLM_SWA_FULL=1) |",
+        "| llama-server |",
+    ):
+        assert row in text, row
+    (verdict,) = [line for line in text.splitlines() if line.startswith("| a checkpoint makes")]
+    assert verdict.endswith("| met |") or verdict.endswith("| missed |"), verdict
+
+
+def test_turns_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "turns.md"
+    ran = bench("turns", "--repeats", "1", "--conversations", "1", "--turns", "2", "--max-tokens", "4",
+                "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for row in (
+        "| ours, previous_response_id |",
+        "| ours, whole history |",
+        "| llama-server, whole history |",
+    ):
+        assert row in text, row
+    (verdict,) = [line for line in text.splitlines() if line.startswith("| previous_response_id within")]
+    assert verdict.endswith("| met |") or verdict.endswith("| missed |"), verdict
+
+
+def test_batch_priority_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "batch.md"
+    ran = bench("batch_priority", "--repeats", "1", "--probes", "1", "--parallel", "2", "--line-tokens", "16",
+                "--gap", "0", "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for target, condition in (("ours", "idle"), ("ours", "beside a batch"), ("llama-server", "idle"),
+                              ("ours", "beside the same load as requests"),
+                              ("llama-server", "beside the same load as requests")):  # fmt: skip
+        assert f"| {target} | {condition} |" in text, (target, condition)
+    verdicts = [
+        line for line in text.splitlines() if line.startswith(("| interactive TTFT", "| beside a batch"))
+    ]
+    assert len(verdicts) == 2 and all(v.endswith(("| met |", "| missed |")) for v in verdicts), text

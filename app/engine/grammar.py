@@ -1,4 +1,10 @@
-"""Grammars that make output parse: any JSON object, JSON following a schema, checked by llama.cpp."""
+"""Grammars that make output parse: any JSON object, JSON following a schema, checked by llama.cpp.
+
+Schemas become GBNF through llama.cpp's own converter (common/json-schema-to-grammar.cpp,
+compiled from the pinned sdist as llm_json_grammar), so a schema constrains an answer here
+exactly as it does in llama-server: the same rules, down to the whitespace a model may
+write between tokens (pretty-printed JSON included, which a single optional space forbids).
+"""
 
 from __future__ import annotations
 
@@ -6,48 +12,48 @@ import json
 from typing import Any
 
 import llama_cpp
-from llama_cpp.llama_grammar import JSON_GBNF, SchemaConverter, json_schema_to_gbnf
+import llm_json_grammar
 
 from app.engine.errors import GrammarError
 
-# JSON forbids raw control characters in strings; llama-cpp-python's converter admits them
-# ("Invalid control character" when the answer is parsed), llama.cpp's own excludes them.
-_ANY_CHAR = r'char ::= [^"\\]'
-_JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F]'
 # Bounds past this would make the grammar (and the time to build it) explode.
 MAX_BOUND = 1000
 _BOUNDED = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties")
 
 
 def json_object_grammar() -> str:
-    """GBNF for any JSON object."""
-    return JSON_GBNF
+    """GBNF for any JSON object, as llama-server makes it (its converter on an empty schema)."""
+    return schema_grammar({"type": "object"})
 
 
-def schema_grammar(schema: Any, prop_order: list[str] | None = None) -> str:
+def schema_grammar(schema: Any) -> str:
     """GBNF for JSON that validates against `schema`; GrammarError for what the converter lacks."""
     check_bounds(schema)
     try:
-        gbnf: str = json_schema_to_gbnf(json.dumps(schema), prop_order=prop_order)
-    except Exception as exc:  # noqa: BLE001 - any failure of the converter means "unsupported here"
-        raise GrammarError(f"this JSON schema is not supported: {exc}") from None
-    return gbnf.replace(_ANY_CHAR, _JSON_CHAR)
+        return llm_json_grammar.schema_to_grammar(json.dumps(schema))
+    except ValueError as exc:
+        raise GrammarError(f"this JSON schema is not supported: {_one_line(exc)}") from None
 
 
 def schema_rules(schemas: dict[str, Any]) -> str:
     """GBNF rules, one named after each key, for JSON following that key's schema (no root rule).
 
-    One converter for them all, so the primitives they share are written once.
+    One converter for them all, so the primitives they share are written once (as llama-server's
+    chat formats build tool arguments).
     """
-    converter = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
-    for name, schema in schemas.items():
+    for schema in schemas.values():
         check_bounds(schema)
-        try:
-            converter.visit(converter.resolve_refs(schema, name), name)
-        except Exception as exc:  # noqa: BLE001 - any failure of the converter means "unsupported here"
-            raise GrammarError(f"this JSON schema is not supported: {exc}") from None
-    rules: str = converter.format_grammar()
-    return rules.replace(_ANY_CHAR, _JSON_CHAR)
+    try:
+        texts = [json.dumps(schema) for schema in schemas.values()]
+        return llm_json_grammar.schema_rules(list(schemas), texts)
+    except ValueError as exc:
+        raise GrammarError(f"this JSON schema is not supported: {_one_line(exc)}") from None
+
+
+def _one_line(exc: ValueError) -> str:
+    """The converter's message without its heading line ("JSON schema conversion failed:")."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ".join(line for line in lines if line != "JSON schema conversion failed:")
 
 
 def check_bounds(schema: Any) -> None:

@@ -204,6 +204,7 @@ def test_a_full_kv_cache_ends_one_choice_with_a_clear_error(start_server: Callab
         (error,) = s.errors()
         assert error["code"] == "kv_cache_full" and "LLM_KV_SIZE" in error["message"]
     assert all(s.usage()["completion_tokens"] == 200 for s in finished)
-    not_streamed = httpx.post(server.url + "/v1/completions", json={**story(5, 5)}, timeout=60)
+    whole = {name: value for name, value in story(5, 5).items() if name != "stream_options"}  # else a 400
+    not_streamed = httpx.post(server.url + "/v1/completions", json=whole, timeout=60)
     assert not_streamed.status_code == 200  # the worker lives on, its sequences free again
     wait_for_log(server, "the KV cache is full")

@@ -73,7 +73,20 @@ def test_the_stream_is_llama_servers_events_then_the_whole_answer(server: Server
         p["id"] for e in theirs[:-1] for p in e["completion_probabilities"]
     ]
     assert last["stop"] is True and last["stop_type"] == "limit" and last["tokens_predicted"] == 10
-    assert last["content"] == "".join(e["content"] for e in partial)
+    # The last object carries no text or ids again (a client joining the events' content gets the
+    # answer once), and every event before it its token ids, asked for or not: as llama-server's.
+    plain_ours, plain_theirs = events(server.url, n_predict=10), events(reference.url, n_predict=10)
+    for stream, reference_stream in ((ours, theirs), (plain_ours, plain_theirs)):
+        assert (
+            (stream[-1]["content"], stream[-1]["tokens"])
+            == ("", [])
+            == (
+                reference_stream[-1]["content"],
+                reference_stream[-1]["tokens"],
+            )
+        )
+        assert [e["tokens"] for e in stream[:-1]] == [e["tokens"] for e in reference_stream[:-1]]
+        assert sum(len(e["tokens"]) for e in stream[:-1]) == 10
 
 
 def test_each_stop_type_and_a_token_prompt(server: Server) -> None:

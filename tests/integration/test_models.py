@@ -221,6 +221,13 @@ def test_tokenize_and_detokenize_round_trip(models_server: Server) -> None:
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "tokens"
 
 
+def test_tokenize_answers_vllms_count_and_the_context_of_the_model_asked(models_server: Server) -> None:
+    for model, context in (("smol-a", 1024), ("smol-embed", 512)):
+        body = {"model": model, "prompt": "one two three", "add_special_tokens": False}  # vLLM's names
+        answer = httpx.post(models_server.url + "/tokenize", json=body, timeout=30).json()
+        assert answer["count"] == len(answer["tokens"]) > 0 and answer["max_model_len"] == context
+
+
 def test_chat_input_tokens_match_the_prompt_the_model_reads(models_server: Server) -> None:
     chat = {"model": "smol-b", "messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 1}
     counted = httpx.post(

@@ -102,7 +102,17 @@ def test_completion_logprobs(client: openai.OpenAI) -> None:
     assert len(logprobs.tokens) == len(logprobs.token_logprobs) == len(logprobs.top_logprobs) == 2 + 6
     assert "".join(logprobs.tokens[:2]) == "Once upon"
     assert logprobs.token_logprobs[0] is None and logprobs.top_logprobs[0] is None
-    assert all(len(top) == 2 for top in logprobs.top_logprobs[1:])
+    # The two likeliest, and the token itself when it is not one of them (" upon" after "Once" may
+    # not be), as OpenAI's: logprobs + 1 at most.
+    chosen = zip(logprobs.tokens[1:], logprobs.token_logprobs[1:], logprobs.top_logprobs[1:], strict=True)
+    for token, logprob, top in chosen:
+        assert top[token] == logprob and len(top) <= 3
+    assert [len(top) for top in logprobs.top_logprobs[2:]] == [2] * 6  # greedy: the likeliest is chosen
+    zero = client.completions.create(model=MODEL, prompt="Once upon", max_tokens=3, temperature=0, logprobs=0)
+    assert zero.choices[0].logprobs is not None
+    assert [list(top) for top in zero.choices[0].logprobs.top_logprobs] == [
+        [t] for t in zero.choices[0].logprobs.tokens
+    ]
     assert logprobs.text_offset[:3] == [0, len("Once"), len("Once upon")]
     text = whole.choices[0].text
     for token, offset in zip(logprobs.tokens, logprobs.text_offset, strict=True):

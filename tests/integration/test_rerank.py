@@ -84,3 +84,18 @@ def test_coheres_sdk_reranks_against_it(server: Server) -> None:
     assert [(r.index, round(r.relevance_score, 4)) for r in answer.results] == [
         (r["index"], round(r["relevance_score"], 4)) for r in ours
     ]
+
+
+def test_a_reranker_asked_for_embeddings_is_a_400_in_each_protocols_shape(server: Server) -> None:
+    # Its rank pooling makes one score per input, no vector (and a vector of one number is none).
+    openai_style = httpx.post(
+        server.url + "/v1/embeddings", json={"model": "reranker", "input": "cat"}, timeout=60
+    )
+    assert openai_style.status_code == 400, openai_style.text
+    error = openai_style.json()["error"]
+    assert error["param"] == "model" and "reranker" in error["message"] and "/v1/rerank" in error["message"]
+    for path, body in (("/api/embed", {"input": "cat"}), ("/api/embeddings", {"prompt": "cat"})):
+        ollama_style = httpx.post(server.url + path, json={"model": "reranker", **body}, timeout=60)
+        assert ollama_style.status_code == 400 and "/v1/rerank" in ollama_style.json()["error"], path
+    vectors = httpx.post(server.url + "/v1/embeddings", json={"model": "embed", "input": "cat"}, timeout=60)
+    assert vectors.status_code == 200 and len(vectors.json()["data"][0]["embedding"]) > 1

@@ -1,8 +1,9 @@
 """llama-server's own completion answer (`/completion`): content, stop type, timings, token probabilities.
 
-The whole answer is one JSON object; the stream is `data:` events of the text so far
-(`stop: false`, with each token's probabilities when `n_probs` asks), then the whole
-object with `stop: true`, and no `[DONE]`, as llama-server sends them.
+The whole answer is one JSON object; the stream is `data:` events of each piece of text and
+its token ids (`stop: false`, with each token's probabilities when `n_probs` asks), then the
+final object with `stop: true` whose `content` is empty (a client joins the events' pieces),
+and no `[DONE]`, as llama-server sends them.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class LlamaPresenter:
         if stats is not None and stats.ttft is not None:
             self.first = stats.started + stats.ttft
             self.started = stats.started
-        whole = self._final(result)
+        whole = self._final(result, streamed=False)
         if self.answer.n_probs:
             whole["completion_probabilities"] = [self._token(entry) for entry in result.logprobs]
         return whole
@@ -64,20 +65,21 @@ class LlamaPresenter:
             result.add(chunk)
             if chunk.text or chunk.logprobs:
                 event: dict[str, Any] = {
-                    "index": 0, "content": chunk.text, "tokens": self._ids(chunk.logprobs), "stop": False,
-                    "id_slot": -1, "tokens_predicted": chunk.completion_tokens,
+                    "index": 0, "content": chunk.text, "tokens": [entry.token for entry in chunk.logprobs],
+                    "stop": False, "id_slot": -1, "tokens_predicted": chunk.completion_tokens,
                     "tokens_evaluated": self.answer.prompt_tokens,
                 }  # fmt: skip
                 if self.answer.n_probs:
                     event["completion_probabilities"] = [self._token(entry) for entry in chunk.logprobs]
                 yield sse.event(event)
-        yield sse.event(self._final(result))
+        yield sse.event(self._final(result, streamed=True))
 
     def failure(self, error: APIError) -> bytes:
         """After the 200: one event holding the error, as llama-server sends one."""
         return sse.event(error.body())
 
-    def _final(self, result: ChoiceResult) -> dict[str, Any]:
+    def _final(self, result: ChoiceResult, streamed: bool) -> dict[str, Any]:
+        """The last object; streamed, without the text and ids the events before it carried."""
         answer, text = self.answer, result.text
         if result.finish_reason == "length":
             stop_type, word = "limit", ""
@@ -86,7 +88,8 @@ class LlamaPresenter:
         else:
             stop_type, word = "eos", ""
         return {
-            "index": 0, "content": text, "tokens": self._ids(result.logprobs), "id_slot": -1, "stop": True,
+            "index": 0, "content": "" if streamed else text, "id_slot": -1, "stop": True,
+            "tokens": [] if streamed else self._ids(result.logprobs),
             "model": answer.model, "tokens_predicted": result.completion_tokens,
             "tokens_evaluated": answer.prompt_tokens, "generation_settings": answer.settings,
             "prompt": answer.prompt, "has_new_line": "\n" in text, "truncated": False, "stop_type": stop_type,

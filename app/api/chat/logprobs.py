@@ -50,7 +50,10 @@ class TextLogprobs:
             shape["tokens"].append(token)
             shape["token_logprobs"].append(entry.logprob)
             # A prompt's first token was predicted by nothing: null, as OpenAI's legacy echo has it.
+            # The chosen token is always there, as OpenAI has it: up to `logprobs` + 1 entries.
             alternatives = {_text(piece): logprob for _, piece, logprob in entry.top}
+            if entry.logprob is not None:
+                alternatives.setdefault(token, entry.logprob)
             shape["top_logprobs"].append(None if entry.logprob is None else alternatives)
             shape["text_offset"].append(self.offset)
             self.offset += len(token)

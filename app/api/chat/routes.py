@@ -75,6 +75,7 @@ def create_completion() -> Response:
         list(prompts),
         prompt_param="prompt",
         logprobs=completion.logprobs,
+        grammar=structured_output.llama_grammar(tokenizer, completion.json_schema, completion.grammar),
         vocabulary_size=tokenizer.vocabulary_size,
         prompt_logprobs=completion.scoring,
     )
@@ -108,7 +109,9 @@ def create_llama_completion() -> Response:
         asked,
         [tokens],
         prompt_param="prompt",
-        logprobs=asked.n_probs if asked.n_probs or asked.return_tokens else None,
+        grammar=structured_output.llama_grammar(engine.tokenizer, asked.json_schema, asked.grammar),
+        # Each streamed event carries its token ids, as llama-server's do: the entries hold them.
+        logprobs=asked.n_probs if asked.n_probs or asked.return_tokens or asked.stream else None,
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
     settings = {"n_predict": request_.max_tokens, "seed": asked.seed, "n_probs": asked.n_probs,

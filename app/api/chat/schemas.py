@@ -115,6 +115,10 @@ class GenerationSchema(BaseSchema):
     seed = StrictInteger(allow_none=True)
     stream = StrictBoolean(allow_none=True)
     stream_options = fields.Nested(StreamOptionsSchema, allow_none=True)
+    # llama-server's constraints on every completion: a JSON schema (through llama.cpp's
+    # converter; {} any object), or GBNF as llama.cpp reads it.
+    json_schema = fields.Dict(allow_none=True)
+    grammar = fields.String(allow_none=True)
     user = fields.String(allow_none=True)
     n = count(1, 128)
     logit_bias = fields.Dict(
@@ -147,6 +151,12 @@ class GenerationSchema(BaseSchema):
         best_of = data.get("best_of")
         if best_of is not None and best_of != (data.get("n") or 1):
             raise ValidationError("only best_of equal to n (or left out) is supported", "best_of")
+
+    @validates_schema
+    def one_constraint(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """As llama-server: a JSON schema or a grammar, not both."""
+        if data.get("json_schema") is not None and data.get("grammar"):
+            raise ValidationError("cannot be used with grammar: one or the other", "json_schema")
 
 
 class FunctionSchema(BaseSchema):
@@ -187,7 +197,17 @@ class ResponseFormatSchema(BaseSchema):
             raise ValidationError("is required when type is json_schema", "json_schema")
 
 
-class ChatCompletionRequestSchema(GenerationSchema):
+class OpenAIGenerationSchema(GenerationSchema):
+    """What OpenAI's two completion routes refuse beyond the fields' own rules."""
+
+    @validates_schema
+    def stream_options_only_when_streaming(self, data: dict[str, Any], **kwargs: Any) -> None:
+        """As OpenAI: stream_options on an answer that is not streamed is a mistake, not a no-op."""
+        if data.get("stream_options") is not None and not data.get("stream"):
+            raise ValidationError("is only allowed when 'stream' is enabled", "stream_options")
+
+
+class ChatCompletionRequestSchema(OpenAIGenerationSchema):
     """`POST /v1/chat/completions`."""
 
     messages = fields.List(fields.Nested(MessageSchema), required=True, validate=validate.Length(min=1))
@@ -224,8 +244,10 @@ class ChatCompletionRequestSchema(GenerationSchema):
             raise ValidationError("needs logprobs: true", "top_logprobs")
         choice = data.get("tool_choice")
         names = {tool["function"]["name"] for tool in data.get("tools") or []}
-        if choice in ("required",) and not names:
-            raise ValidationError("'required' needs tools", "tool_choice")
+        # OpenAI refuses any tool choice without tools; "none" is let through, as vLLM does,
+        # since it asks for what happens anyway and some clients send it on every request.
+        if choice not in (None, "none") and not names:
+            raise ValidationError("is only allowed when 'tools' are specified", "tool_choice")
         if isinstance(choice, dict) and choice["name"] not in names:
             raise ValidationError(f"names {choice['name']!r}, which is not in tools", "tool_choice")
 
@@ -234,7 +256,7 @@ class ChatCompletionRequestSchema(GenerationSchema):
         return chat_request(data)
 
 
-class CompletionRequestSchema(GenerationSchema):
+class CompletionRequestSchema(OpenAIGenerationSchema):
     """`POST /v1/completions`."""
 
     prompt = TextsOrTokensField(16, required=True)

@@ -10,7 +10,7 @@ from flask import Blueprint, Response, jsonify
 
 from app.api.embeddings.schemas import embedding_request_schema
 from app.api.generation.embed import embedded
-from app.api.http.body import embedding_engine, parse_body
+from app.api.http.body import parse_body, vector_engine
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.routing.route import route_here_or_relay
 from app.settings.current import current_config
@@ -24,7 +24,7 @@ def create_embeddings() -> Response:
     body = parse_body(embedding_request_schema, use="embed")
     if (relayed := route_here_or_relay(body.get("model"), "embed")) is not None:
         return relayed
-    engine = embedding_engine()
+    engine = vector_engine()
     tokenizer, n_ctx = engine.tokenizer, engine.n_ctx
     inputs = []
     for index, item in enumerate(body["input"]):

@@ -42,6 +42,19 @@ def embedding_engine() -> EmbeddingEngine:
     return cast(EmbeddingEngine, loaded_engine())
 
 
+def vector_engine() -> EmbeddingEngine:
+    """This worker's embedding engine, for vectors: a reranker's rank pooling makes one score per
+    input, which is no embedding (llama-server refuses it on its embedding routes too)."""
+    engine = embedding_engine()
+    if engine.ranks:
+        raise InvalidRequestError(
+            f"The model '{current_config().model_id}' is a reranker: it scores documents against a "
+            "query at /v1/rerank and computes no embeddings.",
+            param="model",
+        )
+    return engine
+
+
 def parse_body(schema: Schema, use: str | None = "generate", offered: list[str] = _OFFERED) -> dict[str, Any]:
     """The JSON object body, validated by `schema`, naming a served model that can do what the route
     does (`use`: "generate", "embed" or None for either). Which worker serves it is the view's

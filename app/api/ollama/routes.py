@@ -20,7 +20,7 @@ from marshmallow import Schema
 from app.api.generation.embed import embedded
 from app.api.generation.loop import generate
 from app.api.generation.planning import plan_chat_choice
-from app.api.http.body import embedding_engine, generating_engine, model_index, parse_body, parse_json
+from app.api.http.body import generating_engine, model_index, parse_body, parse_json, vector_engine
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.ollama import catalog, conversion, errors
 from app.api.ollama.presenter import NS, OllamaPresenter, now
@@ -161,7 +161,7 @@ def embeddings() -> Response:
 
 
 def _vectors(texts: list[str], truncate: bool) -> np.ndarray | Response:
-    engine = embedding_engine()
+    engine = vector_engine()
     tokenizer, n_ctx = engine.tokenizer, engine.n_ctx
     inputs = []
     for index, text in enumerate(texts):

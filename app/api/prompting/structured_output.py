@@ -16,10 +16,10 @@ from app.engine.tokenizer import Tokenizer
 SCHEMA_PARAM = "response_format.json_schema.schema"
 
 
-def schema_grammar(schema: Any, param: str = SCHEMA_PARAM, prop_order: list[str] | None = None) -> str:
+def schema_grammar(schema: Any, param: str = SCHEMA_PARAM) -> str:
     """GBNF for JSON that validates against `schema`; what the engine cannot enforce is a 400 naming it."""
     try:
-        return grammar.schema_grammar(schema, prop_order=prop_order)
+        return grammar.schema_grammar(schema)
     except GrammarError as exc:
         raise InvalidRequestError(f"{param}: {exc.message}", param=param) from None
 
@@ -36,8 +36,15 @@ def response_grammar(response_format: Mapping[str, Any] | None) -> str | None:
 
 
 def answer_grammar(chat: ChatRequest, profile: TemplateProfile) -> tuple[str | None, tuple[str, ...], str]:
-    """The grammar an answer follows (calls in the model's own syntax, or `response_format`), its lazy
-    triggers, and the field that asked for it."""
+    """The grammar an answer follows (calls in the model's own syntax, `response_format`, or
+    llama-server's `json_schema` or `grammar`), its lazy triggers, and the field that asked for it."""
+    own = "json_schema" if chat.json_schema is not None else "grammar" if chat.grammar else None
+    if own is not None and chat.response_format is None:
+        if chat.tools_active:  # as llama-server: "Cannot specify grammar with tools"
+            raise InvalidRequestError(f"{own}: cannot be used with tools.", param=own)
+        if chat.json_schema is not None:
+            return schema_grammar(chat.json_schema or {"type": "object"}, own), (), own
+        return chat.grammar, (), own
     calls = tools.grammar(chat, profile)
     answer = response_grammar(chat.response_format)
     # Under `auto`, an answer the client wants as JSON keeps its grammar: one grammar
@@ -45,6 +52,15 @@ def answer_grammar(chat: ChatRequest, profile: TemplateProfile) -> tuple[str | N
     if calls is not None and not (calls.triggers and answer is not None):
         return calls.gbnf, calls.triggers, "tools"
     return answer, (), "response_format"
+
+
+def llama_grammar(tokenizer: Tokenizer, json_schema: Any | None, gbnf: str | None) -> str | None:
+    """llama-server's own fields: `json_schema` through the converter (an empty one: any object),
+    else `grammar` as it is; either checked as llama.cpp would load it."""
+    if json_schema is not None:
+        converted = schema_grammar(json_schema or {"type": "object"}, "json_schema")
+        return checked(tokenizer, converted, "json_schema")
+    return checked(tokenizer, gbnf, "grammar")
 
 
 def checked(tokenizer: Tokenizer, gbnf: str | None, param: str) -> str | None:

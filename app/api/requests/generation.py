@@ -51,6 +51,9 @@ class GenerationOptions:
     speculative_n_min: int | None = None
     stream: bool = False
     include_usage: bool = False
+    # llama-server's constraints: the answer's JSON schema ({} any object), or GBNF as it is.
+    json_schema: Mapping[str, Any] | None = None
+    grammar: str | None = None
 
 
 def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
@@ -72,4 +75,6 @@ def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
         "speculative_n_min": loaded.get("speculative_n_min"),
         "stream": bool(loaded.get("stream")),
         "include_usage": bool((loaded.get("stream_options") or {}).get("include_usage")),
+        "json_schema": loaded.get("json_schema"),
+        "grammar": loaded.get("grammar") or None,
     }

@@ -23,8 +23,16 @@ _PIECE = {
 ANSWERS: dict[str, dict[str, Any]] = {
     "Tokens": {
         "type": "object",
-        "required": ["tokens"],
-        "properties": {"tokens": {"type": "array", "items": {"anyOf": [{"type": "integer"}, _PIECE]}}},
+        "required": ["tokens", "count", "max_model_len"],
+        "properties": {
+            "tokens": {"type": "array", "items": {"anyOf": [{"type": "integer"}, _PIECE]}},
+            "count": {"type": "integer", "minimum": 0, "description": "How many tokens (vLLM's)"},
+            "max_model_len": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "The context of one sequence, in tokens (vLLM's)",
+            },
+        },
     },
     "DetokenizedText": {
         "type": "object",

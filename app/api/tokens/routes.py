@@ -27,9 +27,12 @@ def tokenize() -> Response:
     add_special = body.get("add_special", body.get("add_special_tokens")) or False
     parse_special = body.get("parse_special") is not False
     tokens = tokenizer.tokenize(body.get("content", body.get("prompt", "")), add_special, parse_special)
+    # llama-server's `tokens`, with vLLM's `count` and `max_model_len` beside them.
+    sizes = {"count": len(tokens), "max_model_len": current_config().n_ctx}
     if not body.get("with_pieces"):
-        return jsonify({"tokens": tokens})
-    return jsonify({"tokens": [{"id": token, "piece": _piece(tokenizer.piece(token))} for token in tokens]})
+        return jsonify({"tokens": tokens, **sizes})
+    pieces = [{"id": token, "piece": _piece(tokenizer.piece(token))} for token in tokens]
+    return jsonify({"tokens": pieces, **sizes})
 
 
 def _piece(raw: bytes) -> str | list[int]:

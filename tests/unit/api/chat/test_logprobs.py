@@ -43,3 +43,12 @@ def test_text_shape_runs_its_offsets_across_chunks() -> None:
     }
     assert second["text_offset"] == [11] and second["tokens"] == [" world"]
     assert text.format([]) == {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+
+
+def test_text_shape_always_has_the_chosen_token_among_the_likeliest() -> None:
+    # logprobs: 0 asks for no alternatives, and OpenAI still gives the chosen token's; a token
+    # sampled from outside the top ones makes logprobs + 1 entries.
+    alone = TokenLogprob(1, b"Hello", -0.25, ())
+    unlikely = TokenLogprob(2, b"Hi", -1.5, ((1, b"Hello", -0.25),))
+    shaped = logprobs.TextLogprobs(0).format([alone, unlikely])
+    assert shaped["top_logprobs"] == [{"Hello": -0.25}, {"Hello": -0.25, "Hi": -1.5}]

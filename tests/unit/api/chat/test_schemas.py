@@ -165,6 +165,7 @@ def test_content_parts_and_stop_are_normalised() -> None:
             "stop": "END",
             "n": 1,
             "response_format": {"type": "text"},
+            "stream": True,
             "stream_options": {"include_usage": True, "unknown": 1},
         }
     )
@@ -176,7 +177,7 @@ def test_content_parts_and_stop_are_normalised() -> None:
 
 
 def test_nested_option_is_named_with_its_path() -> None:
-    body = {"messages": USER, "stream_options": {"include_usage": 1}}
+    body = {"messages": USER, "stream": True, "stream_options": {"include_usage": 1}}
     assert param_of(chat_completion_schema, body) == "stream_options.include_usage"
 
 
@@ -187,3 +188,27 @@ def test_llama_servers_sampling_fields_and_sampler_names_are_taken() -> None:
             "samplers": samplers, "repeat_last_n": -1}  # fmt: skip
     loaded = chat_completion_schema.load(body)
     assert loaded.sampling.samplers == tuple(samplers) and loaded.sampling.mirostat == 2
+
+
+@pytest.mark.parametrize("schema", [chat_completion_schema, completion_schema])
+def test_stream_options_only_with_a_stream(schema: Any) -> None:
+    # OpenAI: "The 'stream_options' parameter is only allowed when 'stream' is enabled."
+    body = {"messages": USER, "prompt": "hi", "stream_options": {"include_usage": True}}
+    for unstreamed in ({}, {"stream": False}, {"stream": None}):
+        assert param_of(schema, {**body, **unstreamed}) == "stream_options"
+    schema.load({**body, "stream": True})
+    schema.load({**body, "stream_options": None})
+
+
+@pytest.mark.parametrize("choice", ["auto", "required", {"type": "function", "function": {"name": "f"}}])
+def test_a_tool_choice_needs_tools(choice: Any) -> None:
+    assert param_of(chat_completion_schema, {"messages": USER, "tool_choice": choice}) == "tool_choice"
+    assert (
+        param_of(chat_completion_schema, {"messages": USER, "tools": [], "tool_choice": choice})
+        == "tool_choice"
+    )
+
+
+def test_tool_choice_none_without_tools_is_taken() -> None:
+    # As vLLM: it asks for what happens anyway, and some clients send it with every request.
+    chat_completion_schema.load({"messages": USER, "tool_choice": "none"})

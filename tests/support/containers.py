@@ -6,6 +6,7 @@ sandbox allows); `unavailable()` says why podman cannot run here, for a skip.
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 import time
@@ -37,8 +38,19 @@ def unavailable() -> str | None:
 
 @cache
 def built_image() -> str:
-    """`make image`, as a user builds it (the base made from Debian's packages, no registry)."""
-    subprocess.run(["make", "-s", "image", f"IMAGE={IMAGE}"], cwd=ROOT, check=True, capture_output=True)
+    """`make image`, as a user builds it (the base made from Debian's packages, no registry).
+
+    One build at a time on the machine: pytest-xdist's processes each ask for the image, and
+    `make image` empties and refills build/wheelhouse, which another build may be copying.
+    """
+    lock = ROOT / "build" / ".image.lock"
+    lock.parent.mkdir(exist_ok=True)
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
+        built = subprocess.run(
+            ["make", "-s", "image", f"IMAGE={IMAGE}"], cwd=ROOT, capture_output=True, text=True
+        )
+    assert built.returncode == 0, f"make image failed:\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}"
     return IMAGE
 
 

@@ -38,13 +38,11 @@ def response_grammar(response_format: Mapping[str, Any] | None) -> str | None:
 def answer_grammar(chat: ChatRequest, profile: TemplateProfile) -> tuple[str | None, tuple[str, ...], str]:
     """The grammar an answer follows (calls in the model's own syntax, `response_format`, or
     llama-server's `json_schema` or `grammar`), its lazy triggers, and the field that asked for it."""
-    own = "json_schema" if chat.json_schema is not None else "grammar" if chat.grammar else None
-    if own is not None and chat.response_format is None:
+    if (chat.json_schema is not None or chat.grammar) and chat.response_format is None:
+        gbnf, own = own_grammar(chat.json_schema, chat.grammar)
         if chat.tools_active:  # as llama-server: "Cannot specify grammar with tools"
             raise InvalidRequestError(f"{own}: cannot be used with tools.", param=own)
-        if chat.json_schema is not None:
-            return schema_grammar(chat.json_schema or {"type": "object"}, own), (), own
-        return chat.grammar, (), own
+        return gbnf, (), own
     calls = tools.grammar(chat, profile)
     answer = response_grammar(chat.response_format)
     # Under `auto`, an answer the client wants as JSON keeps its grammar: one grammar
@@ -54,13 +52,17 @@ def answer_grammar(chat: ChatRequest, profile: TemplateProfile) -> tuple[str | N
     return answer, (), "response_format"
 
 
-def llama_grammar(tokenizer: Tokenizer, json_schema: Any | None, gbnf: str | None) -> str | None:
+def own_grammar(json_schema: Any | None, gbnf: str | None) -> tuple[str | None, str]:
     """llama-server's own fields: `json_schema` through the converter (an empty one: any object),
-    else `grammar` as it is; either checked as llama.cpp would load it."""
+    else `grammar` as it is; with the field that asked."""
     if json_schema is not None:
-        converted = schema_grammar(json_schema or {"type": "object"}, "json_schema")
-        return checked(tokenizer, converted, "json_schema")
-    return checked(tokenizer, gbnf, "grammar")
+        return schema_grammar(json_schema or {"type": "object"}, "json_schema"), "json_schema"
+    return gbnf, "grammar"
+
+
+def llama_grammar(tokenizer: Tokenizer, json_schema: Any | None, gbnf: str | None) -> str | None:
+    """The grammar llama-server's own fields ask for, checked as llama.cpp would load it."""
+    return checked(tokenizer, *own_grammar(json_schema, gbnf))
 
 
 def checked(tokenizer: Tokenizer, gbnf: str | None, param: str) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,24 @@ def test_props_say_which_format_the_template_speaks(agents_server: Server, model
     props = httpx.get(agents_server.url + "/props", params={"model": model}, timeout=30).json()
     assert props["chat_format"] == fmt and props["model_alias"] == model
     assert props["chat_template_caps"]["supports_tools"] is True
+
+
+def test_a_template_that_prints_the_date_gets_today_as_llama_server_gives_it(agents_server: Server) -> None:
+    # Llama 3.1's template writes "Today Date: " + date_string, "26 Jul 2024" when unset;
+    # llama-server gives it today's date (common/chat.cpp), and chat_template_kwargs over it.
+    def prompt(**fields: Any) -> str:
+        body = {"model": "llama", "messages": ASK, **fields}
+        reply = httpx.post(agents_server.url + "/apply-template", json=body, timeout=30)
+        assert reply.status_code == 200, reply.text
+        text: str = reply.json()["prompt"]
+        return text
+
+    before = datetime.now().strftime("%d %b %Y")
+    today = prompt()
+    after = datetime.now().strftime("%d %b %Y")
+    assert f"Today Date: {before}\n" in today or f"Today Date: {after}\n" in today, today
+    assert "26 Jul 2024" not in today
+    assert "Today Date: 01 Jan 2030\n" in prompt(chat_template_kwargs={"date_string": "01 Jan 2030"})
 
 
 @pytest.mark.parametrize("model", ["qwen", "llama"])

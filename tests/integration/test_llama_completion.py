@@ -103,6 +103,21 @@ def test_each_stop_type_and_a_token_prompt(server: Server) -> None:
     assert by_tokens == complete(server.url, n_predict=5)["content"]
 
 
+def test_an_answer_that_fills_the_context_is_truncated_as_llama_servers(
+    server: Server, reference: Service
+) -> None:
+    # Each server's context (ours 2048, the reference's 1024 per slot) less six tokens of prompt:
+    # generation runs into the end of the context, which llama-server calls truncated.
+    answers = []
+    for url in (server.url, reference.url):
+        n_ctx = httpx.get(url + "/props", timeout=30).json()["default_generation_settings"]["n_ctx"]
+        word = httpx.post(url + "/tokenize", json={"content": " sky"}).json()["tokens"]
+        answers.append(complete(url, prompt=word * (n_ctx - 6), n_predict=-1, cache_prompt=False))
+    for answer in answers:
+        assert (answer["truncated"], answer["stop_type"], answer["tokens_predicted"]) == (True, "limit", 6)
+    assert complete(server.url, n_predict=4)["truncated"] is False
+
+
 @pytest.mark.parametrize(
     ("body", "param"),
     [

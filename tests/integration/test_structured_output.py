@@ -203,7 +203,7 @@ def test_json_object_is_llama_servers_empty_schema(server: Server, reference: Se
     ("body", "param"),
     [
         ({"json_schema": {"type": "bogus"}}, "json_schema"),
-        ({"json_schema": {"type": "object"}, "grammar": 'root ::= "a"'}, "json_schema"),
+        ({"json_schema": {"type": "object"}, "grammar": 'root ::= "a"'}, "grammar"),
         ({"grammar": "root ::= (("}, "grammar"),
         ({"json_schema": [1]}, "json_schema"),
     ],

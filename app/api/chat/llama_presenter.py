@@ -31,6 +31,7 @@ class LlamaCompletionFacts:
     n_probs: int
     return_tokens: bool
     settings: dict[str, Any]  # the generation settings echoed back
+    n_ctx: int  # the context a request may fill: an answer that fills it was truncated
 
 
 class LlamaPresenter:
@@ -81,6 +82,8 @@ class LlamaPresenter:
     def _final(self, result: ChoiceResult, streamed: bool) -> dict[str, Any]:
         """The last object; streamed, without the text and ids the events before it carried."""
         answer, text = self.answer, result.text
+        # As llama-server: generation that ran into the end of the context (not only n_predict).
+        truncated = answer.prompt_tokens + result.completion_tokens >= answer.n_ctx
         if result.finish_reason == "length":
             stop_type, word = "limit", ""
         elif result.stop_sequence is not None:
@@ -92,8 +95,8 @@ class LlamaPresenter:
             "tokens": [] if streamed else self._ids(result.logprobs),
             "model": answer.model, "tokens_predicted": result.completion_tokens,
             "tokens_evaluated": answer.prompt_tokens, "generation_settings": answer.settings,
-            "prompt": answer.prompt, "has_new_line": "\n" in text, "truncated": False, "stop_type": stop_type,
-            "stopping_word": word, "tokens_cached": result.cached_tokens,
+            "prompt": answer.prompt, "has_new_line": "\n" in text, "truncated": truncated,
+            "stop_type": stop_type, "stopping_word": word, "tokens_cached": result.cached_tokens,
             "timings": self._timings(answer.prompt_tokens - result.cached_tokens, result.completion_tokens),
         }  # fmt: skip
 

@@ -75,7 +75,7 @@ def create_completion() -> Response:
         list(prompts),
         prompt_param="prompt",
         logprobs=completion.logprobs,
-        grammar=structured_output.llama_grammar(tokenizer, completion.json_schema, completion.grammar),
+        grammar=structured_output.llama_grammar(tokenizer, completion.constraint),
         vocabulary_size=tokenizer.vocabulary_size,
         prompt_logprobs=completion.scoring,
     )
@@ -109,15 +109,16 @@ def create_llama_completion() -> Response:
         asked,
         [tokens],
         prompt_param="prompt",
-        grammar=structured_output.llama_grammar(engine.tokenizer, asked.json_schema, asked.grammar),
+        grammar=structured_output.llama_grammar(engine.tokenizer, asked.constraint),
         # Each streamed event carries its token ids, as llama-server's do: the entries hold them.
         logprobs=asked.n_probs if asked.n_probs or asked.return_tokens or asked.stream else None,
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
     settings = {"n_predict": request_.max_tokens, "seed": asked.seed, "n_probs": asked.n_probs,
                 "temperature": request_.sampling.temperature, "stream": asked.stream}  # fmt: skip
+    config = current_config()
     facts = LlamaCompletionFacts(
-        current_config().model_id, text, len(tokens), asked.n_probs, asked.return_tokens, settings
+        config.model_id, text, len(tokens), asked.n_probs, asked.return_tokens, settings, config.n_ctx
     )
     return generate(engine, asked.stream, [request_], LlamaPresenter(facts), len(tokens))
 

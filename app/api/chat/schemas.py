@@ -6,6 +6,7 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
+from app.api.chat.structured_schemas import VllmConstraintsSchema
 from app.api.http.fields import (
     ContentField,
     JsonTextOrObjectField,
@@ -20,6 +21,7 @@ from app.api.http.fields import (
 from app.api.http.schemas import BaseSchema, LoraSchema
 from app.api.requests.chat import ChatRequest, chat_request
 from app.api.requests.completion import CompletionRequest, completion_request
+from app.api.requests.generation import constraints_asked
 from app.engine.types import SAMPLER_NAMES
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -154,9 +156,14 @@ class GenerationSchema(BaseSchema):
 
     @validates_schema
     def one_constraint(self, data: dict[str, Any], **kwargs: Any) -> None:
-        """As llama-server: a JSON schema or a grammar, not both."""
-        if data.get("json_schema") is not None and data.get("grammar"):
-            raise ValidationError("cannot be used with grammar: one or the other", "json_schema")
+        """As llama-server (a JSON schema or a grammar) and vLLM (one kind of structured output):
+        one constraint per request, `response_format` included."""
+        asked = [c.param for c in constraints_asked(data)]
+        if (data.get("response_format") or {}).get("type", "text") != "text":
+            asked.insert(0, "response_format")
+        if len(asked) > 1:
+            others = ", ".join(asked[:-1])
+            raise ValidationError(f"cannot be used with {others}: one constraint only", asked[-1])
 
 
 class FunctionSchema(BaseSchema):
@@ -189,6 +196,7 @@ class ResponseFormatSchema(BaseSchema):
 
     type = fields.String(required=True, validate=validate.OneOf(["text", "json_object", "json_schema"]))
     json_schema = fields.Nested(JsonSchemaFormatSchema, allow_none=True)
+    schema = fields.Dict(allow_none=True)  # llama-server's {"type": "json_object", "schema": ...}
 
     @validates_schema
     def schema_given(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -197,8 +205,9 @@ class ResponseFormatSchema(BaseSchema):
             raise ValidationError("is required when type is json_schema", "json_schema")
 
 
-class OpenAIGenerationSchema(GenerationSchema):
-    """What OpenAI's two completion routes refuse beyond the fields' own rules."""
+class OpenAIGenerationSchema(VllmConstraintsSchema, GenerationSchema):
+    """OpenAI's two completion routes: vLLM's constraints beside llama-server's, and what OpenAI
+    refuses beyond the fields' own rules."""
 
     @validates_schema
     def stream_options_only_when_streaming(self, data: dict[str, Any], **kwargs: Any) -> None:

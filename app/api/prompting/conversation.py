@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from app.api.prompting import tools
@@ -46,8 +47,9 @@ def prompt(tokenizer: Tokenizer, chat: ChatRequest) -> ChatPrompt:
     """Template `chat`'s messages with its tools and template variables."""
     shape = template_profile(tokenizer, current_config().chat_format)
     # As llama-server: thinking on unless the request turns it off (templates such as
-    # DeepSeek R1's test `not enable_thinking`, which an unset variable would pass).
-    variables = {"enable_thinking": True, **chat.chat_template_kwargs}
+    # DeepSeek R1's test `not enable_thinking`, which an unset variable would pass), today's
+    # date for templates that print it, and the request's own variables over both.
+    variables = {**template_dates(datetime.now()), "enable_thinking": True, **chat.chat_template_kwargs}
     if chat.reasoning_effort is not None:
         variables.setdefault("reasoning_effort", chat.reasoning_effort)
     messages = chat.messages
@@ -76,6 +78,13 @@ def prompt(tokenizer: Tokenizer, chat: ChatRequest) -> ChatPrompt:
         inline_reasoning=chat.reasoning_format == "deepseek-legacy",
     )
     return ChatPrompt(text, tokenizer.chat_tokens(text), reader, shape)
+
+
+def template_dates(now: datetime) -> dict[str, str]:
+    """llama-server's date variables (common/chat.cpp, common_chat_extra_context), in local time:
+    Llama 3.x templates print a fixed date without `date_string`, firefunction-v2's fails without
+    `datetime`."""
+    return {"date_string": now.strftime("%d %b %Y"), "datetime": now.strftime("%b %d %Y")}
 
 
 def thinking_budget(tokenizer: Tokenizer, prompt: ChatPrompt, tokens: int | None) -> ThinkingBudget | None:

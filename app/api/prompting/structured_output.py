@@ -8,8 +8,9 @@ from typing import Any
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting import tools
 from app.api.requests.chat import ChatRequest
+from app.api.requests.generation import Constraint
 from app.chat_formats.profile import TemplateProfile
-from app.engine import grammar
+from app.engine import grammar, text_grammars
 from app.engine.errors import GrammarError
 from app.engine.tokenizer import Tokenizer
 
@@ -28,8 +29,9 @@ def response_grammar(response_format: Mapping[str, Any] | None) -> str | None:
     """The grammar `response_format` asks for, or None for free text."""
     response_format = response_format or {}
     kind = response_format.get("type", "text")
-    if kind == "json_object":
-        return grammar.json_object_grammar()
+    if kind == "json_object":  # llama-server's form may carry a schema
+        schema = response_format.get("schema")
+        return schema_grammar(schema, "response_format.schema") if schema else grammar.json_object_grammar()
     if kind == "json_schema":
         return schema_grammar(response_format["json_schema"].get("schema") or {"type": "object"})
     return None
@@ -37,12 +39,12 @@ def response_grammar(response_format: Mapping[str, Any] | None) -> str | None:
 
 def answer_grammar(chat: ChatRequest, profile: TemplateProfile) -> tuple[str | None, tuple[str, ...], str]:
     """The grammar an answer follows (calls in the model's own syntax, `response_format`, or
-    llama-server's `json_schema` or `grammar`), its lazy triggers, and the field that asked for it."""
-    if (chat.json_schema is not None or chat.grammar) and chat.response_format is None:
-        gbnf, own = own_grammar(chat.json_schema, chat.grammar)
+    llama-server's or vLLM's constraint fields), its lazy triggers, and the field that asked for it."""
+    if (constraint := chat.constraint) is not None:
         if chat.tools_active:  # as llama-server: "Cannot specify grammar with tools"
-            raise InvalidRequestError(f"{own}: cannot be used with tools.", param=own)
-        return gbnf, (), own
+            param = constraint.param
+            raise InvalidRequestError(f"{param}: cannot be used with tools.", param=param)
+        return constraint_grammar(constraint), (), constraint.param
     calls = tools.grammar(chat, profile)
     answer = response_grammar(chat.response_format)
     # Under `auto`, an answer the client wants as JSON keeps its grammar: one grammar
@@ -52,17 +54,28 @@ def answer_grammar(chat: ChatRequest, profile: TemplateProfile) -> tuple[str | N
     return answer, (), "response_format"
 
 
-def own_grammar(json_schema: Any | None, gbnf: str | None) -> tuple[str | None, str]:
-    """llama-server's own fields: `json_schema` through the converter (an empty one: any object),
-    else `grammar` as it is; with the field that asked."""
-    if json_schema is not None:
-        return schema_grammar(json_schema or {"type": "object"}, "json_schema"), "json_schema"
-    return gbnf, "grammar"
+def constraint_grammar(constraint: Constraint) -> str:
+    """GBNF for llama-server's or vLLM's constraint: a JSON schema through llama.cpp's converter
+    ({} any object), a grammar as it is, a regular expression or a choice made into one."""
+    kind, value, param = constraint.kind, constraint.value, constraint.param
+    if kind == "json_schema":
+        return schema_grammar(value or {"type": "object"}, param)
+    if kind == "json_object":
+        return grammar.json_object_grammar()
+    if kind == "grammar":
+        gbnf: str = value
+        return gbnf
+    try:
+        return text_grammars.regex_grammar(value) if kind == "regex" else text_grammars.choice_grammar(value)
+    except GrammarError as exc:
+        raise InvalidRequestError(f"{param}: {exc.message}", param=param) from None
 
 
-def llama_grammar(tokenizer: Tokenizer, json_schema: Any | None, gbnf: str | None) -> str | None:
-    """The grammar llama-server's own fields ask for, checked as llama.cpp would load it."""
-    return checked(tokenizer, *own_grammar(json_schema, gbnf))
+def llama_grammar(tokenizer: Tokenizer, constraint: Constraint | None) -> str | None:
+    """The grammar a completion's constraint asks for, checked as llama.cpp would load it."""
+    if constraint is None:
+        return None
+    return checked(tokenizer, constraint_grammar(constraint), constraint.param)
 
 
 def checked(tokenizer: Tokenizer, gbnf: str | None, param: str) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 from app.engine.types import Sampling
 
@@ -31,6 +31,44 @@ class AdapterScale:
     scale: float
 
 
+@dataclass(frozen=True)
+class Constraint:
+    """What the answer's text must follow, asked with llama-server's or vLLM's fields: a JSON
+    schema (`json_schema`, {} any object), any JSON object, GBNF, a regular expression, or one of
+    some strings; `param` names the field that asked, for errors."""
+
+    kind: Literal["json_schema", "json_object", "grammar", "regex", "choice"]
+    value: Any
+    param: str
+
+
+# Each field that sets a constraint, its kind, in the order they are looked for.
+CONSTRAINT_FIELDS: tuple[tuple[str, str], ...] = (
+    ("json_schema", "json_schema"),
+    ("grammar", "grammar"),
+    ("structured_outputs.json", "json_schema"),
+    ("structured_outputs.json_object", "json_object"),
+    ("structured_outputs.grammar", "grammar"),
+    ("structured_outputs.regex", "regex"),
+    ("structured_outputs.choice", "choice"),
+    ("guided_json", "json_schema"),
+    ("guided_grammar", "grammar"),
+    ("guided_regex", "regex"),
+    ("guided_choice", "choice"),
+)
+
+
+def constraints_asked(loaded: Mapping[str, Any]) -> list[Constraint]:
+    """Every constraint the loaded fields set (more than one is the client's error)."""
+    found = []
+    for param, kind in CONSTRAINT_FIELDS:
+        head, _, tail = param.partition(".")
+        value = (loaded.get(head) or {}).get(tail) if tail else loaded.get(head)
+        if value is not None and value is not False and value != "":
+            found.append(Constraint(kind, value, param))  # type: ignore[arg-type]
+    return found
+
+
 @dataclass(frozen=True, kw_only=True)
 class GenerationOptions:
     """The fields every completion shares (chat, text, llama-server's, and those converted to chat)."""
@@ -51,9 +89,7 @@ class GenerationOptions:
     speculative_n_min: int | None = None
     stream: bool = False
     include_usage: bool = False
-    # llama-server's constraints: the answer's JSON schema ({} any object), or GBNF as it is.
-    json_schema: Mapping[str, Any] | None = None
-    grammar: str | None = None
+    constraint: Constraint | None = None  # llama-server's or vLLM's, beside response_format
 
 
 def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
@@ -75,6 +111,5 @@ def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
         "speculative_n_min": loaded.get("speculative_n_min"),
         "stream": bool(loaded.get("stream")),
         "include_usage": bool((loaded.get("stream_options") or {}).get("include_usage")),
-        "json_schema": loaded.get("json_schema"),
-        "grammar": loaded.get("grammar") or None,
+        "constraint": next(iter(constraints_asked(loaded)), None),
     }

@@ -1,0 +1,77 @@
+"""vLLM's structured-output fields on the OpenAI routes: `structured_outputs` and the older `guided_*`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from marshmallow import ValidationError, fields, validate, validates_schema
+
+from app.api.http.fields import StrictBoolean
+from app.api.http.schemas import BaseSchema
+
+_CHOICES = fields.List(
+    fields.String(validate=validate.Length(min=1, max=1000)),
+    allow_none=True,
+    validate=validate.Length(min=1, max=256),
+)
+_PATTERN = fields.String(allow_none=True, validate=validate.Length(min=1, max=10_000))
+
+
+class JsonSchemaField(fields.Field[dict[str, Any]]):
+    """A JSON schema as vLLM takes it: an object, or JSON text of one (parsed here)."""
+
+    OPENAPI = {"anyOf": [{"type": "object"}, {"type": "string"}]}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict[str, Any]:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValidationError("must be a JSON schema: this text is not JSON") from None
+        if not isinstance(value, dict):
+            raise ValidationError("must be a JSON schema (an object, or JSON text of one)")
+        return value
+
+
+class StructuredOutputsSchema(BaseSchema):
+    """vLLM's `structured_outputs`: one constraint (json, json_object, grammar, regex or choice)."""
+
+    json = JsonSchemaField(allow_none=True)
+    json_object = StrictBoolean(allow_none=True)
+    grammar = fields.String(allow_none=True, validate=validate.Length(min=1))
+    regex = _PATTERN
+    choice = _CHOICES
+    # Declared so that asking for them is a clear 400, not a constraint silently dropped.
+    structural_tag = fields.Raw(allow_none=True)
+    whitespace_pattern = fields.String(allow_none=True)
+    disable_any_whitespace = StrictBoolean(allow_none=True)
+    disable_additional_properties = StrictBoolean(allow_none=True)
+    disable_fallback = StrictBoolean(allow_none=True)  # there is no other backend to fall back to
+
+    @validates_schema
+    def supported(self, data: dict[str, Any], **kwargs: Any) -> None:
+        for name in ("structural_tag", "whitespace_pattern"):
+            if data.get(name) is not None:
+                raise ValidationError("is not supported by this server", name)
+        for name in ("disable_any_whitespace", "disable_additional_properties"):
+            if data.get(name):
+                raise ValidationError("is not supported by this server (only false)", name)
+
+
+class VllmConstraintsSchema(BaseSchema):
+    """The constraints vLLM reads on its chat and text completion routes (one per request, as
+    GenerationSchema checks with llama-server's pair)."""
+
+    structured_outputs = fields.Nested(StructuredOutputsSchema, allow_none=True)
+    guided_json = JsonSchemaField(allow_none=True)
+    guided_regex = _PATTERN
+    guided_choice = _CHOICES
+    guided_grammar = fields.String(allow_none=True, validate=validate.Length(min=1))
+    guided_decoding_backend = fields.String(allow_none=True)  # a hint: llama.cpp's grammars are the one
+    guided_whitespace_pattern = fields.String(allow_none=True)
+
+    @validates_schema
+    def supported(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if data.get("guided_whitespace_pattern") is not None:
+            raise ValidationError("is not supported by this server", "guided_whitespace_pattern")

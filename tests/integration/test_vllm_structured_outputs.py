@@ -1,0 +1,135 @@
+"""vLLM's structured outputs (`structured_outputs`, and the older `guided_*` fields) on the shared server,
+through the openai SDK's `extra_body` as vLLM's users send them: regular expressions and choices
+hold for every seed, a JSON schema or a grammar constrains as the same constraint does under
+llama-server's fields, and what cannot be followed is a 400 naming the field."""
+
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import jsonschema
+import openai
+import pytest
+
+from harness.servers import Server
+
+MODEL = "SmolLM2-135M-Instruct.Q4_1"
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
+PHONE = r"\(\d{3}\) \d{3}-\d{4}"
+SENTENCE = r"[A-Z][a-z]{2,9} (is|was) [0-9]{1,3}( years old)?\."
+
+
+def chat(content: str, **fields: Any) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": content}], "max_tokens": 40, **fields}
+
+
+def sweep(url: str, path: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Post every body, two at a time; each must answer 200."""
+
+    def post(body: dict[str, Any]) -> dict[str, Any]:
+        reply = client.post(url + path, json=body)
+        assert reply.status_code == 200, reply.text
+        answer: dict[str, Any] = reply.json()
+        return answer
+
+    with httpx.Client(timeout=120) as client, ThreadPoolExecutor(2) as pool:
+        return list(pool.map(post, bodies))
+
+
+def test_a_regular_expression_holds_for_every_seed_on_both_routes(server: Server) -> None:
+    bodies = [
+        chat("What is the support phone number?", temperature=1.2, seed=seed,
+             structured_outputs={"regex": PHONE})
+        for seed in range(6)
+    ]  # fmt: skip
+    for answer in sweep(server.url, "/v1/chat/completions", bodies):
+        (choice,) = answer["choices"]
+        assert re.fullmatch(PHONE, choice["message"]["content"]), choice
+        assert choice["finish_reason"] == "stop"
+    texts = [
+        {"prompt": "Alice's age:", "max_tokens": 40, "temperature": 1.2, "seed": seed,
+         "guided_regex": SENTENCE}
+        for seed in range(6)
+    ]  # fmt: skip
+    answers = [a["choices"][0]["text"] for a in sweep(server.url, "/v1/completions", texts)]
+    assert all(re.fullmatch(SENTENCE, text) for text in answers), answers
+    assert len(set(answers)) > 1  # sampled for real, not one forced string
+
+
+def test_a_choice_is_one_of_the_strings_whole_and_streamed(client: openai.OpenAI) -> None:
+    choices = ["positive", "negative", "mixed feelings"]
+    ask = [{"role": "user", "content": "Classify the sentiment: I love this server!"}]
+    for seed in range(4):
+        whole = client.chat.completions.create(
+            model=MODEL, messages=ask, temperature=1.5, seed=seed, extra_body={"guided_choice": choices}
+        )
+        assert whole.choices[0].message.content in choices
+    stream = client.chat.completions.create(
+        model=MODEL, messages=ask, stream=True, extra_body={"structured_outputs": {"choice": choices}}
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) in choices
+    text = client.completions.create(
+        model=MODEL, prompt="The answer is", max_tokens=8, extra_body={"guided_choice": ["yes", "no"]}
+    )
+    assert text.choices[0].text in ("yes", "no")
+
+
+def test_a_json_schema_or_grammar_constrains_as_llama_servers_fields_do(server: Server) -> None:
+    schema = PERSON
+    base = chat("Extract the person: Alice is 31 years old.", temperature=0, max_tokens=60)
+
+    def answer(**fields: Any) -> str:
+        reply = httpx.post(server.url + "/v1/chat/completions", json={**base, **fields}, timeout=300)
+        assert reply.status_code == 200, reply.text
+        text: str = reply.json()["choices"][0]["message"]["content"]
+        return text
+
+    by_llama_field = answer(json_schema=schema)
+    jsonschema.validate(json.loads(by_llama_field), schema)
+    assert answer(structured_outputs={"json": json.dumps(schema)}) == by_llama_field  # JSON text
+    assert answer(guided_json=schema) == by_llama_field
+    # llama-server's own form of response_format: json_object carrying a schema
+    assert answer(response_format={"type": "json_object", "schema": schema}) == by_llama_field
+    any_object = answer(structured_outputs={"json_object": True})  # cut by max_tokens, maybe
+    assert any_object.startswith("{") and any_object == answer(json_schema={}) != answer()
+    gbnf = 'root ::= "The person is " [A-Z] [a-z]+ "."'
+    by_grammar = answer(grammar=gbnf)
+    assert re.fullmatch(r"The person is [A-Z][a-z]+\.", by_grammar)
+    assert answer(structured_outputs={"grammar": gbnf}) == answer(guided_grammar=gbnf) == by_grammar
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"structured_outputs": {"regex": "(a)\\1"}}, "structured_outputs.regex"),
+        ({"guided_regex": "(unclosed"}, "guided_regex"),
+        ({"guided_regex": "x(?=y)"}, "guided_regex"),
+        ({"guided_regex": "a{5000}"}, "guided_regex"),
+        ({"structured_outputs": {"choice": []}}, "structured_outputs.choice"),
+        ({"guided_json": "{not json"}, "guided_json"),
+        ({"structured_outputs": {"json": {"type": "bogus"}}}, "structured_outputs.json"),
+        ({"structured_outputs": {"grammar": "root ::= (("}}, "structured_outputs.grammar"),
+        ({"structured_outputs": {"structural_tag": "{}"}}, "structured_outputs.structural_tag"),
+        ({"guided_whitespace_pattern": " *"}, "guided_whitespace_pattern"),
+        ({"structured_outputs": {"regex": "a", "choice": ["b"]}}, "structured_outputs.choice"),
+        ({"guided_regex": "a", "json_schema": {}}, "guided_regex"),
+        ({"response_format": {"type": "json_object"}, "guided_choice": ["a"]}, "guided_choice"),
+        ({"guided_choice": ["a"], "tools": [{"type": "function", "function": {"name": "f"}}]},
+         "guided_choice"),
+    ],
+)  # fmt: skip
+def test_a_constraint_that_cannot_be_followed_is_a_400_naming_the_field(
+    server: Server, fields: dict[str, Any], param: str
+) -> None:
+    reply = httpx.post(server.url + "/v1/chat/completions", json=chat("Hi", **fields), timeout=60)
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["param"] == param, error

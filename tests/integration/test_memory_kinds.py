@@ -66,7 +66,7 @@ def cases() -> dict[str, Case]:
         "smollm2": Case(default_model_path(), 250, 60),
         # Its cache keeps every position (swa_full, the default here): a prompt past the window of
         # 512 is enough; the window-sized cache is the chat test's below.
-        "gemma3": Case(str(gemma3_path()), 700, 64, n_ctx=1536, fills_context=False, draft=False),
+        "gemma3": Case(str(gemma3_path()), 520, 64, n_ctx=1536, fills_context=False, draft=False),
         "mamba2": Case(tiny["mamba2"], 250, 240, lora=False),
         "lfm2": Case(tiny["lfm2"], 250, 240),
         "lfm2-swa": Case(tiny["lfm2-swa"], 250, 240),
@@ -314,15 +314,17 @@ def test_a_chat_longer_than_gemmas_window_answers_as_with_the_cache_off(swa_full
 def test_answers_do_not_depend_on_the_thread_count_or_the_neighbours(name: str) -> None:
     # llama.cpp's kernels are batch-invariant by default (LLM_BATCH_INVARIANT=1): the same text on
     # one thread or two, alone or beside three other streams, is the same answer bit for bit.
+    # Short prompts and answers keep it cheap: each answer is still 24 greedy steps, in which a
+    # kernel whose sums depend on the batch would flip a near tie.
     case = cases()[name]
-    prompts = [text(120, seed=20 + n) for n in range(4)]
+    prompts = [text(60, seed=20 + n) for n in range(4)]
     answers: dict[str, list[str]] = {}
     for threads in ("1", "2"):
         settings = {**COMMON, **PLAIN, "LLM_N_THREADS": threads, "LLM_PARALLEL": "4"}
         with serving_models([{"id": "m", "path": case.path, "workers": 1}], **settings) as server:
-            alone = complete(server.url, prompts[0], 40)[0].text
+            alone = complete(server.url, prompts[0], 24)[0].text
             with ThreadPoolExecutor(4) as pool:
-                together = list(pool.map(lambda prompt: complete(server.url, prompt, 40)[0].text, prompts))
+                together = list(pool.map(lambda prompt: complete(server.url, prompt, 24)[0].text, prompts))
         assert together[0] == alone
         answers[threads] = together
     assert answers["1"] == answers["2"]

@@ -42,6 +42,13 @@ class Tokenizer:
         self._formatter = Jinja2ChatFormatter(
             template=self.chat_template, eos_token=self.eos_text, bos_token=self.bos_text
         )
+        # For a request that asks for no generation prompt (add_generation_prompt: false).
+        self._closed_formatter = Jinja2ChatFormatter(
+            template=self.chat_template,
+            eos_token=self.eos_text,
+            bos_token=self.bos_text,
+            add_generation_prompt=False,
+        )
         self._adds_bos = model.add_bos_token() and self._bos >= 0
         self.fim = {
             "pre": llama_cpp.llama_vocab_fim_pre(self._vocab),
@@ -109,6 +116,11 @@ class Tokenizer:
         text = b"".join(self._piece(token, special=True) for token in tokens)
         return text.decode("utf-8", errors="replace")
 
+    def vocabulary_strings(self, tokens: list[int]) -> list[str]:
+        """Each token as the vocabulary stores it (a tokenizer's convert_ids_to_tokens)."""
+        texts: list[bytes] = [llama_cpp.llama_vocab_get_text(self._vocab, token) for token in tokens]
+        return [text.decode("utf-8", errors="replace") for text in texts]
+
     def in_vocabulary(self, tokens: list[int]) -> bool:
         return all(0 <= token < self.vocabulary_size for token in tokens)
 
@@ -121,10 +133,12 @@ class Tokenizer:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         variables: dict[str, Any] | None = None,
+        generation_prompt: bool = True,
     ) -> str:
         """The prompt text the chat template makes of `messages`, `tools` and any extra `variables`
-        (chat_template_kwargs such as enable_thinking)."""
-        return render_chat(self._formatter, messages, tools, variables)
+        (chat_template_kwargs such as enable_thinking), with the assistant's turn opened or not."""
+        formatter = self._formatter if generation_prompt else self._closed_formatter
+        return render_chat(formatter, messages, tools, variables)
 
     def chat_tokens(self, prompt: str) -> list[int]:
         """A rendered chat prompt's tokens, its template markers read as the special tokens they are."""

@@ -215,6 +215,12 @@ class Config:
         "max_tokens when a request sends none (0: the rest of the context)",
     )
     max_n: int = setting("LLM_MAX_N", values.positive_int, "8", "Most choices (n) one request may ask for")
+    prefill_assistant: bool = setting(
+        "LLM_PREFILL_ASSISTANT",
+        values.flag,
+        "1",
+        "1: a chat whose last message is the assistant's continues it (llama-server's --prefill-assistant)",
+    )
     reasoning_budget: int = setting(
         "LLM_REASONING_BUDGET",
         values.int_at_least(-1),

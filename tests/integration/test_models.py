@@ -226,6 +226,12 @@ def test_tokenize_answers_vllms_count_and_the_context_of_the_model_asked(models_
         body = {"model": model, "prompt": "one two three", "add_special_tokens": False}  # vLLM's names
         answer = httpx.post(models_server.url + "/tokenize", json=body, timeout=30).json()
         assert answer["count"] == len(answer["tokens"]) > 0 and answer["max_model_len"] == context
+        assert "token_strs" not in answer
+    # vLLM's return_token_strs: the vocabulary's own strings, as a tokenizer's convert_ids_to_tokens
+    # gives them (SmolLM2's byte-level BPE writes a leading space as Ġ).
+    body = {"model": "smol-a", "prompt": "Hello world", "return_token_strs": True}
+    answer = httpx.post(models_server.url + "/tokenize", json=body, timeout=30).json()
+    assert answer["token_strs"] == ["Hello", "Ġworld"] and len(answer["tokens"]) == 2
 
 
 def test_chat_input_tokens_match_the_prompt_the_model_reads(models_server: Server) -> None:

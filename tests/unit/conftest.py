@@ -38,8 +38,14 @@ class FakeTokenizer:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         variables: dict[str, Any] | None = None,
+        generation_prompt: bool = True,
     ) -> str:
-        formatter = Jinja2ChatFormatter(template=self.chat_template, eos_token="</s>", bos_token="<s>")
+        formatter = Jinja2ChatFormatter(
+            template=self.chat_template,
+            eos_token="</s>",
+            bos_token="<s>",
+            add_generation_prompt=generation_prompt,
+        )
         return render_chat(formatter, messages, tools, variables)
 
     def preserve(self, markers: tuple[str, ...]) -> list[str]:

@@ -238,6 +238,10 @@ class ChatCompletionRequestSchema(OpenAIGenerationSchema):
     reasoning_effort = fields.String(
         allow_none=True, validate=validate.OneOf(("none", "minimal", "low", "medium", "high"))
     )
+    # vLLM's and llama-server's: continue the last assistant message (with add_generation_prompt
+    # false), or template the messages without opening the assistant's turn.
+    continue_final_message = StrictBoolean(allow_none=True)
+    add_generation_prompt = StrictBoolean(allow_none=True)
 
     @validates_schema
     def own_template_variables(self, data: dict[str, Any], **kwargs: Any) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.api.prompting import tools
+from app.api.prompting import prefill, tools
 from app.api.requests.chat import ChatRequest
 from app.chat_formats.answer import AnswerReader
 from app.chat_formats.detect import by_name
@@ -52,19 +52,22 @@ def prompt(tokenizer: Tokenizer, chat: ChatRequest) -> ChatPrompt:
     variables = {**template_dates(datetime.now()), "enable_thinking": True, **chat.chat_template_kwargs}
     if chat.reasoning_effort is not None:
         variables.setdefault("reasoning_effort", chat.reasoning_effort)
-    messages = chat.messages
+    turns = prefill.continuation(chat, current_config().prefill_assistant)
+    messages, opened_turn = turns.messages, turns.generation_prompt
     if shape.native_tools:
         if not shape.supports_tool_calls:  # it describes tools but drops earlier calls
             messages = with_calls_as_text(messages)
         text = tokenizer.render(
-            _native(messages, shape), chat.tools if chat.tools_active else None, variables
+            _native(messages, shape), chat.tools if chat.tools_active else None, variables, opened_turn
         )
     else:
         messages = with_calls_as_text(messages)
         if chat.tools_active:
             messages = with_tool_instructions(messages, chat.tools)
-        text = tokenizer.render(messages, None, variables)
+        text = tokenizer.render(messages, None, variables, opened_turn)
     fmt = shape.format if shape.native_tools else by_name("Generic")
+    if turns.continued is not None:
+        text = prefill.continued_text(text, turns.continued, fmt.thinking_tags if shape.thinks else None)
     thinking = shape.thinks and chat.reasoning_format != "none"
     tags = fmt.thinking_tags
     opened = tags is not None and text.rstrip().endswith(tags[0])  # the template opened the thinking

@@ -31,6 +31,11 @@ class ChatRequest(GenerationOptions):
     reasoning_effort: str | None = None
     logprobs: bool = False
     top_logprobs: int = 0
+    # vLLM's and llama-server's: continue the last (assistant) message, explicitly (None: the
+    # server's LLM_PREFILL_ASSISTANT decides for a trailing assistant message); open the
+    # assistant's turn after the messages or not (None: as the continuation needs).
+    continue_final_message: bool | None = None
+    add_generation_prompt: bool | None = None
 
     @property
     def tools_active(self) -> bool:
@@ -66,4 +71,6 @@ def chat_request(loaded: Mapping[str, Any]) -> ChatRequest:
         reasoning_effort=loaded.get("reasoning_effort"),
         logprobs=bool(loaded.get("logprobs")),
         top_logprobs=loaded.get("top_logprobs") or 0,
+        continue_final_message=loaded.get("continue_final_message"),
+        add_generation_prompt=loaded.get("add_generation_prompt"),
     )

@@ -32,6 +32,11 @@ ANSWERS: dict[str, dict[str, Any]] = {
                 "minimum": 1,
                 "description": "The context of one sequence, in tokens (vLLM's)",
             },
+            "token_strs": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "With `return_token_strs`: each token as the vocabulary writes it (vLLM's)",
+            },
         },
     },
     "DetokenizedText": {

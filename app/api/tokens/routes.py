@@ -28,7 +28,9 @@ def tokenize() -> Response:
     parse_special = body.get("parse_special") is not False
     tokens = tokenizer.tokenize(body.get("content", body.get("prompt", "")), add_special, parse_special)
     # llama-server's `tokens`, with vLLM's `count` and `max_model_len` beside them.
-    sizes = {"count": len(tokens), "max_model_len": current_config().n_ctx}
+    sizes: dict[str, object] = {"count": len(tokens), "max_model_len": current_config().n_ctx}
+    if body.get("return_token_strs"):  # vLLM's: the strings of the vocabulary (Ġ for a space in BPE)
+        sizes["token_strs"] = tokenizer.vocabulary_strings(tokens)
     if not body.get("with_pieces"):
         return jsonify({"tokens": tokens, **sizes})
     pieces = [{"id": token, "piece": _piece(tokenizer.piece(token))} for token in tokens]

@@ -20,6 +20,7 @@ class TokenizeSchema(BaseSchema):
     add_special_tokens = StrictBoolean(allow_none=True)  # vLLM's name for it
     parse_special = StrictBoolean(allow_none=True)
     with_pieces = StrictBoolean(allow_none=True)
+    return_token_strs = StrictBoolean(allow_none=True)  # vLLM's: the vocabulary's own strings
 
     @validates_schema
     def text_given(self, data: dict[str, Any], **kwargs: Any) -> None:

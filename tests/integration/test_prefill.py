@@ -75,7 +75,7 @@ def test_anthropic_and_ollama_prefills_continue_the_same_way(server: Server) -> 
         message = sdk.messages.create(
             model=MODEL,
             system=PREFILLED[0]["content"],
-            messages=[{"role": m["role"], "content": m["content"]} for m in PREFILLED[1:]],  # type: ignore[misc]
+            messages=[{"role": m["role"], "content": m["content"]} for m in PREFILLED[1:]],
             max_tokens=16,
             extra_body={"temperature": 0},
         )
@@ -83,7 +83,7 @@ def test_anthropic_and_ollama_prefills_continue_the_same_way(server: Server) -> 
         with sdk.messages.stream(
             model=MODEL,
             system=PREFILLED[0]["content"],
-            messages=[{"role": m["role"], "content": m["content"]} for m in PREFILLED[1:]],  # type: ignore[misc]
+            messages=[{"role": m["role"], "content": m["content"]} for m in PREFILLED[1:]],
             max_tokens=16,
             extra_body={"temperature": 0},
         ) as stream:

@@ -42,6 +42,17 @@ def of(path: str) -> dict[str, Any]:
     return read(path, Path(path).stat().st_mtime)
 
 
+def pooling_type(path: str) -> int | None:
+    """The pooling type the GGUF names (llama.cpp's numbers: 4 is a reranker's), None if it names
+    none or cannot be read."""
+    try:
+        header = of(path)
+    except (OSError, ValueError, struct.error):
+        return None
+    value = header.get(f"{header.get('general.architecture')}.pooling_type")
+    return value if isinstance(value, int) else None
+
+
 _SKIPPED = object()
 
 

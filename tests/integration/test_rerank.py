@@ -22,8 +22,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     reranker = tiny_bert.write(tmp_path_factory.mktemp("rerank") / "tiny-reranker.gguf", PoolingType.RANK)
     models = [
         {"id": "chat", "path": default_model_path()},
-        {"id": "reranker", "path": str(reranker), "embedding": True},  # pooling: rank, from the GGUF
+        # An embedding model first: a request that names no model is still the reranker's.
         {"id": "embed", "path": default_model_path(), "embedding": True, "pooling": "mean", "n_ctx": 512},
+        {"id": "reranker", "path": str(reranker), "embedding": True},  # pooling: rank, from the GGUF
     ]
     with serving_models(models, answers=9) as instance:
         yield instance
@@ -46,6 +47,14 @@ def test_documents_come_back_most_relevant_first(server: Server) -> None:
     for result in ranked["results"]:
         alone = rerank(server, documents=[DOCUMENTS[result["index"]]]).json()["results"][0]
         assert alone["relevance_score"] == pytest.approx(result["relevance_score"], abs=1e-4)
+
+
+def test_a_request_that_names_no_model_goes_to_the_reranker_its_gguf_makes(server: Server) -> None:
+    body = {"query": "the cat", "documents": DOCUMENTS}
+    answer = httpx.post(server.url + "/v1/rerank", json=body, timeout=60)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["model"] == "reranker"
+    assert answer.json()["results"] == rerank(server, documents=DOCUMENTS).json()["results"]
 
 
 def test_top_n_documents_and_every_path(server: Server) -> None:

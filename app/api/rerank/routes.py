@@ -14,9 +14,11 @@ from app.api.http.body import embedding_engine, model_index, parse_json
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.rerank.schemas import rerank_request_schema
 from app.api.routing.route import here_or_relay
+from app.engine import gguf_metadata
 from app.settings.current import current_config
 
 bp = Blueprint("rerank", __name__)
+RANK_POOLING = 4  # llama.cpp's LLAMA_POOLING_TYPE_RANK, as a GGUF's pooling_type names it
 NOT_A_RERANKER = (
     'The model \'{model}\' {does}; a reranker is served with "embedding": true and "pooling": "rank" '
     "(or a GGUF whose pooling type is rank) in LLM_MODELS."
@@ -75,5 +77,10 @@ def _reranker(name: str | None) -> int:
     if name is not None:
         return model_index(name)
     served = current_config().models
-    ranked = [i for i, spec in enumerate(served) if spec.embedding and spec.pooling == "rank"]
+    ranked = [i for i, spec in enumerate(served) if spec.embedding and _ranks(spec.pooling, spec.path)]
     return ranked[0] if ranked else model_index(None, "embed")
+
+
+def _ranks(pooling: str | None, path: str) -> bool:
+    """A reranking entry: its pooling `rank`, or none set and its GGUF's rank (as llama-server reads it)."""
+    return pooling == "rank" or (pooling is None and gguf_metadata.pooling_type(path) == RANK_POOLING)

@@ -26,6 +26,18 @@ def watch(environ: dict[str, Any], on_disconnect: Callable[[], object]) -> Calla
     return lambda: watcher.kill(block=False)
 
 
+class HangUp:
+    """Whether the client has hung up since this began watching (until `stop`)."""
+
+    def __init__(self, environ: dict[str, Any]) -> None:
+        self.seen = False
+        self.handed_over = False  # to a response that stops watching when it ends
+        self.stop = watch(environ, self._saw)
+
+    def _saw(self) -> None:
+        self.seen = True
+
+
 def _wait_for_hangup(sock: socket.socket, on_disconnect: Callable[[], object]) -> None:
     try:
         # A watcher of our own: waiting in sock.recv would take the socket's read event,

@@ -7,6 +7,8 @@ model, and the operator routes of llama-server's router mode behind an API key.
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,6 +186,35 @@ def test_a_busy_model_stays_and_a_request_for_another_waits_then_gets_a_503(
         stream.close()
     wait_for_log(pool_server, "request cancelled by its client")
     assert chat(sdk, "od-b")  # once od-a is idle, the pool worker takes od-b
+
+
+def test_a_request_whose_client_hung_up_while_it_waited_loads_nothing(
+    pool_server: Server, sdk: openai.OpenAI
+) -> None:
+    stream = sdk.chat.completions.create(
+        model="od-a",
+        messages=[{"role": "user", "content": "Count to a thousand."}],
+        max_tokens=1900,
+        stream=True,
+        extra_body={"min_tokens": 1900},  # the one pool worker busy until the stream is closed
+    )
+    cancelled = pool_server.output().count("request cancelled by its client")
+    try:
+        next(iter(stream))
+        # od-b waits for the pool worker; its client hangs up meanwhile.
+        body = json.dumps({"model": "od-b", "messages": [{"role": "user", "content": "Hi"}]}).encode()
+        head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")  # fmt: skip
+        host, port = pool_server.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(head.encode() + body)  # and closed at once: the request is read all the same
+        wait_for_log(pool_server, "a request for 'od-b' gave up waiting for it: its client hung up")
+    finally:
+        stream.close()
+    wait_for_log(pool_server, "request cancelled by its client", count=cancelled + 1)
+    # The pool worker is free now; nobody asked for od-b any more, so od-a stays and od-b is not loaded.
+    assert listed(pool_server, "od-a")["status"] == {"value": "loaded"}
+    assert listed(pool_server, "od-b")["status"] != {"value": "loaded"}
 
 
 def test_waiting_requests_for_one_model_share_one_load(pool_server: Server, sdk: openai.OpenAI) -> None:

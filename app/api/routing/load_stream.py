@@ -32,14 +32,21 @@ def keep_alive_until_loaded(
     table: PeerTable,
     holder_slot: Callable[[], int | None],
     loading: gevent.Greenlet,
+    ended: Callable[[], object],
 ) -> Response:
     """A streaming response: keep-alives until `holder_slot()` names a worker holding the model ready
     (unless `loading`, the greenlet seeing to the load, ends saying why not), then that worker's
-    answer to `request`."""
+    answer to `request`; `ended` is called when the wait is over, however it ended."""
     forward = relay.forward_of(request)
     deadline = time.monotonic() + config.queue_timeout
 
     def events() -> Iterator[bytes]:
+        try:
+            yield from waited()
+        finally:
+            ended()
+
+    def waited() -> Iterator[bytes]:
         last = time.monotonic()
         while (slot := holder_slot()) is None:
             if loading.dead and loading.value is not None:  # it could not: what stopped it

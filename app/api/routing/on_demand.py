@@ -10,6 +10,7 @@ load is the same code whether an operator or a request asked for it. The request
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from typing import Any
@@ -20,10 +21,11 @@ from flask import Flask, Response, copy_current_request_context, current_app, g,
 from app import workers
 from app.api.http.errors import InvalidRequestError, ServiceUnavailableError
 from app.api.routing import load_stream
-from app.serving import internal, peers, relay, routing
+from app.serving import disconnect, internal, peers, relay, routing
 from app.serving.model_holder import Busy, LoadFailed, ModelHolder
 from app.settings.current import current_config
 
+log = logging.getLogger(__name__)
 POLL = 0.1  # seconds between looks at the peer table while a model loads elsewhere
 # How long a relayed request waited for its model on the worker that relayed it (trusted
 # only on a relayed request: the peers' marker says so).
@@ -70,7 +72,7 @@ def serve_on_demand(index: int, streams: bool = False) -> Response | None:
     """None to serve the request here (this worker holds model `index`, ready); else the response
     of the worker that holds it, once one does. A 503 if no worker could start loading it in
     time. A request that `streams` gets its 200 and keep-alives once a load is under way."""
-    config, mine = current_config(), holder()
+    config = current_config()
     if internal.of(request.environ) is not None:  # a batch line, run by a start-up model's worker
         raise InvalidRequestError(
             f"The model '{config.models[index].id}' loads on demand; batches run on the models "
@@ -79,6 +81,18 @@ def serve_on_demand(index: int, streams: bool = False) -> Response | None:
         )
     arrived = time.monotonic()
     deadline = arrived + config.queue_timeout
+    left = disconnect.HangUp(request.environ)  # a client gone while it waits loads nothing
+    try:
+        return _serve_when_held(index, streams, arrived, deadline, left)
+    finally:
+        if not left.handed_over:  # else the keep-alive stream stops watching when it ends
+            left.stop()
+
+
+def _serve_when_held(
+    index: int, streams: bool, arrived: float, deadline: float, left: disconnect.HangUp
+) -> Response | None:
+    config, mine = current_config(), holder()
     while True:
         if mine is not None and mine.index == index and mine.engine.ready:
             _note_wait(time.monotonic() - arrived)
@@ -90,14 +104,20 @@ def serve_on_demand(index: int, streams: bool = False) -> Response | None:
             return relayed
         if relay.is_relayed(request, workers.this_worker()) and mine is None:
             break  # sent here for a model this worker does not hold: its sender retries
+        if left.seen:
+            log.info("a request for '%s' gave up waiting for it: its client hung up", config.models[index].id)
+            return Response(status=499)  # nobody reads it
         if streams and (_loader_for(index) is not None or _loading(index)):  # a load can start, or has
-            seeing_to_it = gevent.spawn(copy_current_request_context(_load_until_held), index, deadline)
+            seeing_to_it = gevent.spawn(copy_current_request_context(_load_until_held), index, deadline, left)
             worker = me()  # the stream reads the table after the view has returned: no app then
 
             def ready_in(worker: peers.Worker = worker) -> int | None:
                 return routing.ready_holder(routing.snapshot_of(worker), index)
 
-            return load_stream.keep_alive_until_loaded(request, config, worker.table, ready_in, seeing_to_it)
+            left.handed_over = True
+            return load_stream.keep_alive_until_loaded(
+                request, config, worker.table, ready_in, seeing_to_it, left.stop
+            )
         loaded = _load_somewhere(index, deadline)
         if time.monotonic() >= deadline:
             break
@@ -178,11 +198,14 @@ def _load_somewhere(index: int, deadline: float) -> bool:
     return status == 200
 
 
-def _load_until_held(index: int, deadline: float) -> str | None:
+def _load_until_held(index: int, deadline: float, left: disconnect.HangUp | None = None) -> str | None:
     """Until a worker holds model `index` ready: have one load it (waiting for a free one, or for
-    a load under way). What stopped it, if something did (llama.cpp's refusal, the deadline)."""
+    a load under way). What stopped it, if something did (llama.cpp's refusal, the deadline, the
+    client of the request that asked for it hanging up)."""
     try:
         while not _held_ready(index):
+            if left is not None and left.seen:
+                return "the client hung up"
             if not _load_somewhere(index, deadline):
                 if time.monotonic() >= deadline:
                     config = current_config()

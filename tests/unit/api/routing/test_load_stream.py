@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import gevent
 import pytest
 
@@ -63,9 +65,16 @@ def run(
     relayed.setattr(relay, "open_forward", open_forward)
     config = settings(LLM_QUEUE_TIMEOUT="30", **env)
     table = object()  # only handed on to open_forward, faked here
-    response = load_stream.keep_alive_until_loaded(path, config, table, holder_slot, loading)  # type: ignore[arg-type]  # a path for a request, a stand-in table
+    ended: list[bool] = []
+    # A path for a request, a stand-in table: what keep_alive_until_loaded hands on, faked here.
+    request, stand_in = cast(Any, path), cast(Any, table)
+    response = load_stream.keep_alive_until_loaded(
+        request, config, stand_in, holder_slot, loading, lambda: ended.append(True)
+    )
     assert response.mimetype == "text/event-stream" and response.status_code == 200
-    return [piece if isinstance(piece, bytes) else piece.encode() for piece in response.response if piece]
+    pieces = [piece if isinstance(piece, bytes) else piece.encode() for piece in response.response if piece]
+    assert ended == [True]  # told once that the wait is over (the hang-up watch stops)
+    return pieces
 
 
 def test_keep_alives_while_the_model_loads_then_the_holders_events_unchanged(

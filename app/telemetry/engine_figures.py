@@ -7,7 +7,7 @@ from collections.abc import Callable
 from app.engine.kv_memory import KvMemory
 from app.engine.memory import MemoryKind
 from app.engine.observer import EngineObserver
-from app.telemetry import metrics
+from app.telemetry import metrics, standard_names
 from app.telemetry.worker_board import WorkerBoard
 
 
@@ -58,6 +58,7 @@ class EngineFigures(EngineObserver):
         metrics.SPEC_DRAFTS.inc()
         metrics.SPEC_DRAFT_TOKENS.inc(drafted)
         metrics.SPEC_ACCEPTED_TOKENS.inc(accepted)
+        standard_names.drafted(drafted, accepted)
         if self._board is not None:
             self._board.add_drafts(self._slot, drafted, accepted)
 
@@ -81,6 +82,7 @@ class EngineFigures(EngineObserver):
             metrics.THREADS.set(threads)
         if decoded:
             metrics.BATCH_TOKENS.observe(decoded)
+            standard_names.decoded()
         if reused:
             metrics.CACHED_PROMPT_TOKENS.inc(reused)
         if sampled and self._board is not None:

@@ -19,6 +19,7 @@ from prometheus_client import (
 )
 
 from app.settings.current import current_config
+from app.telemetry import standard_names
 from app.telemetry.model_server import ModelServerCollector
 from app.telemetry.worker_board import WorkerBoard
 
@@ -149,6 +150,7 @@ def record_request(route: str, status: int, stats: RequestStats, model: str, sec
             TIME_PER_OUTPUT_TOKEN.labels(model=model).observe(per_token)
     for gap in stats.gaps:
         INTER_TOKEN.labels(model=model).observe(gap)
+    standard_names.record(stats, model, seconds)
     if stats.cancelled:
         CANCELLED.inc()
     if stats.rejected or status in (429, 503) and route.startswith("/v1/"):

@@ -19,6 +19,7 @@ class RequestStats:
     relayed: bool = False  # handed to another worker, which logs and counts it
     key_name: str | None = None  # the API key's name, when the server has keys
     queue_wait: float | None = None  # seconds from admission to a first sequence
+    finish_reason: str | None = None  # the last choice's to finish
     started: float = field(default_factory=time.monotonic)
     gaps: list[float] = field(default_factory=list)
     _last: float | None = None
@@ -28,6 +29,11 @@ class RequestStats:
         """The tokens a choice has generated so far (chunks carry running counts)."""
         self._tokens_by_choice[choice] = max(tokens, self._tokens_by_choice.get(choice, 0))
         self.completion_tokens = sum(self._tokens_by_choice.values())
+
+    @property
+    def longest_choice(self) -> int:
+        """The most tokens one choice generated."""
+        return max(self._tokens_by_choice.values(), default=0)
 
     def on_text(self) -> None:
         """A piece of text was produced now: time to first token, then gaps between tokens."""

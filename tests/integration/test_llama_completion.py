@@ -21,7 +21,9 @@ PROMPT = "The three primary colours are"
 
 @pytest.fixture(scope="module")
 def reference() -> Iterator[Service]:
-    service = llama_server.start(default_model_path(), threads=1, slots=1, n_ctx=1024, same_kernels=True)
+    service = llama_server.start(
+        default_model_path(), threads=1, slots=1, n_ctx=1024, extra=("--metrics",), same_kernels=True
+    )
     yield service
     service.stop()
 
@@ -133,3 +135,24 @@ def test_an_answer_that_fills_the_context_is_truncated_as_llama_servers(
 def test_bad_input_is_a_400_naming_the_field(server: Server, body: dict, param: str) -> None:
     answer = httpx.post(server.url + "/completion", json=body, timeout=60)
     assert answer.status_code == 400 and answer.json()["error"]["param"] == param, answer.text
+
+
+def metric_names(url: str) -> set[str]:
+    """The names a /metrics page declares (its TYPE lines)."""
+    text = httpx.get(url + "/metrics", timeout=30).text
+    return {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+
+
+# llama-server's gauges of throughput since the previous scrape (reset by each scrape): a
+# dashboard computes the same from the counters' rates, which are here.
+SCRAPE_WINDOW_GAUGES = {
+    "llamacpp:prompt_tokens_seconds", "llamacpp:predicted_tokens_seconds", "llamacpp:n_busy_slots_per_decode",
+}  # fmt: skip
+
+
+def test_llama_servers_metric_names_are_served_beside_ours(server: Server, reference: Service) -> None:
+    for url in (server.url, reference.url):
+        complete(url, n_predict=4)
+    theirs = {name for name in metric_names(reference.url) if name.startswith("llamacpp:")}
+    ours = metric_names(server.url)
+    assert len(theirs) > 10 and not (theirs - SCRAPE_WINDOW_GAUGES) - ours, sorted(theirs - ours)

@@ -20,6 +20,26 @@ DASHBOARD = ROOT / "deploy" / "grafana" / "llm-server.json"
 KEYS = "alice sk-alice-p1\nbob sk-bob-p2 rpm=6\n"
 
 
+# Queries of vLLM's Grafana dashboard (examples/online_serving/prometheus_grafana/grafana.json),
+# with its model variable filled in: its panels read this server's vLLM-named series.
+MODEL = 'model_name="SmolLM2-135M-Instruct.Q4_1"'
+VLLM_DASHBOARD = [
+    f"histogram_quantile(0.99, sum by(le) (rate(vllm:e2e_request_latency_seconds_bucket{{{MODEL}}}[1m])))",
+    f"histogram_quantile(0.99, sum by(le) (rate(vllm:time_to_first_token_seconds_bucket{{{MODEL}}}[1m])))",
+    f"histogram_quantile(0.99, sum by(le) (rate(vllm:inter_token_latency_seconds_bucket{{{MODEL}}}[1m])))",
+    f"histogram_quantile(0.5, sum by(le) (rate(vllm:request_queue_time_seconds_bucket{{{MODEL}}}[1m])))",
+    f"histogram_quantile(0.5, sum by(le) (rate(vllm:request_prefill_time_seconds_bucket{{{MODEL}}}[1m])))",
+    f"histogram_quantile(0.5, sum by(le) (rate(vllm:request_decode_time_seconds_bucket{{{MODEL}}}[1m])))",
+    f"rate(vllm:prompt_tokens_total{{{MODEL}}}[1m])",
+    f"rate(vllm:generation_tokens_total{{{MODEL}}}[1m])",
+    f"sum by(finished_reason) (increase(vllm:request_success_total{{{MODEL}}}[1m]))",
+    f"sum by(le) (increase(vllm:request_prompt_tokens_bucket{{{MODEL}}}[1m]))",
+    f"sum by(le) (increase(vllm:request_generation_tokens_bucket{{{MODEL}}}[1m]))",
+    "vllm:num_requests_running",
+    "vllm:kv_cache_usage_perc",
+]
+
+
 def dashboard_queries() -> list[str]:
     """Every PromQL expression of the dashboard, with Grafana's rate window filled in."""
     panels = json.loads(DASHBOARD.read_text())["panels"]
@@ -88,5 +108,14 @@ def test_prometheus_scrapes_and_every_dashboard_query_answers(
         wait_until(lambda: total(prom, "count(llm_requests_total)") > 0, 10, "a second scrape")
         empty = [expr for expr in dashboard_queries() if not query(prom, expr)]
         assert not empty, f"dashboard queries without data: {empty}"
+        # vLLM's and llama-server's names count what ours count, and vLLM's dashboard reads them.
+        assert total(prom, "sum(vllm:prompt_tokens_total)") == prompt
+        assert total(prom, "sum(vllm:generation_tokens_total)") == completion
+        assert total(prom, "sum(llamacpp:tokens_predicted_total)") == completion
+        llama_prompt = "sum(llamacpp:prompt_tokens_total) + sum(llamacpp:prompt_tokens_cached_total)"
+        assert total(prom, llama_prompt) == prompt
+        assert total(prom, "sum(llamacpp:n_decode_total)") >= completion / 4  # steps batch several streams
+        empty = [expr for expr in VLLM_DASHBOARD if not query(prom, expr)]
+        assert not empty, f"vLLM dashboard queries without data: {empty}"
     finally:
         prom.stop()

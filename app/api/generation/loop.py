@@ -116,6 +116,7 @@ def chunks(generation: Generation, stats: RequestStats) -> Iterator[Chunk | None
                 stats.on_text()
             stats.count_tokens(chunk.index, chunk.completion_tokens)
             stats.cached_tokens = max(stats.cached_tokens, chunk.cached_tokens)
+            stats.finish_reason = chunk.finish_reason or stats.finish_reason
             if chunk.finish_reason == "cancelled":
                 raise HungUp
             _raise_if_failed(chunk)

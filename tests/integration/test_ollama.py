@@ -371,6 +371,37 @@ def test_langchains_chat_ollama_invokes_streams_and_binds_tools(ollama_server: S
         chat._client.close()  # LangChain never closes the Ollama client it makes (its socket would leak)
 
 
+def test_logprobs_whole_and_streamed_as_ollama_and_langchain_read_them(
+    ollama_server: Server, client: ollama.Client
+) -> None:
+    # Ollama's logprobs (0.12.11 on): each token's log-probability and the likeliest at its place,
+    # the same tokens chat completions score for the same conversation.
+    ask = [{"role": "user", "content": "Name a colour."}]
+    options = {"temperature": 0, "num_predict": 8}
+    whole = client.chat(model=CHAT, messages=ask, options=options, logprobs=True, top_logprobs=2)
+    assert whole.logprobs and "".join(e.token for e in whole.logprobs) == whole.message.content
+    assert all(e.top_logprobs is not None and len(e.top_logprobs) == 2 for e in whole.logprobs)
+    body = {"model": CHAT, "messages": ask, "max_tokens": 8, "temperature": 0, "logprobs": True}
+    scored = httpx.post(ollama_server.url + "/v1/chat/completions", json=body, timeout=60).json()
+    expected = [(e["token"], round(e["logprob"], 4)) for e in scored["choices"][0]["logprobs"]["content"]]
+    assert [(e.token, round(e.logprob, 4)) for e in whole.logprobs] == expected
+    streamed = client.chat(model=CHAT, messages=ask, options=options, logprobs=True, stream=True)
+    assert [(e.token, round(e.logprob, 4)) for part in streamed for e in part.logprobs or []] == expected
+    generated = client.generate(model=CHAT, prompt="The sky is", options=options, logprobs=True, raw=True)
+    assert generated.logprobs and "".join(e.token for e in generated.logprobs) == generated.response
+    assert client.chat(model=CHAT, messages=ask, options=options).logprobs is None  # not asked for
+    from langchain_ollama import ChatOllama
+
+    chat = ChatOllama(base_url=ollama_server.url, model=CHAT, temperature=0, num_predict=8, logprobs=True)
+    try:
+        answer = chat.invoke("Name a colour.")
+        assert [
+            (e["token"], round(e["logprob"], 4)) for e in answer.response_metadata["logprobs"]
+        ] == expected
+    finally:
+        chat._client.close()
+
+
 def test_llamaindex_chats_streams_calls_tools_thinks_and_embeds(ollama_server: Server) -> None:
     """LlamaIndex's `Ollama` and `OllamaEmbedding` with their defaults (the context window read
     from /api/show and sent as num_ctx with every request), in LlamaIndex's own venv."""

@@ -191,3 +191,32 @@ def test_a_hang_up_frees_the_sequence(start_server: Callable[..., Server]) -> No
     sock.close()
     wait_for_log(server, "cancelled by its client after")
     assert fetch(server.port, "POST", "/v1/responses", {"input": "Hi", "max_output_tokens": 2}).status == 200
+
+
+def test_output_text_logprobs_whole_and_streamed_are_chat_completions(client: openai.OpenAI) -> None:
+    # include: ["message.output_text.logprobs"] with top_logprobs, as OpenAI's; the same input as a
+    # chat message scores the same tokens.
+    asked: dict = {"model": MODEL, "input": "Name a colour.", "max_output_tokens": 8, "temperature": 0}
+    scored = {"include": ["message.output_text.logprobs"], "top_logprobs": 2}
+    whole = client.responses.create(**asked, **scored)
+    (part,) = whole.output[0].content
+    assert part.type == "output_text" and part.logprobs and whole.top_logprobs == 2
+    assert "".join(entry.token for entry in part.logprobs) == part.text
+    assert all(len(entry.top_logprobs) == 2 for entry in part.logprobs)
+    chat = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Name a colour."}], max_tokens=8, temperature=0,
+        logprobs=True, top_logprobs=2,
+    )  # fmt: skip
+    assert chat.choices[0].logprobs is not None and chat.choices[0].logprobs.content is not None
+    expected = [(e.token, round(e.logprob, 4)) for e in chat.choices[0].logprobs.content]
+    assert [(e.token, round(e.logprob, 4)) for e in part.logprobs] == expected
+    deltas: list[tuple[str, float]] = []
+    done = None
+    for event in client.responses.create(**asked, **scored, stream=True):
+        if event.type == "response.output_text.delta":
+            deltas.extend((e.token, round(e.logprob, 4)) for e in event.logprobs)
+        elif event.type == "response.output_text.done":
+            done = [(e.token, round(e.logprob, 4)) for e in event.logprobs]
+    assert deltas == done == expected
+    plain = client.responses.create(**asked)  # not asked for: none
+    assert plain.output[0].content[0].logprobs == []

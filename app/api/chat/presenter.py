@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.api.chat import logprobs
 from app.api.chat.objects import Choice, ObjectHeader, usage
+from app.api.generation import logprobs
 from app.api.generation.loop import ChoiceResult
 from app.api.http import sse
 from app.api.http.errors import APIError

@@ -162,6 +162,7 @@ def plan_chat_choice(
         chat,
         [tokens],
         prompt_param=prompt_param,
+        logprobs=chat.top_logprobs if chat.logprobs else None,
         grammar=structured_output.checked(tokenizer, grammar, param),
         grammar_triggers=triggers,
         thinking_budget=thinking_budget,

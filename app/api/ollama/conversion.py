@@ -76,6 +76,8 @@ def as_chat(body: dict[str, Any], conversation: list[dict[str, Any]]) -> ChatReq
         tool_choice="auto" if body.get("tools") else None,
         chat_template_kwargs={"enable_thinking": think is not False} if think is not None else {},
         reasoning_effort=think if isinstance(think, str) else None,
+        logprobs=bool(body.get("logprobs")),
+        top_logprobs=body.get("top_logprobs") or 0,
     )
 
 

@@ -17,12 +17,13 @@ from typing import Any
 
 from flask import g
 
+from app.api.generation import logprobs
 from app.api.generation.loop import ChoiceResult
 from app.api.http.errors import APIError
 from app.api.ollama import ndjson
 from app.chat_formats.answer import AnswerReader, DeltaStream
 from app.chat_formats.base import ToolCall
-from app.engine.types import Chunk
+from app.engine.types import Chunk, TokenLogprob
 
 NS = 1_000_000_000
 
@@ -32,8 +33,14 @@ class OllamaPresenter:
 
     stream_response = staticmethod(ndjson.stream_response)
 
-    def __init__(self, model: str, prompt_tokens: int, reader: AnswerReader, chat: bool) -> None:
+    def __init__(
+        self, model: str, prompt_tokens: int, reader: AnswerReader, chat: bool, logprobs: bool = False
+    ) -> None:
         self.model, self.prompt_tokens, self.reader, self.chat = model, prompt_tokens, reader, chat
+        # `logprobs`: each line carries its tokens' log-probabilities (those of tokens whose text
+        # is held back ride on the next line that carries text), the whole answer all of them.
+        self.logprobs = logprobs
+        self._pending: list[TokenLogprob] = []
         # How the answer reads when its calls are none Ollama's clients could take (see _calls).
         self.as_text = dataclasses.replace(reader, functions=(), forced=False)
         stats = getattr(g, "stats", None)
@@ -54,7 +61,11 @@ class OllamaPresenter:
         calls = _calls(parsed.calls)
         if calls is None:
             parsed = self.as_text.read(result.text, partial=False)
-        return self._done(result) | self._piece(parsed.content, parsed.reasoning, calls or [])
+        return (
+            self._done(result)
+            | self._piece(parsed.content, parsed.reasoning, calls or [])
+            | self._scored(result.logprobs)
+        )
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
         """A line per piece of text or thinking as it is read, the calls whole, then the last line."""
@@ -65,20 +76,31 @@ class OllamaPresenter:
             if self.first is None and chunk.text:
                 self.first = time.monotonic()
             result.add(chunk)
+            self._pending.extend(chunk.logprobs)
             for delta in stream.update(result.text, chunk.finish_reason is not None):
                 if delta.kind == "content" and delta.text:
                     sent += delta.text
-                    yield ndjson.line(self._head(False) | self._piece(delta.text, "", []))
+                    yield self._line(self._piece(delta.text, "", []))
                 elif delta.kind == "reasoning" and delta.text:
-                    yield ndjson.line(self._head(False) | self._piece("", delta.text, []))
+                    yield self._line(self._piece("", delta.text, []))
         calls = _calls(stream.last.calls)
         if calls:
-            yield ndjson.line(self._head(False) | self._piece("", "", calls))
+            yield self._line(self._piece("", "", calls))
         elif calls is None:  # held back as calls, but none a client could take: the text after all
             text = self.as_text.read(result.text, partial=False).content
             if text.startswith(sent) and len(text) > len(sent):
-                yield ndjson.line(self._head(False) | self._piece(text[len(sent) :], "", []))
-        yield ndjson.line(self._done(result) | self._piece("", "", []))
+                yield self._line(self._piece(text[len(sent) :], "", []))
+        yield ndjson.line(self._done(result) | self._piece("", "", []) | self._scored(self._pending))
+
+    def _line(self, piece: dict[str, Any]) -> bytes:
+        """A line of the stream, with the log-probabilities of the tokens since the last line."""
+        line = ndjson.line(self._head(False) | piece | self._scored(self._pending))
+        self._pending = []
+        return line
+
+    def _scored(self, entries: list[TokenLogprob]) -> dict[str, Any]:
+        """Ollama's `logprobs` for `entries` (nothing unless asked for)."""
+        return {"logprobs": logprobs.chat(entries)["content"]} if self.logprobs else {}
 
     def failure(self, error: APIError) -> bytes:
         """After the 200: a line holding the error (Ollama's clients raise it)."""

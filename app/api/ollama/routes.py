@@ -53,7 +53,9 @@ def chat() -> Response:
     requests = plan_chat_choice(
         chat, prompt.tokens, prompt.profile, engine.tokenizer, prompt_param="messages", thinking_budget=budget
     )
-    presenter = OllamaPresenter(body["named"], len(prompt.tokens), prompt.reader, chat=True)
+    presenter = OllamaPresenter(
+        body["named"], len(prompt.tokens), prompt.reader, chat=True, logprobs=chat.logprobs
+    )
     return generate(engine, chat.stream, requests, presenter, len(prompt.tokens))
 
 
@@ -82,7 +84,7 @@ def generate_text() -> Response:
         tokens, reader, profile = prompt.tokens, prompt.reader, prompt.profile
     chat = conversion.fit_context(chat, body, len(tokens), current_config())
     requests = plan_chat_choice(chat, tokens, profile, tokenizer, prompt_param="prompt")
-    presenter = OllamaPresenter(body["named"], len(tokens), reader, chat=False)
+    presenter = OllamaPresenter(body["named"], len(tokens), reader, chat=False, logprobs=chat.logprobs)
     return generate(engine, chat.stream, requests, presenter, len(tokens))
 
 

@@ -144,6 +144,9 @@ class GenerationBase(ModelNamed):
     stream = StrictBoolean(load_default=True)  # Ollama streams unless told not to
     keep_alive = KeepAliveField(allow_none=True)
     think = ThinkField(allow_none=True)
+    # Ollama's (0.12.11 on): each generated token's log-probability, and the likeliest at its place.
+    logprobs = StrictBoolean(allow_none=True)
+    top_logprobs = count(0, 20)
 
 
 class ChatSchema(GenerationBase):

@@ -39,6 +39,9 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return conversation
 
 
+LOGPROBS = "message.output_text.logprobs"  # the `include` that asks for the answer's token log-probabilities
+
+
 def as_chat(body: dict[str, Any]) -> ChatRequest:
     """The chat request a Responses request amounts to, for the template, planning, tools and grammars."""
     return ChatRequest(
@@ -50,6 +53,8 @@ def as_chat(body: dict[str, Any]) -> ChatRequest:
         stream=bool(body.get("stream")),
         tool_choice=body.get("tool_choice"),
         reasoning_effort=(body.get("reasoning") or {}).get("effort"),
+        logprobs=LOGPROBS in (body.get("include") or []),
+        top_logprobs=body.get("top_logprobs") or 0,
         parallel_tool_calls=body.get("parallel_tool_calls"),
         tools=[
             {

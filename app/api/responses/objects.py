@@ -13,13 +13,15 @@ __all__ = ["new_id"]  # the presenter names every id it makes through here
 _DEFAULTS = Sampling()  # what a request that sends no temperature or top_p gets
 
 
-def text_part(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+def text_part(text: str, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs or []}
 
 
-def message_item(item_id: str, text: str | None, status: str) -> dict[str, Any]:
+def message_item(
+    item_id: str, text: str | None, status: str, logprobs: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """An assistant message; `text` None while it has no content part yet."""
-    content = [] if text is None else [text_part(text)]
+    content = [] if text is None else [text_part(text, logprobs)]
     return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
 
 
@@ -82,6 +84,7 @@ class ResponseHeader:
                 for tool in body.get("tools") or []
             ],
             "top_p": _DEFAULTS.top_p if body.get("top_p") is None else body["top_p"],
+            "top_logprobs": body.get("top_logprobs"),
             "truncation": body.get("truncation") or "disabled",
         }
         if conversation is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from app.api.generation import logprobs
 from app.api.generation.answer_blocks import Block, BlockEvent, BlockStream
 from app.api.generation.loop import ChoiceResult
 from app.api.http import sse
@@ -13,7 +14,7 @@ from app.api.prompting import tools
 from app.api.responses import objects
 from app.api.responses.objects import ResponseHeader
 from app.chat_formats.answer import AnswerReader
-from app.engine.types import Chunk
+from app.engine.types import Chunk, TokenLogprob
 
 # The error codes the Response object allows, for what can go wrong after the 200.
 _FAILURE_CODES = {429: "rate_limit_exceeded"}
@@ -33,6 +34,7 @@ class ResponsesPresenter:
         reader: AnswerReader,
         on_final: Callable[[dict[str, Any]], None] | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
+        wants_logprobs: bool = False,
     ):
         self.header, self.prompt_tokens = header, prompt_tokens
         self.on_final = (
@@ -42,6 +44,11 @@ class ResponsesPresenter:
         self.reader = reader
         self.sequence = 0
         self.output: list[dict[str, Any]] = []
+        # `include: ["message.output_text.logprobs"]`: the tokens' log-probabilities, each on the
+        # text delta that first carries text after it, and all of them on the finished text.
+        self.wants_logprobs = wants_logprobs
+        self._pending: list[TokenLogprob] = []
+        self._given: list[dict[str, Any]] = []
 
     def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
         """The whole Response: a reasoning item, a message, function calls, as the model wrote them."""
@@ -52,7 +59,8 @@ class ResponsesPresenter:
         if parsed.reasoning:
             items.append(objects.reasoning_item(objects.new_id("rs"), parsed.reasoning, status))
         if parsed.content or not parsed.calls:
-            items.append(objects.message_item(objects.new_id("msg"), parsed.content, status))
+            shaped = logprobs.chat(result.logprobs)["content"] if self.wants_logprobs else None
+            items.append(objects.message_item(objects.new_id("msg"), parsed.content, status, shaped))
         for call in tools.openai_calls(parsed, self.reader):
             items.append(objects.call_item(objects.new_id("fc"), call, status))
         return self._final(items, result)
@@ -78,6 +86,8 @@ class ResponsesPresenter:
                 yield sse.KEEPALIVE
                 continue
             result.add(chunk)
+            if self.wants_logprobs:
+                self._pending.extend(chunk.logprobs)
             for event in blocks.feed(chunk.text, chunk.finish_reason is not None):
                 item_id = ids.setdefault(event.block.position, objects.new_id(_PREFIXES[event.block.kind]))
                 yield from self._item_events(event, item_id, result)
@@ -108,18 +118,20 @@ class ResponsesPresenter:
             }
             extra: dict[str, Any] = {"content_index": 0} if block.kind != "call" else {}
             if block.kind == "content":
-                extra["logprobs"] = []
+                extra["logprobs"] = self._logprobs_so_far()
             yield self._event(kinds[block.kind], **where, **extra, delta=event.piece)
         else:
-            item = _item(block, item_id, _status(result))
+            if block.kind == "content":
+                self._logprobs_so_far()  # the last tokens' too
+            item = _item(block, item_id, _status(result), self._given)
             self.output.append(item)
             if block.kind == "content":
+                text, given = block.text, self._given
                 yield self._event(
-                    "response.output_text.done", **where, content_index=0, text=block.text, logprobs=[]
+                    "response.output_text.done", **where, content_index=0, text=text, logprobs=given
                 )
-                yield self._event(
-                    "response.content_part.done", **where, content_index=0, part=objects.text_part(block.text)
-                )
+                part = objects.text_part(text, given)
+                yield self._event("response.content_part.done", **where, content_index=0, part=part)
             elif block.kind == "reasoning":
                 yield self._event("response.reasoning_text.done", **where, content_index=0, text=block.text)
             else:
@@ -127,6 +139,13 @@ class ResponsesPresenter:
                     "response.function_call_arguments.done", **where, name=block.name, arguments=block.text
                 )
             yield self._event("response.output_item.done", output_index=index, item=item)
+
+    def _logprobs_so_far(self) -> list[dict[str, Any]]:
+        """The log-probabilities of the tokens since the last text delta (kept for the finished text)."""
+        shaped: list[dict[str, Any]] = logprobs.chat(self._pending)["content"] if self._pending else []
+        self._pending = []
+        self._given.extend(shaped)
+        return shaped
 
     def failure(self, error: APIError) -> bytes:
         """After the 200: response.failed, carrying the error."""
@@ -149,11 +168,14 @@ class ResponsesPresenter:
 _PREFIXES = {"content": "msg", "reasoning": "rs", "call": "fc"}
 
 
-def _item(block: Block, item_id: str, status: str | None) -> dict[str, Any]:
-    """The output item a block makes: in progress (`status` None, empty) or finished."""
+def _item(
+    block: Block, item_id: str, status: str | None, scored: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The output item a block makes: in progress (`status` None, empty) or finished (a message with
+    its tokens' log-probabilities, if `scored`)."""
     text = None if status is None else block.text
     if block.kind == "content":
-        return objects.message_item(item_id, text, status or "in_progress")
+        return objects.message_item(item_id, text, status or "in_progress", scored)
     if block.kind == "reasoning":
         return objects.reasoning_item(item_id, text, status or "in_progress")
     call = {"id": block.call_id, "function": {"name": block.name, "arguments": text or ""}}

@@ -43,6 +43,7 @@ def create_response() -> Response:
         chat,
         [prompt.tokens],
         prompt_param="input",
+        logprobs=chat.top_logprobs if chat.logprobs else None,
         grammar=structured_output.checked(engine.tokenizer, grammar, param),
         grammar_triggers=triggers,
         vocabulary_size=engine.tokenizer.vocabulary_size,
@@ -51,7 +52,9 @@ def create_response() -> Response:
     header = ResponseHeader(
         body, current_config().model_id, keeper.responses is not None, keeper.conversation
     )
-    presenter = ResponsesPresenter(header, len(prompt.tokens), prompt.reader, on_final=keeper or None)
+    presenter = ResponsesPresenter(
+        header, len(prompt.tokens), prompt.reader, on_final=keeper or None, wants_logprobs=chat.logprobs
+    )
     if body.get("background"):
         return background.start(engine, body, requests, presenter, keeper)
     return generate(engine, chat.stream, requests, presenter, len(prompt.tokens))

@@ -105,7 +105,8 @@ class ResponseRequestSchema(BaseSchema):
     previous_response_id = fields.String(allow_none=True, validate=validate.Length(min=1, max=80))
     background = StrictBoolean(allow_none=True)
     conversation = fields.Raw(allow_none=True)  # an id, or {"id": ...}
-    include = fields.List(fields.String(), allow_none=True)
+    include = fields.List(fields.String(), allow_none=True)  # "message.output_text.logprobs" is read
+    top_logprobs = count(0, 20)
     truncation = fields.String(allow_none=True, validate=validate.OneOf(["auto", "disabled"]))
     reasoning = fields.Dict(allow_none=True)  # its `effort` goes to the chat template
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.api.chat import logprobs
+from app.api.generation import logprobs
 from app.engine.types import TokenLogprob
 
 HELLO = TokenLogprob(1, b"Hello", -0.25, ((1, b"Hello", -0.25), (2, b"Hi", -1.5)))

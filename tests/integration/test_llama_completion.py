@@ -137,6 +137,28 @@ def test_bad_input_is_a_400_naming_the_field(server: Server, body: dict, param: 
     assert answer.status_code == 400 and answer.json()["error"]["param"] == param, answer.text
 
 
+def test_several_completions_of_one_prompt_as_llama_servers_n_cmpl(server: Server) -> None:
+    # llama-server's n_cmpl (alias n): a list of answers, each with its index; streamed, their
+    # events interleave and each ends with its own stop: true object.
+    single = complete(server.url, n_predict=6)["content"]
+    answers = httpx.post(
+        server.url + "/completion", json={"prompt": PROMPT, "n_predict": 6, "temperature": 0, "n_cmpl": 3}
+    ).json()
+    assert [a["index"] for a in answers] == [0, 1, 2] and {a["content"] for a in answers} == {single}
+    sampled = httpx.post(
+        server.url + "/completion",
+        json={"prompt": PROMPT, "n_predict": 12, "temperature": 1.5, "seed": 5, "n": 3},
+    ).json()
+    assert len({a["content"] for a in sampled}) > 1  # each sampled for itself (seeds 5, 6, 7)
+    streamed = events(server.url, n_predict=6, n_cmpl=3)
+    finals = [e for e in streamed if e["stop"]]
+    assert sorted(e["index"] for e in finals) == [0, 1, 2]
+    for index in range(3):
+        assert "".join(e["content"] for e in streamed if e["index"] == index and not e["stop"]) == single
+    too_many = httpx.post(server.url + "/completion", json={"prompt": PROMPT, "n_cmpl": 100})
+    assert too_many.status_code == 400
+
+
 def metric_names(url: str) -> set[str]:
     """The names a /metrics page declares (its TYPE lines)."""
     text = httpx.get(url + "/metrics", timeout=30).text

@@ -42,38 +42,45 @@ class LlamaPresenter:
         self.started = time.monotonic()
         self.first: float | None = None
 
-    def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
-        """The whole answer, with every token's probabilities when `n_probs` asked."""
-        (result,) = results
+    def build(self, results: list[ChoiceResult]) -> dict[str, Any] | list[dict[str, Any]]:
+        """The whole answer, with every token's probabilities when `n_probs` asked; several
+        (`n_cmpl`) are a list of them, each with its `index`, as llama-server answers."""
         stats = getattr(g, "stats", None)
         if stats is not None and stats.ttft is not None:
             self.first = stats.started + stats.ttft
             self.started = stats.started
-        whole = self._final(result, streamed=False)
-        if self.answer.n_probs:
-            whole["completion_probabilities"] = [self._token(entry) for entry in result.logprobs]
-        return whole
+        wholes = []
+        for result in results:
+            whole = self._final(result, streamed=False)
+            if self.answer.n_probs:
+                whole["completion_probabilities"] = [self._token(entry) for entry in result.logprobs]
+            wholes.append(whole)
+        return wholes[0] if len(wholes) == 1 else wholes
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
-        """One event per chunk of text (with its tokens' probabilities), then the whole answer."""
-        result = ChoiceResult(0)
+        """One event per chunk of text (with its tokens' probabilities), then each completion's
+        whole answer as it ends; several completions' events interleave, told apart by `index`."""
+        results: dict[int, ChoiceResult] = {}
         for chunk in chunks:
             if chunk is None:
                 yield sse.KEEPALIVE
                 continue
             if self.first is None and (chunk.text or chunk.logprobs):
                 self.first = time.monotonic()
+            result = results.setdefault(chunk.index, ChoiceResult(chunk.index))
             result.add(chunk)
             if chunk.text or chunk.logprobs:
                 event: dict[str, Any] = {
-                    "index": 0, "content": chunk.text, "tokens": [entry.token for entry in chunk.logprobs],
-                    "stop": False, "id_slot": -1, "tokens_predicted": chunk.completion_tokens,
+                    "index": chunk.index, "content": chunk.text,
+                    "tokens": [entry.token for entry in chunk.logprobs], "stop": False, "id_slot": -1,
+                    "tokens_predicted": chunk.completion_tokens,
                     "tokens_evaluated": self.answer.prompt_tokens,
                 }  # fmt: skip
                 if self.answer.n_probs:
                     event["completion_probabilities"] = [self._token(entry) for entry in chunk.logprobs]
                 yield sse.event(event)
-        yield sse.event(self._final(result, streamed=True))
+            if chunk.finish_reason is not None:
+                yield sse.event(self._final(result, streamed=True))
 
     def failure(self, error: APIError) -> bytes:
         """After the 200: one event holding the error, as llama-server sends one."""
@@ -91,7 +98,7 @@ class LlamaPresenter:
         else:
             stop_type, word = "eos", ""
         return {
-            "index": 0, "content": "" if streamed else text, "id_slot": -1, "stop": True,
+            "index": result.index, "content": "" if streamed else text, "id_slot": -1, "stop": True,
             "tokens": [] if streamed else self._ids(result.logprobs),
             "model": answer.model, "tokens_predicted": result.completion_tokens,
             "tokens_evaluated": answer.prompt_tokens, "generation_settings": answer.settings,

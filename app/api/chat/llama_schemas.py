@@ -30,6 +30,7 @@ class LlamaCompletionSchema(GenerationSchema):
     prompt = PromptField(required=True)
     n_predict = StrictInteger(allow_none=True, validate=validate.Range(min=-1))  # -1: up to the context
     n_probs = count(0, 100)  # each token's log-probability and the n likeliest, per token
+    n_cmpl = count(1, 128)  # several completions of the prompt (`n` is its alias), up to LLM_MAX_N
     return_tokens = StrictBoolean(allow_none=True)  # the generated token ids, in `tokens`
     post_sampling_probs = StrictBoolean(allow_none=True)
     cache_prompt = StrictBoolean(allow_none=True)  # always on here: taken and ignored

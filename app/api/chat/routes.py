@@ -105,7 +105,7 @@ def create_llama_completion() -> Response:
         tokens, text = engine.tokenizer.parsed(asked.prompt), asked.prompt
     else:
         tokens, text = _prompt(engine.tokenizer, asked.prompt, None)
-    (request_,) = plan_choices(
+    requests = plan_choices(  # n_cmpl of them
         asked,
         [tokens],
         prompt_param="prompt",
@@ -114,13 +114,14 @@ def create_llama_completion() -> Response:
         logprobs=asked.n_probs if asked.n_probs or asked.return_tokens or asked.stream else None,
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
-    settings = {"n_predict": request_.max_tokens, "seed": asked.seed, "n_probs": asked.n_probs,
-                "temperature": request_.sampling.temperature, "stream": asked.stream}  # fmt: skip
+    first = requests[0]
+    settings = {"n_predict": first.max_tokens, "seed": asked.seed, "n_probs": asked.n_probs,
+                "temperature": first.sampling.temperature, "stream": asked.stream}  # fmt: skip
     config = current_config()
     facts = LlamaCompletionFacts(
         config.model_id, text, len(tokens), asked.n_probs, asked.return_tokens, settings, config.n_ctx
     )
-    return generate(engine, asked.stream, [request_], LlamaPresenter(facts), len(tokens))
+    return generate(engine, asked.stream, requests, LlamaPresenter(facts), len(tokens))
 
 
 @bp.post("/v1/chat/completions/input_tokens")

@@ -31,8 +31,8 @@ log = logging.getLogger(__name__)
 class Presenter(Protocol):
     """How one protocol answers: a whole JSON object, or events; both from the same chunks."""
 
-    def build(self, choices: list[ChoiceResult]) -> dict[str, Any]:
-        """The JSON answer, once every choice has finished."""
+    def build(self, choices: list[ChoiceResult]) -> dict[str, Any] | list[dict[str, Any]]:
+        """The JSON answer, once every choice has finished (llama-server's: a list for several)."""
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
         """The stream's events as chunks arrive (`None`: nothing for a while, a keep-alive is due)."""

@@ -45,9 +45,10 @@ def completion_request(loaded: Mapping[str, Any]) -> CompletionRequest:
 
 
 def llama_completion_request(loaded: Mapping[str, Any]) -> LlamaCompletionRequest:
-    """llama-server's names: `n_predict` wins over max_tokens (-1: up to the context); one choice."""
+    """llama-server's names: `n_predict` wins over max_tokens (-1: up to the context), `n_cmpl`
+    (or its alias `n`) completions of the prompt."""
     options = generation_fields(loaded)
-    options["n"] = 1
+    options["n"] = loaded.get("n_cmpl") or loaded.get("n") or 1
     predict = loaded.get("n_predict")
     if predict is not None:
         options["max_tokens"], options["max_param"] = (predict if predict >= 0 else None), "n_predict"

@@ -113,6 +113,8 @@ def test_each_family_converts_to_the_chat_request(app: Flask, family: str, conve
 
 def test_llama_servers_n_predict_wins_and_minus_one_means_the_context() -> None:
     asked = llama_completion_schema.load({"prompt": "Hi", "n_predict": 5, "max_tokens": 2, "n": 3})
-    assert (asked.max_tokens, asked.max_param, asked.n) == (5, "n_predict", 1)
+    assert (asked.max_tokens, asked.max_param, asked.n) == (5, "n_predict", 3)  # n: n_cmpl's alias
+    assert llama_completion_schema.load({"prompt": "Hi", "n_cmpl": 2, "n": 3}).n == 2  # n_cmpl wins
+    assert llama_completion_schema.load({"prompt": "Hi"}).n == 1
     up_to_context = llama_completion_schema.load({"prompt": "Hi", "n_predict": -1, "max_tokens": 2})
     assert up_to_context.max_tokens is None

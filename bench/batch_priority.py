@@ -41,11 +41,11 @@ def line_body(n: int, tokens: int) -> dict[str, Any]:
             "max_tokens": tokens, "ignore_eos": True, "temperature": 0}  # fmt: skip
 
 
-def probe(url: str, seed: int) -> float:
-    """One interactive request, streamed; its time to first token in seconds."""
+def probe(url: str, seed: int, extra: dict[str, Any] | None = None) -> float:
+    """One interactive request (with `extra` fields), streamed; its time to first token in seconds."""
     prompt = f"Question {seed}. What does this code do?\n{CODE[:900]}"
     body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": 8, "stream": True,
-            "temperature": 0}  # fmt: skip
+            "temperature": 0, **(extra or {})}  # fmt: skip
     started = time.perf_counter()
     with httpx.stream("POST", url + "/v1/chat/completions", json=body, timeout=600) as response:
         assert response.status_code == 200, response.read()
@@ -58,18 +58,19 @@ def probe(url: str, seed: int) -> float:
 
 
 class Bulk:
-    """A bulk client: `clients` threads sending the batch's lines as ordinary requests until stopped."""
+    """A bulk client: `clients` threads sending the batch's lines as ordinary requests (with `extra`
+    fields) until stopped."""
 
-    def __init__(self, url: str, clients: int, tokens: int) -> None:
+    def __init__(self, url: str, clients: int, tokens: int, extra: dict[str, Any] | None = None) -> None:
         self.url, self.tokens, self.done, self.stop = url, tokens, 0, threading.Event()
+        self.extra = extra or {}
         self.threads = [threading.Thread(target=self._send, args=(n,), daemon=True) for n in range(clients)]
 
     def _send(self, n: int) -> None:
         with httpx.Client(timeout=600) as client:
             while not self.stop.is_set():
-                client.post(
-                    self.url + "/v1/chat/completions", json=line_body(n, self.tokens)
-                ).raise_for_status()
+                body = line_body(n, self.tokens) | self.extra
+                client.post(self.url + "/v1/chat/completions", json=body).raise_for_status()
                 self.done += 1
 
     def __enter__(self) -> Bulk:

@@ -6,6 +6,7 @@ import logging
 from collections import deque
 from dataclasses import replace
 
+from app.engine import scheduling
 from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.context import ContextShape
@@ -65,7 +66,8 @@ class Engine(LoadingEngine[LoadedModel]):
         """Admit a request's choices in arrival order, or refuse at once if too many wait already.
 
         Low priority (batch lines) waits behind every interactive request, and an interactive
-        request that would wait takes a sequence back from a running low-priority one.
+        request that would wait takes a sequence back from a running low-priority one. Among
+        either kind, a lower `priority` goes first (vLLM's), then arrival.
         """
         must_wait = not self.has_room
         if must_wait and self._queued >= self.config.max_queue:
@@ -80,15 +82,14 @@ class Engine(LoadingEngine[LoadedModel]):
         if must_wait:
             generation.queued = True
             self._queued += 1
-        choices = [(generation, request) for request in requests]
         if must_wait and not low_priority:
             self._preempt(len(requests))
-        if low_priority or not any(item[0].low_priority for item in self._waiting):
-            self._waiting.extend(choices)
-        else:  # ahead of the low-priority choices waiting, behind the interactive ones
-            interactive = [item for item in self._waiting if not item[0].low_priority]
-            low = [item for item in self._waiting if item[0].low_priority]
-            self._waiting = deque(interactive + choices + low)
+        # Interactive choices ahead of batch lines, then by priority (a request's `priority`, lower
+        # first); a running choice is never pre-empted for a higher priority, only batch lines are.
+        keys = [(item[0].low_priority, item[1].priority) for item in self._waiting]
+        at = scheduling.queue_position(keys, (low_priority, requests[0].priority))
+        for offset, request in enumerate(requests):
+            self._waiting.insert(at + offset, (generation, request))
         self._dispatch()
         return generation
 

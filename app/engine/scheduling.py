@@ -1,4 +1,5 @@
-"""The batcher's decisions, kept pure so they are tested without a model: slots, reuse, prompt budget."""
+"""The engine's decisions, kept pure so they are tested without a model: queue order, slots, reuse,
+prompt budget."""
 
 from __future__ import annotations
 
@@ -110,3 +111,13 @@ def share_prompt(remaining: Sequence[tuple[int, int]], budget: int) -> list[tupl
         taken.append((seq_id, take))
         budget -= take
     return taken
+
+
+def queue_position(waiting: Sequence[tuple[bool, int]], new: tuple[bool, int]) -> int:
+    """Where a choice joins the waiting queue, given each waiting choice's (batch line, priority)
+    in queue order: behind every choice that goes first or equal (interactive before batch lines,
+    then the lower priority value, as vLLM's; arrival order among equals), ahead of the rest."""
+    position = len(waiting)
+    while position > 0 and waiting[position - 1] > new:
+        position -= 1
+    return position

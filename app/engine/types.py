@@ -89,6 +89,8 @@ class GenerationRequest:
     # LoRA: each adapter's scale for this choice (the model's adapters in order); None: the
     # worker's global scales. Choices with different scales never share a decode step.
     adapters: tuple[float, ...] | None = None
+    # vLLM's `priority`: a waiting request with a lower value gets the next free sequence first.
+    priority: int = 0
 
 
 @dataclass(frozen=True)

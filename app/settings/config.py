@@ -317,6 +317,13 @@ class Config:
         "Comma-separated origins allowed to call the API from a browser (CORS); empty: CORS off",
         optional=True,
     )
+    priority_header: str | None = setting(
+        "LLM_PRIORITY_HEADER",
+        values.text,
+        "",
+        "A header a gateway sets to each request's priority (an integer, lower first), over its body's",
+        optional=True,
+    )
     log_format: str = setting(
         "LLM_LOG_FORMAT", values.choice("text", "json"), "text", "Log lines on stderr: text or json"
     )

@@ -110,3 +110,18 @@ def test_lora_mix_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         assert text.count(f"| {mix}") == 2, mix  # its figures, and its target's verdict
     verdicts = [line for line in text.splitlines() if "of llama-server's tokens/s" in line]
     assert len(verdicts) == 4 and all(v.endswith(("| met |", "| missed |")) for v in verdicts), text
+
+
+def test_request_priority_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "priority.md"
+    ran = bench("request_priority", "--repeats", "1", "--probes", "1", "--parallel", "1",
+                "--line-tokens", "8", "--gap", "0", "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for row in ("| ours | idle |", "| ours | behind the queue, first come first served |",
+                "| ours | behind the queue, priority -10 |",
+                "| llama-server | behind the queue, first come first served |"):  # fmt: skip
+        assert row in text, row
+    verdicts = [line for line in text.splitlines() if line.startswith("| with priority")]
+    assert len(verdicts) == 2 and all(v.endswith(("| met |", "| missed |")) for v in verdicts), text

@@ -17,6 +17,7 @@ from app.api.http.fields import (
     ToolChoiceField,
     count,
     number,
+    priority_field,
 )
 from app.api.http.schemas import BaseSchema, LoraSchema
 from app.api.requests.chat import ChatRequest, chat_request
@@ -127,6 +128,7 @@ class GenerationSchema(BaseSchema):
         keys=fields.String(), values=number(-100, 100), allow_none=True, validate=validate.Length(max=1024)
     )
     best_of = count(1, 128)
+    priority = priority_field()  # vLLM's: a waiting request with a lower value starts first
     # llama.cpp's and vLLM's: generate past end-of-text (benchmarks), or at least this many tokens.
     ignore_eos = StrictBoolean(allow_none=True)
     min_tokens = count(0)

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from flask import request
+
 from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.http.fields import PRIORITIES
 from app.api.prompting import structured_output
 from app.api.requests.chat import ChatRequest
 from app.api.requests.generation import AdapterScale, GenerationOptions
@@ -54,7 +57,26 @@ def plan(options: GenerationOptions, prompt_tokens: list[int], *, prompt_param: 
         min_tokens=options.min_tokens,
         drafts=draft_limits(options),
         adapters=adapter_scales(options.lora, config.model),
+        priority=request_priority(options.priority, config.priority_header),
     )
+
+
+def request_priority(asked: int, header: str | None) -> int:
+    """The request's priority: LLM_PRIORITY_HEADER's value when the operator names a header and the
+    request carries it (a gateway sets it, over what the body says), else the body's `priority`."""
+    raw = request.headers.get(header) if header else None
+    if raw is None:
+        return asked
+    low, high = PRIORITIES
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = high + 1
+    if not low <= value <= high:
+        raise InvalidRequestError(
+            f"The {header} header must be an integer from {low} to {high}; it is {raw[:40]!r}.", param=header
+        )
+    return value
 
 
 def adapter_scales(asked: Sequence[AdapterScale] | None, spec: ModelSpec) -> tuple[float, ...] | None:

@@ -223,3 +223,11 @@ def metadata_field(required: bool = False) -> fields.Dict:
         keys=fields.String(), values=fields.String(), required=required, allow_none=not required,
         validate=_metadata_checked,
     )  # fmt: skip
+
+
+PRIORITIES = (-1000, 1000)  # vLLM's `priority`, bounded here: lower goes first
+
+
+def priority_field() -> StrictInteger:
+    """vLLM's `priority` field: an integer, lower first."""
+    return StrictInteger(allow_none=True, validate=validate.Range(min=PRIORITIES[0], max=PRIORITIES[1]))

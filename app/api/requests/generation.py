@@ -90,6 +90,7 @@ class GenerationOptions:
     stream: bool = False
     include_usage: bool = False
     constraint: Constraint | None = None  # llama-server's or vLLM's, beside response_format
+    priority: int = 0  # vLLM's: lower goes first among waiting requests (LLM_PRIORITY_HEADER may set it)
 
 
 def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,4 +113,5 @@ def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
         "stream": bool(loaded.get("stream")),
         "include_usage": bool((loaded.get("stream_options") or {}).get("include_usage")),
         "constraint": next(iter(constraints_asked(loaded)), None),
+        "priority": loaded.get("priority") or 0,
     }

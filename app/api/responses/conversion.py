@@ -55,6 +55,7 @@ def as_chat(body: dict[str, Any]) -> ChatRequest:
         reasoning_effort=(body.get("reasoning") or {}).get("effort"),
         logprobs=LOGPROBS in (body.get("include") or []),
         top_logprobs=body.get("top_logprobs") or 0,
+        priority=body.get("priority") or 0,
         parallel_tool_calls=body.get("parallel_tool_calls"),
         tools=[
             {

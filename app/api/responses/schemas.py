@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate, validates_schema
 
-from app.api.http.fields import StrictBoolean, StrictInteger, count, number
+from app.api.http.fields import StrictBoolean, StrictInteger, count, number, priority_field
 from app.api.http.schemas import BaseSchema
 from app.api.prompting.items import normalized_input
 
@@ -107,6 +107,7 @@ class ResponseRequestSchema(BaseSchema):
     conversation = fields.Raw(allow_none=True)  # an id, or {"id": ...}
     include = fields.List(fields.String(), allow_none=True)  # "message.output_text.logprobs" is read
     top_logprobs = count(0, 20)
+    priority = priority_field()  # vLLM's: a waiting request with a lower value starts first
     truncation = fields.String(allow_none=True, validate=validate.OneOf(["auto", "disabled"]))
     reasoning = fields.Dict(allow_none=True)  # its `effort` goes to the chat template
 

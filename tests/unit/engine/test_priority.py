@@ -60,3 +60,38 @@ def test_interactive_requests_never_preempt_each_other() -> None:
     first = engine.submit(request())
     engine.submit(request())
     assert not first.cancelled and not first.preempted
+
+
+def prioritised(priority: int, choices: int = 1) -> list[GenerationRequest]:
+    return [
+        GenerationRequest(prompt_tokens=[1, 2, 3], max_tokens=4, priority=priority, index=i)
+        for i in range(choices)
+    ]
+
+
+def test_waiting_requests_start_by_priority_then_arrival_and_never_preempt() -> None:
+    engine, batcher = engine_of(1)
+    running = engine.submit(prioritised(5))
+    later = engine.submit(prioritised(5))
+    urgent = engine.submit(prioritised(-3, choices=2))  # both its choices, together
+    batch_line = engine.submit(request(), low_priority=True)
+    default = engine.submit(prioritised(0))
+    also_urgent = engine.submit(prioritised(-3))
+    assert not running.cancelled and not running.preempted  # a running request is never pre-empted
+    order = []
+    for _ in range(6):
+        engine._free += 1
+        engine._dispatch()
+        order.append(batcher.jobs[-1].generation)
+    assert order == [urgent, urgent, also_urgent, default, later, batch_line]
+
+
+def test_queue_position_is_behind_equals_and_ahead_of_the_rest() -> None:
+    from app.engine.scheduling import queue_position
+
+    waiting = [(False, -1), (False, 0), (False, 0), (False, 4), (True, -9)]
+    assert queue_position(waiting, (False, 0)) == 3
+    assert queue_position(waiting, (False, -5)) == 0
+    assert queue_position(waiting, (True, -10)) == 4  # a batch line, behind every interactive one
+    assert queue_position(waiting, (False, 99)) == 4
+    assert queue_position([], (False, 0)) == 0

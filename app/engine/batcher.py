@@ -161,8 +161,8 @@ class Batcher:
             # Within one unified cache this copies no data, only which sequences own the cells.
             self.model.share(placement.donor, target.seq_id, 0, placement.reuse)
         else:
-            kept = self.host_cache if reuse and adapters == target.adapters == () else None
-            resumed = resumption.resume(self.model, target, prompt, reused, placement.shared, kept)
+            kept = self.host_cache if reuse else None  # its states are kept under their LoRA scales
+            resumed = resumption.resume(self.model, target, prompt, reused, placement.shared, kept, adapters)
             reused = resumed.tokens
             self._resumes[0] += resumed.from_checkpoint
             self._resumes[1] += resumed.full_reprocessing

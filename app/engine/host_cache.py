@@ -34,6 +34,12 @@ class Kept:
     blocks: tuple[int, ...]  # block hashes of `tokens`, to compare prefixes a block at a time
     live_from: int = 0
     checkpoints: tuple[Checkpoint, ...] = ()
+    adapters: tuple[float, ...] = ()  # the LoRA scales the cells were evaluated with (): the base model
+
+    @property
+    def key(self) -> tuple[tuple[float, ...], tuple[int, ...]]:
+        """Kept states are told apart by their scales, then their tokens."""
+        return self.adapters, self.tokens
 
     @property
     def resumable(self) -> Resumable:
@@ -51,36 +57,40 @@ class HostCache:
         self.limit = limit_bytes
         self.used = 0
         self.version = 0  # bumped whenever the kept states change (routing hears of them again)
-        self._kept: OrderedDict[tuple[int, ...], Kept] = OrderedDict()
+        self._kept: OrderedDict[tuple[tuple[float, ...], tuple[int, ...]], Kept] = OrderedDict()
         self.restored_tokens = 0  # over the worker's life, for the metrics
 
     def save(self, model: BatchContext, sequence: Sequence) -> None:
         """Keep the state of `sequence` (its cells and checkpoints) before they are taken."""
-        key = tuple(sequence.cached)
-        if len(key) < BLOCK or key in self._kept or any(k[: len(key)] == key for k in self._kept):
+        tokens, scales = tuple(sequence.cached), sequence.adapters
+        alike = [k for k in self._kept.values() if k.adapters == scales]
+        if len(tokens) < BLOCK or any(k.tokens[: len(tokens)] == tokens for k in alike):
             return  # too little to be worth it, or already kept (or within a longer kept state)
         memory = model.memory_kind
-        pos_min = memory.saved_pos_min(len(key), model.pos_min(sequence.seq_id)) if memory.sliding else 0
+        pos_min = memory.saved_pos_min(len(tokens), model.pos_min(sequence.seq_id)) if memory.sliding else 0
         state = model.save_state(sequence.seq_id)
-        live_from = memory.live_from(len(key), pos_min)
-        kept = Kept(key, state, tuple(block_hashes(key)), live_from, sequence.checkpoints.kept)
+        live_from = memory.live_from(len(tokens), pos_min)
+        blocks = tuple(block_hashes(tokens))
+        kept = Kept(tokens, state, blocks, live_from, sequence.checkpoints.kept, scales)
         if kept.size > self.limit:
             return
-        for longer_gone in [k for k in self._kept if key[: len(k)] == k]:  # a prefix of this one
-            self._drop(longer_gone)
+        for shorter in [k.key for k in alike if tokens[: len(k.tokens)] == k.tokens]:  # prefixes of this one
+            self._drop(shorter)
         while self.used + kept.size > self.limit:
             self._drop(next(iter(self._kept)))
-        self._kept[key] = kept
+        self._kept[kept.key] = kept
         self.used += kept.size
         self.version += 1
 
-    def find(self, prompt: list[int], beat: int) -> tuple[Kept, int] | None:
-        """The kept state that resumes the longest prefix of `prompt` (leaving a token to evaluate), if
-        that beats `beat` tokens by a block; with the length it resumes."""
+    def find(self, prompt: list[int], beat: int, adapters: tuple[float, ...] = ()) -> tuple[Kept, int] | None:
+        """The kept state evaluated with `adapters` that resumes the longest prefix of `prompt` (leaving
+        a token to evaluate), if that beats `beat` tokens by a block; with the length it resumes."""
         best: tuple[Kept, int] | None = None
         shared = beat
         blocks = block_hashes(prompt)
         for kept in self._kept.values():
+            if kept.adapters != adapters:  # cells evaluated under other scales hold other values
+                continue
             whole = common_prefix(kept.blocks, blocks) * BLOCK  # then the tokens after the last whole block
             tail = common_prefix(kept.tokens[whole : whole + BLOCK], prompt[whole : whole + BLOCK])
             length = kept.resumable.best(min(whole + tail, len(prompt) - 1))
@@ -99,25 +109,28 @@ class HostCache:
                 model.load_state(sequence.seq_id, checkpoint.state, partial=True)
         except RuntimeError:  # no room in the cache: evaluate the prompt instead
             sequence.drop_cache(model)
-            if kept.tokens in self._kept:
-                self._drop(kept.tokens)
+            if kept.key in self._kept:
+                self._drop(kept.key)
             return 0
         if not model.forget(sequence.seq_id, point, -1):
             sequence.drop_cache(model)
             return 0
         sequence.cached = list(kept.tokens[:point])
         sequence.checkpoints.replace(tuple(c for c in kept.checkpoints if c.position <= point))
-        if kept.tokens in self._kept:  # (saving the sequence's own cells may have pushed it out)
-            self._kept.move_to_end(kept.tokens)
+        sequence.adapters = kept.adapters
+        if kept.key in self._kept:  # (saving the sequence's own cells may have pushed it out)
+            self._kept.move_to_end(kept.key)
         self.restored_tokens += point
         return point
 
     def published(self) -> list[list[int]]:
-        """Block hashes of the most recently used kept states, for routing (blocks they can resume)."""
-        recent = [self._kept[tokens] for tokens in list(self._kept)[-PUBLISHED:]]
+        """Block hashes of the most recently used kept states, for routing (blocks they can resume);
+        those of the base model only, as routing hears of tokens, not of LoRA scales."""
+        plain = [kept for kept in self._kept.values() if not kept.adapters]
+        recent = plain[-PUBLISHED:]
         rows = [resumable_only(kept.blocks, kept.resumable) for kept in recent]
         return rows + [[]] * (PUBLISHED - len(recent))
 
-    def _drop(self, key: tuple[int, ...]) -> None:
+    def _drop(self, key: tuple[tuple[float, ...], tuple[int, ...]]) -> None:
         self.used -= self._kept.pop(key).size
         self.version += 1

@@ -37,10 +37,12 @@ def resume(
     point: int,
     shared: int,
     host_cache: HostCache | None,
+    adapters: tuple[float, ...] = (),
 ) -> Resumed:
     """Make `target`'s cells hold the first `point` prompt tokens (or a longer prefix from the host
-    cache, if one is given). `shared`: how many its cache held, resumable or not."""
-    found = host_cache.find(prompt, point) if host_cache is not None else None
+    cache, if one is given, kept under the same LoRA `adapters`). `shared`: how many its cache
+    held, resumable or not."""
+    found = host_cache.find(prompt, point, adapters) if host_cache is not None else None
     if host_cache is not None and len(target.cached) - point >= BLOCK:
         host_cache.save(model, target)  # its cells are about to hold another prompt
     if found is not None and host_cache is not None:

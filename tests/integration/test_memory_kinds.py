@@ -141,9 +141,15 @@ class Script:
             self.ask("a prompt that fills the context", filling, None)
             self.ask("filled, then again", filling, 40)
         if case.lora:
-            self.ask("lora scale 1", history, 20, lora=[{"id": 0, "scale": 1.0}])
-            self.ask("lora scale 1 again", history + " and more", 20, lora=[{"id": 0, "scale": 1.0}])
+            scaled = [{"id": 0, "scale": 1.0}]
+            self.ask("lora scale 1", history, 20, lora=scaled)
+            self.ask("lora scale 1 again", history + " and more", 20, lora=scaled)
             self.ask("lora scale 0.5", history, 20, lora=[{"id": 0, "scale": 0.5}])
+            # Two others take both sequences: each LoRA-scaled history goes to host memory under its
+            # scales, and the next turn under scale 1 comes back from there (not the 0.5 one).
+            self.ask("other c", text(80, seed=7), 8)
+            self.ask("other d", text(80, seed=8), 8)
+            self.ask("lora back from host memory", history + " and more and then", 20, lora=scaled)
 
 
 def hang_up_mid_prompt(url: str, prompt: str) -> None:
@@ -206,6 +212,10 @@ def test_every_cache_path_answers_as_a_fresh_evaluation(name: str, adapters: dic
     assert not wrong, wrong
     # The optimisations were used, not just allowed: the cache served the later turns.
     assert on["next turn"][0].cached > 0 and on["back from host memory"][0].cached > 0
+    if case.lora and memory["sliding_window"] is None:
+        # (A saved window holds only its last cells: the turn, which cuts the kept answer short,
+        # resumes there only on a memory without one; elsewhere it is evaluated, as exactly.)
+        assert on["lora back from host memory"][0].cached > 0
     if memory["type"] != "plain":  # a window or a recurrent state: the same prompt again needs one
         assert worker["memory"]["checkpoint_restores"] > 0, worker["memory"]
     assert worker["memory"]["type"] == memory["type"]

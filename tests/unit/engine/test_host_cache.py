@@ -59,3 +59,22 @@ def test_kept_states_stay_within_the_limit_and_the_oldest_goes_first() -> None:
     sequence.cached = HISTORY[:10]
     short.save(context, sequence)  # under a block: not worth keeping
     assert short.used == 0
+
+
+def test_states_are_kept_under_their_lora_scales_and_found_only_under_the_same() -> None:
+    context = FakeContext(parallel=1, n_ctx=256, n_batch=64)
+    sequence = Sequence(0)
+    cache = HostCache(limit_bytes=1 << 20)
+    for scales in ((), (0.5,), (1.0,)):  # the same tokens evaluated under three sets of scales
+        context.cells[0], sequence.cached, sequence.adapters = dict(enumerate(HISTORY)), list(HISTORY), scales
+        cache.save(context, sequence)
+    assert cache.used == 3 * len(context.save_state(0))  # three states: none stands for another
+    for scales in ((), (0.5,), (1.0,)):
+        found = cache.find([*HISTORY, 1], beat=0, adapters=scales)
+        assert found is not None and found[0].adapters == scales and found[1] == 80
+        sequence.adapters = (9.0,)
+        assert cache.restore(context, sequence, *found) == 80 and sequence.adapters == scales
+    assert cache.find([*HISTORY, 1], beat=0, adapters=(0.25,)) is None
+    assert len(cache.published()[0]) > 0 and all(
+        not row for row in cache.published()[1:]
+    )  # base model's only

@@ -319,7 +319,7 @@ class Config:
     )
     priority_header: str | None = setting(
         "LLM_PRIORITY_HEADER",
-        values.text,
+        values.header_name,
         "",
         "A header a gateway sets to each request's priority (an integer, lower first), over its body's",
         optional=True,

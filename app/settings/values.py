@@ -164,6 +164,13 @@ def text(raw: str) -> str:
     return raw
 
 
+def header_name(raw: str) -> str:
+    """An HTTP header's name (RFC 9110's token characters)."""
+    if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", raw):
+        raise ValueError("must be an HTTP header name (letters, digits and -), e.g. X-Gateway-Priority")
+    return raw
+
+
 def bind(raw: str) -> str:
     host, sep, port = raw.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:

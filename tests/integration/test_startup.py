@@ -92,6 +92,8 @@ BAD_SETTINGS = [
         ("LLM_API_KEYS", ","),
         ("LLM_MAX_N", "0"),
         ("LLM_REASONING_BUDGET", "-2"),
+        ("LLM_PREFILL_ASSISTANT", "sometimes"),
+        ("LLM_PRIORITY_HEADER", "X Priority"),
         ("LLM_WORKER_TIMEOUT", "0"),
         ("LLM_GRACEFUL_TIMEOUT", "-5"),
     ]

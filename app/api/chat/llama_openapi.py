@@ -75,10 +75,15 @@ def describe(spec: APISpec) -> None:
     data = [json_of(name) for name in ("LlamaCompletionPartial", "LlamaCompletion", "StreamError")]
     event = {"type": "object", "required": ["data"], "properties": {"data": {"anyOf": data}}}
     spec.components.schema("LlamaCompletionEvent", component=event)
+    # Several completions of the prompt (n_cmpl) are a list of them, each with its index.
+    one_or_several = {
+        "anyOf": [json_of("LlamaCompletion"), {"type": "array", "items": json_of("LlamaCompletion")}]
+    }
+    spec.components.schema("LlamaCompletions", component=one_or_several)
     answer = {
         "description": STREAM,
         "content": {
-            "application/json": {"schema": "LlamaCompletion"},
+            "application/json": {"schema": "LlamaCompletions"},
             "text/event-stream": {"schema": "LlamaCompletionEvent"},
         },
     }

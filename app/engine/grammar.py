@@ -72,7 +72,11 @@ def check_bounds(schema: Any) -> None:
 
 def grammar_is_valid(vocab: Any, gbnf: str) -> bool:
     """Whether llama.cpp accepts the grammar over `vocab` (checked before any byte of a stream)."""
-    sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
+    try:
+        text = gbnf.encode()
+    except UnicodeEncodeError:  # a lone surrogate from a JSON escape: no text llama.cpp could read
+        return False
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, text, b"root")
     if not sampler:
         return False
     llama_cpp.llama_sampler_free(sampler)

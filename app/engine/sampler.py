@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ import numpy as np
 from app.engine import sampler_chain
 from app.engine.types import GenerationRequest, TokenLogprob
 
+log = logging.getLogger(__name__)
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
@@ -32,6 +34,7 @@ class SequenceSampler:
         """A sampler drawing from `ctx`'s logits over `vocab` (llama.cpp's pointers) of `n_vocab` tokens."""
         self._ctx = ctx
         self._n_vocab = n_vocab
+        self._end = end_tokens[0] if end_tokens else llama_cpp.llama_vocab_eos(vocab)
         # ignore_eos and min_tokens ban the end-of-generation tokens by a bias at the head
         # of the chain, as llama-server does; min_tokens lifts the ban after that many.
         self.ends_banned = request.ignore_eos or request.min_tokens > 0
@@ -58,6 +61,13 @@ class SequenceSampler:
         token = self._draw(row, with_grammar=False)
         if not self._grammar_allows(token):
             token = self._draw(row, with_grammar=True)
+            if not self._grammar_allows(token):
+                # No token of the vocabulary continues the grammar (a character the model cannot
+                # write): llama.cpp would throw accepting one, taking the worker down. The answer
+                # ends here instead, as if the model had ended it.
+                log.warning("the grammar allows no token of this vocabulary here: the answer ends")
+                llama_cpp.llama_sampler_accept(self.chain, self._end)
+                return self._end
         llama_cpp.llama_sampler_accept(self.grammar, token)
         llama_cpp.llama_sampler_accept(self.chain, token)
         return token

@@ -133,3 +133,21 @@ def test_a_constraint_that_cannot_be_followed_is_a_400_naming_the_field(
     assert reply.status_code == 400, reply.text
     error = reply.json()["error"]
     assert error["type"] == "invalid_request_error" and error["param"] == param, error
+
+
+def test_a_constraint_the_model_cannot_write_ends_the_answer_and_the_worker_stays(server: Server) -> None:
+    # SmolLM2's vocabulary has no token for U+0004: after "a" no token continues the grammar, where
+    # llama.cpp would throw accepting one (and take the worker down). The answer ends there instead.
+    body = {"prompt": "Hi", "max_tokens": 8, "guided_choice": ["a\u0004b"], "temperature": 0}
+    answer = httpx.post(server.url + "/v1/completions", json=body, timeout=60)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["text"] in ("", "a")
+    assert "the grammar allows no token of this vocabulary here" in server.output()
+    again = httpx.post(server.url + "/v1/completions", json={**body, "guided_choice": ["ok"]}, timeout=60)
+    assert again.status_code == 200 and again.json()["choices"][0]["text"] == "ok"
+    # A lone surrogate (a JSON escape no UTF-8 text holds) in a raw grammar: a 400, not a 500.
+    raw = b'{"prompt": "Hi", "max_tokens": 4, "grammar": "root ::= \\"\\udada\\""}'
+    refused = httpx.post(
+        server.url + "/v1/completions", content=raw, headers={"Content-Type": "application/json"}, timeout=60
+    )
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "grammar", refused.text

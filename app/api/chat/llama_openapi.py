@@ -76,9 +76,8 @@ def describe(spec: APISpec) -> None:
     event = {"type": "object", "required": ["data"], "properties": {"data": {"anyOf": data}}}
     spec.components.schema("LlamaCompletionEvent", component=event)
     # Several completions of the prompt (n_cmpl) are a list of them, each with its index.
-    one_or_several = {
-        "anyOf": [json_of("LlamaCompletion"), {"type": "array", "items": json_of("LlamaCompletion")}]
-    }
+    one = {"$ref": "#/components/schemas/LlamaCompletion"}
+    one_or_several = {"anyOf": [one, {"type": "array", "items": one}]}
     spec.components.schema("LlamaCompletions", component=one_or_several)
     answer = {
         "description": STREAM,

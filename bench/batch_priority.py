@@ -148,6 +148,27 @@ def measure(
     return ttfts, background.pace
 
 
+def ttft_table(
+    results: dict[tuple[str, str], list[float]], paces: dict[tuple[str, str], list[float]], pace_name: str
+) -> list[str]:
+    """A Markdown table of the probes' TTFT p50 and p90 per target and condition, with the
+    background's pace beside."""
+    lines = [
+        f"| target | condition | TTFT p50 (ms) | TTFT p90 (ms) | probes | {pace_name} |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (target, condition), values in results.items():
+        ordered = sorted(values)
+        p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+        pace = paces.get((target, condition))
+        shown = f"{statistics.mean(pace):.1f}" if pace else "—"
+        lines.append(
+            f"| {target} | {condition} | {statistics.median(values) * 1000:.0f} | {p90 * 1000:.0f} | "
+            f"{len(values)} | {shown} |"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -204,18 +225,8 @@ def report(
         f"(~250-token prompt, streamed) per condition and repeat, {args.gap} s apart; background lines of "
         f"{args.line_tokens} tokens; {args.repeats} repeats, interleaved.",
         "",
-        "| target | condition | TTFT p50 (ms) | TTFT p90 (ms) | probes | background lines/min |",
-        "|---|---|---|---|---|---|",
+        *ttft_table(results, paces, "background lines/min"),
     ]
-    for (target, condition), values in results.items():
-        ordered = sorted(values)
-        p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-        pace = paces.get((target, condition))
-        shown = f"{statistics.mean(pace):.1f}" if pace else "—"
-        lines.append(
-            f"| {target} | {condition} | {statistics.median(values) * 1000:.0f} | {p90 * 1000:.0f} | "
-            f"{len(values)} | {shown} |"
-        )
     idle = statistics.median(results[("ours", IDLE)])
     batch = statistics.median(results[("ours", BATCH)])
     bulk = statistics.median(results[("ours", BULK)])

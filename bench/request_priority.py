@@ -23,7 +23,7 @@ from typing import Any
 
 from app.settings.values import default_model_path
 from bench import references
-from bench.batch_priority import Bulk, probe
+from bench.batch_priority import Bulk, probe, ttft_table
 from bench.run import progress, publish, rotate
 from harness import llama_server
 from harness.servers import Service
@@ -96,18 +96,8 @@ def report(
         f"interactive probes (~250-token prompt, streamed) per condition and repeat, {args.gap} s apart; "
         f"{args.repeats} repeats, interleaved.",
         "",
-        "| target | condition | TTFT p50 (ms) | TTFT p90 (ms) | probes | bulk requests/min |",
-        "|---|---|---|---|---|---|",
+        *ttft_table(results, paces, "bulk requests/min"),
     ]
-    for (target, condition), values in results.items():
-        ordered = sorted(values)
-        p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-        pace = paces.get((target, condition))
-        shown = f"{statistics.mean(pace):.1f}" if pace else "—"
-        lines.append(
-            f"| {target} | {condition} | {statistics.median(values) * 1000:.0f} | {p90 * 1000:.0f} | "
-            f"{len(values)} | {shown} |"
-        )
     fifo = statistics.median(results[("ours", FIFO)])
     urgent = statistics.median(results[("ours", PRIORITY)])
     reference = statistics.median(results[("llama-server", FIFO)])

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+from openai.types.chat import ChatCompletionChunk
 
 from app.settings.values import default_model_path
 from harness.servers import Server, serving_models
@@ -162,16 +163,21 @@ def test_load_and_unload_need_a_key_and_do_what_they_say(pool_server: Server, sd
     assert empty.status_code == 400 and empty.json()["error"]["param"] == "model"
 
 
-def test_a_busy_model_stays_and_a_request_for_another_waits_then_gets_a_503(
-    pool_server: Server, sdk: openai.OpenAI
-) -> None:
-    stream = sdk.chat.completions.create(
-        model="od-a",
+def long_stream(sdk: openai.OpenAI, model: str) -> openai.Stream[ChatCompletionChunk]:
+    """A stream of 1,900 tokens: its worker busy until the test closes it."""
+    return sdk.chat.completions.create(
+        model=model,
         messages=[{"role": "user", "content": "Count to a thousand."}],
         max_tokens=1900,
         stream=True,
-        extra_body={"min_tokens": 1900},  # busy for far longer than LLM_QUEUE_TIMEOUT (3 s)
+        extra_body={"min_tokens": 1900},
     )
+
+
+def test_a_busy_model_stays_and_a_request_for_another_waits_then_gets_a_503(
+    pool_server: Server, sdk: openai.OpenAI
+) -> None:
+    stream = long_stream(sdk, "od-a")  # busy for far longer than LLM_QUEUE_TIMEOUT (3 s)
     try:
         next(iter(stream))
         busy = order(pool_server, "unload", "od-a")
@@ -191,13 +197,7 @@ def test_a_busy_model_stays_and_a_request_for_another_waits_then_gets_a_503(
 def test_a_request_whose_client_hung_up_while_it_waited_loads_nothing(
     pool_server: Server, sdk: openai.OpenAI
 ) -> None:
-    stream = sdk.chat.completions.create(
-        model="od-a",
-        messages=[{"role": "user", "content": "Count to a thousand."}],
-        max_tokens=1900,
-        stream=True,
-        extra_body={"min_tokens": 1900},  # the one pool worker busy until the stream is closed
-    )
+    stream = long_stream(sdk, "od-a")  # the one pool worker busy until the stream is closed
     cancelled = pool_server.output().count("request cancelled by its client")
     try:
         next(iter(stream))

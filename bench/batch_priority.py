@@ -20,6 +20,7 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,38 @@ def measure(
     return ttfts, background.pace
 
 
+Measure = Callable[[argparse.Namespace, str, str, int], tuple[list[float], float | None]]
+
+
+def interleaved(
+    args: argparse.Namespace, runs: list[tuple[str, str]], measure: Measure
+) -> tuple[dict[tuple[str, str], list[float]], dict[tuple[str, str], list[float]]]:
+    """Ours (one worker of `args.parallel` sequences) and llama-server (as many slots), each
+    (target, condition) of `runs` measured in turn, `args.repeats` rounds in a rotating order:
+    the probes' TTFTs and the background's pace, by run."""
+    ours = references.ours(1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.parallel))
+    cpp: Service | None = None
+    results: dict[tuple[str, str], list[float]] = {}
+    paces: dict[tuple[str, str], list[float]] = {}
+    try:
+        cpp = llama_server.start(args.model, args.threads, args.parallel, args.n_ctx)
+        seed = 0
+        for repeat in range(args.repeats):
+            for target, condition in rotate(runs, repeat):
+                progress(f"round {repeat + 1}: {target}, {condition}")
+                seed += 100  # new prompts: no probe reads another's cache
+                url = ours.url if target == "ours" else cpp.url
+                ttfts, pace = measure(args, url, condition, seed)
+                results.setdefault((target, condition), []).extend(ttfts)
+                if pace is not None:
+                    paces.setdefault((target, condition), []).append(pace)
+    finally:
+        ours.stop()
+        if cpp is not None:
+            cpp.stop()
+    return results, paces
+
+
 def ttft_table(
     results: dict[tuple[str, str], list[float]], paces: dict[tuple[str, str], list[float]], pace_name: str
 ) -> list[str]:
@@ -183,33 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--model", default=default_model_path())
     args = parser.parse_args(argv)
-    ours = references.ours(1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.parallel))
-    cpp: Service | None = None
-    results: dict[tuple[str, str], list[float]] = {}
-    paces: dict[tuple[str, str], list[float]] = {}
-    try:
-        cpp = llama_server.start(args.model, args.threads, args.parallel, args.n_ctx)
-        runs = [
-            ("ours", IDLE),
-            ("ours", BATCH),
-            ("ours", BULK),
-            ("llama-server", IDLE),
-            ("llama-server", BULK),
-        ]
-        seed = 0
-        for repeat in range(args.repeats):
-            for target, condition in rotate(runs, repeat):
-                progress(f"round {repeat + 1}: {target}, {condition}")
-                seed += 100  # new prompts: no probe reads another's cache
-                url = ours.url if target == "ours" else cpp.url
-                ttfts, pace = measure(args, url, condition, seed)
-                results.setdefault((target, condition), []).extend(ttfts)
-                if pace is not None:
-                    paces.setdefault((target, condition), []).append(pace)
-    finally:
-        ours.stop()
-        if cpp is not None:
-            cpp.stop()
+    runs = [("ours", IDLE), ("ours", BATCH), ("ours", BULK), ("llama-server", IDLE), ("llama-server", BULK)]
+    results, paces = interleaved(args, runs, measure)
     text = report(args, results, paces)
     publish(text, args.markdown)
     return 0

@@ -22,11 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from app.settings.values import default_model_path
-from bench import references
-from bench.batch_priority import Bulk, probe, ttft_table
-from bench.run import progress, publish, rotate
-from harness import llama_server
-from harness.servers import Service
+from bench.batch_priority import Bulk, interleaved, probe, ttft_table
+from bench.run import publish
 
 IDLE, FIFO, PRIORITY = "idle", "behind the queue, first come first served", "behind the queue, priority -10"
 HIGH, LOW = {"priority": -10}, {"priority": 10}
@@ -60,27 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--model", default=default_model_path())
     args = parser.parse_args(argv)
-    ours = references.ours(1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.parallel))
-    cpp: Service | None = None
-    results: dict[tuple[str, str], list[float]] = {}
-    paces: dict[tuple[str, str], list[float]] = {}
-    try:
-        cpp = llama_server.start(args.model, args.threads, args.parallel, args.n_ctx)
-        runs = [("ours", IDLE), ("ours", FIFO), ("ours", PRIORITY), ("llama-server", FIFO)]
-        seed = 0
-        for repeat in range(args.repeats):
-            for target, condition in rotate(runs, repeat):
-                progress(f"round {repeat + 1}: {target}, {condition}")
-                seed += 100  # new prompts: no probe reads another's cache
-                url = ours.url if target == "ours" else cpp.url
-                ttfts, pace = measure(args, url, condition, seed)
-                results.setdefault((target, condition), []).extend(ttfts)
-                if pace is not None:
-                    paces.setdefault((target, condition), []).append(pace)
-    finally:
-        ours.stop()
-        if cpp is not None:
-            cpp.stop()
+    runs = [("ours", IDLE), ("ours", FIFO), ("ours", PRIORITY), ("llama-server", FIFO)]
+    results, paces = interleaved(args, runs, measure)
     publish(report(args, results, paces), args.markdown)
     return 0
 

@@ -23,15 +23,13 @@ def _store(config: Config, under_gunicorn: bool) -> Any:
     return open_store(config.store_url, config.store_ttl)
 
 
-def _unloaded_from(state: Any) -> Any:
-    """What a pool worker's unload changes: a count, its row of figures cleared, and nothing of its
-    cache left to route by (`state`: the worker's WorkerState)."""
-    from app.telemetry import metrics
-
+def _unloaded_from(state: Any, count: Any) -> Any:
+    """What a pool worker's unload (or a start-up worker's sleep) changes: `count(model, reason)`, its
+    row of figures cleared, and nothing of its cache left to route by (`state`: its WorkerState)."""
     board, slot = state.shared.board, state.me.slot
 
     def unloaded(model: str, reason: str) -> None:
-        metrics.MODEL_UNLOADS.labels(model=model, reason=reason).inc()
+        count(model, reason)
         last_load = board.read(slot).load_seconds  # its figures start over; what its last load took stays
         board.clear(slot)
         board.record_load_seconds(slot, last_load)
@@ -96,13 +94,18 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
 
         assert state is not None and worker is not None, "a pool worker runs under gunicorn"
         engine = NoModel(config)
-        reports = (metrics.model_loaded, _unloaded_from(state))
+        reports = (metrics.model_loaded, _unloaded_from(state, metrics.count_unload))
         app.extensions["model_holder"] = ModelHolder(app, base, make_engine, worker, reports)
     if engine is None:
         if worker is not None:
             worker.capacity = 1 if config.embedding else config.parallel
         engine = make_engine(config)
         engine.start()
+        if state is not None:  # a start-up worker: its model may sleep (LLM_SLEEP_IDLE, POST /sleep)
+            from app.serving.sleep import Sleeper
+
+            slept = (_unloaded_from(state, metrics.model_slept), metrics.model_woke)
+            app.extensions["sleeper"] = Sleeper(app, config, make_engine, state.me, slept)
     if state is not None:
         worker_board.sample_greenlets(state.shared.board, state.me.slot)
     app.extensions["engine"] = engine

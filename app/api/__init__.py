@@ -12,6 +12,7 @@ from flask_cors import CORS
 
 from app.api import access, openapi
 from app.api.batches import runner as batch_runner
+from app.api.chat import routes as chat_routes
 from app.api.families import FAMILIES
 from app.api.http import errors
 from app.api.routing import on_demand
@@ -34,5 +35,8 @@ def init_app(app: Flask) -> None:
     on_demand.init_app(app)
     for family in FAMILIES:
         app.register_blueprint(family.routes.bp)
+    sleeper = app.extensions.get("sleeper")
+    if sleeper is not None:  # what a sleeping worker answers without waking its model
+        sleeper.keepers["props"] = chat_routes.props_answer
     openapi.init_app(app)
     batch_runner.start(app)  # after the routes: a batch line goes through them

@@ -27,6 +27,8 @@ from app.api.rerank import openapi as rerank_doc
 from app.api.rerank import routes as rerank
 from app.api.responses import openapi as responses_doc
 from app.api.responses import routes as responses
+from app.api.sleep import openapi as sleep_doc
+from app.api.sleep import routes as sleep
 from app.api.tokens import openapi as tokens_doc
 from app.api.tokens import routes as tokens
 
@@ -52,5 +54,6 @@ FAMILIES = (
     Family(tokens, tokens_doc),
     Family(meta, meta_doc),
     Family(models, models_doc),
+    Family(sleep, sleep_doc),
     Family(ollama, ollama_doc),
 )

@@ -27,8 +27,9 @@ from app.settings.models import POOL
 SLOTS = 64  # room for every worker, old and new, during a reload (SIGHUP)
 # pid, load (choices holding or waiting for a sequence), capacity (sequences), model (its
 # index in LLM_MODELS, or POOL), ready (1 once its model has loaded), pool (1 for an on-demand
-# pool worker), used (when its model last served a request, CLOCK_MONOTONIC milliseconds)
-_ENTRY = struct.Struct("qqqqqqq")
+# pool worker), used (when its model last served a request, CLOCK_MONOTONIC milliseconds),
+# asleep (1 while its start-up model sleeps: weights and KV freed until a request wakes it)
+_ENTRY = struct.Struct("qqqqqqqq")
 
 _RESERVED = -1  # pid of a slot whose worker is being forked
 
@@ -45,6 +46,7 @@ class Peer:
     ready: bool
     pool: bool = False
     used: int = 0
+    asleep: bool = False
 
     @property
     def idle_seconds(self) -> float:
@@ -83,12 +85,20 @@ class PeerTable:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket_path(slot))
 
-    def publish(
-        self, slot: int, load: int, capacity: int, model: int, ready: bool, pool: bool = False, used: int = 0
+    def publish(  # noqa: PLR0913 - one argument per field of the entry
+        self,
+        slot: int,
+        load: int,
+        capacity: int,
+        model: int,
+        ready: bool,
+        pool: bool = False,
+        used: int = 0,
+        asleep: bool = False,
     ) -> None:
         """Worker: its load now, how many sequences it has, its model, whether it is loaded, whether it
-        is a pool worker, and when its model last served."""
-        self._write(slot, os.getpid(), load, capacity, model, ready, pool, used)
+        is a pool worker, when its model last served, and whether its model sleeps."""
+        self._write(slot, os.getpid(), load, capacity, model, ready, pool, used, asleep)
 
     def peers(self) -> list[Peer]:
         """Every slot in use (live workers, and workers being forked)."""
@@ -110,13 +120,15 @@ class PeerTable:
         """Master, on exit: remove the sockets' directory."""
         shutil.rmtree(self.rundir, ignore_errors=True)
 
-    def _read(self, slot: int) -> tuple[int, int, int, int, bool, bool, int]:
-        pid, load, capacity, model, ready, pool, used = _ENTRY.unpack_from(self._memory, slot * _ENTRY.size)
-        return pid, load, capacity, model, bool(ready), bool(pool), used
+    def _read(self, slot: int) -> tuple[int, int, int, int, bool, bool, int, bool]:
+        pid, load, capacity, model, ready, pool, used, asleep = _ENTRY.unpack_from(
+            self._memory, slot * _ENTRY.size
+        )
+        return pid, load, capacity, model, bool(ready), bool(pool), used, bool(asleep)
 
     def _write(self, slot: int, *entry: int) -> None:
-        """pid, load, capacity, model, ready, pool[, used]."""
-        _ENTRY.pack_into(self._memory, slot * _ENTRY.size, *(list(entry) + [0] * (7 - len(entry))))
+        """pid, load, capacity, model, ready, pool[, used[, asleep]]."""
+        _ENTRY.pack_into(self._memory, slot * _ENTRY.size, *(list(entry) + [0] * (8 - len(entry))))
 
 
 @dataclass
@@ -130,10 +142,13 @@ class Worker:
     ready: bool = False
     pool: bool = False  # an on-demand pool worker: its model changes
     used: int = 0  # when its model last served a request (CLOCK_MONOTONIC milliseconds)
+    asleep: bool = False  # its start-up model sleeps (app/serving/sleep.py)
 
     def publish(self, load: int) -> None:
         """Tell the peers how loaded this worker is."""
-        self.table.publish(self.slot, load, self.capacity, self.model, self.ready, self.pool, self.used)
+        self.table.publish(
+            self.slot, load, self.capacity, self.model, self.ready, self.pool, self.used, self.asleep
+        )
 
     def touch(self) -> None:
         """Its model serves a request now (what least-recently-used eviction and ttl go by)."""

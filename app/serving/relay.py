@@ -90,6 +90,15 @@ def to_model_holder(request: Request, model: int, config: Config, worker: Worker
     return None if slot is None else _relay(request, config, worker.table, slot)
 
 
+def to_awake_peer(request: Request, model: int, config: Config, worker: Worker | None) -> Response | None:
+    """Relay `request`, which landed on a worker whose model sleeps, to an awake worker of `model` with
+    room (routing.awake_peer decides); None to wake the model here."""
+    if worker is None or is_relayed(request, worker):
+        return None
+    slot = routing.awake_peer(routing.snapshot_of(worker), model)
+    return None if slot is None else _relay(request, config, worker.table, slot)
+
+
 def to_cached_peer(
     request: Request,
     engine: LoadingEngine[Any],

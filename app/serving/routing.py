@@ -38,9 +38,17 @@ def snapshot_of(worker: Worker) -> Snapshot:
 
 
 def roomiest(snapshot: Snapshot, model: int) -> Peer | None:
-    """The other ready worker holding `model` with the most free sequences (lowest slot on a tie)."""
+    """The other ready worker holding `model` with the most free sequences (lowest slot on a tie),
+    an awake one before one whose model sleeps (waking it costs a load)."""
     ready = snapshot.others_ready(model)
-    return max(ready, key=lambda p: (p.room, -p.slot)) if ready else None
+    return max(ready, key=lambda p: (not p.asleep, p.room, -p.slot)) if ready else None
+
+
+def awake_peer(snapshot: Snapshot, model: int) -> int | None:
+    """Where a request goes that landed on a worker whose model sleeps: another worker of `model`,
+    awake, with a free sequence; None to wake the model here."""
+    awake = [p for p in snapshot.others_ready(model) if not p.asleep and p.room > 0]
+    return max(awake, key=lambda p: (p.room, -p.slot)).slot if awake else None
 
 
 def model_holder(snapshot: Snapshot, model: int) -> int | None:

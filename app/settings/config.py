@@ -180,6 +180,14 @@ class Config:
         "60",
         "Seconds a request may wait for the model before it gets a 503",
     )
+    sleep_idle: float | None = setting(
+        "LLM_SLEEP_IDLE",
+        values.positive_float,
+        "",
+        "Seconds a start-up model may stay idle before its worker frees its weights and KV cache; "
+        "the next request loads it again (llama-server's --sleep-idle-seconds). Empty: never",
+        optional=True,
+    )
     workers: int = setting(
         "LLM_WORKERS",
         values.positive_int,

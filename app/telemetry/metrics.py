@@ -123,11 +123,39 @@ MODEL_LOADS = Histogram(
     buckets=(0.25, 0.5, 1, 2, 5, 10, 20, 40, 80, 160),
 )
 MODEL_UNLOADS = Counter("llm_model_unloads_total", "On-demand models unloaded", ["model", "reason"])
+# Start-up models put to sleep (LLM_SLEEP_IDLE, POST /sleep) and woken by a request or /wake_up.
+MODEL_SLEEPS = Counter("llm_model_sleeps_total", "Start-up models put to sleep", ["model", "reason"])
+MODEL_WAKES = Histogram(
+    "llm_model_wake_seconds",
+    "Time a sleeping start-up model took to load again",
+    ["model"],
+    buckets=(0.25, 0.5, 1, 2, 5, 10, 20, 40, 80, 160),
+)
+WORKERS_ASLEEP = Gauge(
+    "llm_workers_asleep", "Workers whose start-up model sleeps", ["model"], multiprocess_mode="livesum"
+)
 
 
 def model_loaded(model: str, seconds: float) -> None:
     """An on-demand model has loaded in `seconds`."""
     MODEL_LOADS.labels(model=model).observe(seconds)
+
+
+def count_unload(model: str, reason: str) -> None:
+    """An on-demand model has been unloaded (ttl, evicted, request, failed)."""
+    MODEL_UNLOADS.labels(model=model, reason=reason).inc()
+
+
+def model_slept(model: str, reason: str) -> None:
+    """A start-up model has gone to sleep (idle, or told by POST /sleep)."""
+    MODEL_SLEEPS.labels(model=model, reason=reason).inc()
+    WORKERS_ASLEEP.labels(model=model).set(1)
+
+
+def model_woke(model: str, seconds: float) -> None:
+    """A sleeping start-up model has loaded again in `seconds`."""
+    MODEL_WAKES.labels(model=model).observe(seconds)
+    WORKERS_ASLEEP.labels(model=model).set(0)
 
 
 def record_request(route: str, status: int, stats: RequestStats, model: str, seconds: float) -> None:

@@ -76,6 +76,7 @@ BAD_SETTINGS = [
         ("LLM_ROUTE_BY_CACHE", "maybe"),
         ("LLM_MAX_QUEUE", "many"),
         ("LLM_QUEUE_TIMEOUT", "-1"),
+        ("LLM_SLEEP_IDLE", "-5"),
         ("LLM_API_KEYS_FILE", "/nonexistent/keys"),
         ("LLM_METRICS_AUTH", "perhaps"),
         ("LLM_METRICS_MAX_AGE", "-1"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, Response, jsonify, request
 
 from app.api.chat.llama_presenter import LlamaCompletionFacts, LlamaPresenter
@@ -17,6 +19,7 @@ from app.api.http.errors import InvalidRequestError
 from app.api.prompting import conversation, structured_output
 from app.api.requests.chat import ChatRequest
 from app.api.requests.completion import CompletionRequest, LlamaCompletionRequest
+from app.api.routing import waking
 from app.api.routing.route import route_here_or_relay
 from app.engine.tokenizer import Tokenizer
 from app.settings.current import current_config
@@ -147,30 +150,40 @@ def apply_template() -> Response:
 @bp.get("/props")
 def properties() -> Response:
     """The model's settings and chat template, and what the template can do (llama-server's shape)."""
-    if (relayed := route_here_or_relay(request.args.get("model"), None)) is not None:
+    if (relayed := route_here_or_relay(request.args.get("model"), None, wakes=False)) is not None:
         return relayed
+    # As llama-server's: asked of a sleeping model, what it said before falling asleep.
+    mine = waking.sleeper()
+    if mine is not None and mine.asleep and "props" in mine.kept:
+        return jsonify({**mine.kept["props"], "is_sleeping": True})
+    if (relayed := waking.awake_here(streams=False)) is not None:
+        return relayed
+    return jsonify(props_answer())
+
+
+def props_answer() -> dict[str, Any]:
+    """/props of this worker's model, loaded (also kept by a sleeping worker: app/serving/sleep.py)."""
     config, engine = current_config(), loaded_engine()
     tokenizer = engine.tokenizer
     profile = conversation.template_profile(tokenizer, config.chat_format)
     memory = getattr(engine, "memory_kind", None)  # none for an embedding model
-    return jsonify(
-        {
-            "model_alias": config.model_id,
-            "model_path": config.model_path,
-            "total_slots": config.parallel,
-            "default_generation_settings": {"n_ctx": config.n_ctx},
-            "chat_template": tokenizer.chat_template,
-            "chat_template_caps": profile.caps(),
-            "chat_format": profile.format.name if profile.native_tools else "Generic",
-            "bos_token": tokenizer.bos_text,
-            "eos_token": tokenizer.eos_text,
-            "modalities": {"vision": False, "audio": False},
-            "is_sleeping": False,
-            "memory": memory_json(memory, config.ctx_checkpoints) if memory is not None else None,
-            "batch_invariant": bool(getattr(engine, "batch_invariant", False)),
-            "speculative": speculative_json(memory, config.spec_type),
-        }
-    )
+    answer = {
+        "model_alias": config.model_id,
+        "model_path": config.model_path,
+        "total_slots": config.parallel,
+        "default_generation_settings": {"n_ctx": config.n_ctx},
+        "chat_template": tokenizer.chat_template,
+        "chat_template_caps": profile.caps(),
+        "chat_format": profile.format.name if profile.native_tools else "Generic",
+        "bos_token": tokenizer.bos_text,
+        "eos_token": tokenizer.eos_text,
+        "modalities": {"vision": False, "audio": False},
+        "is_sleeping": False,
+        "memory": memory_json(memory, config.ctx_checkpoints) if memory is not None else None,
+        "batch_invariant": bool(getattr(engine, "batch_invariant", False)),
+        "speculative": speculative_json(memory, config.spec_type),
+    }
+    return answer
 
 
 def _prompt(tokenizer: Tokenizer, item: str | list[int], suffix: str | None) -> tuple[list[int], str]:

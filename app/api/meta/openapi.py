@@ -25,6 +25,9 @@ class HolderSchema(Schema):
     slot = fields.Integer(required=True)
     pid = fields.Integer(required=True)
     ready = fields.Boolean(required=True)
+    asleep = fields.Boolean(
+        required=True, metadata={"description": "Its model sleeps (weights freed): a request wakes it"}
+    )
 
 
 class ModelSchema(Schema):
@@ -76,6 +79,7 @@ WORKER_LIST: dict[str, Any] = {
                     "pid": {"type": "integer"},
                     "model": {"type": ["string", "null"], "description": "The id of the model it holds"},
                     "ready": {"type": "boolean", "description": "Its model has loaded"},
+                    "asleep": {"type": "boolean", "description": "Its start-up model sleeps (weights freed)"},
                     "on_demand": {"type": "boolean", "description": "A pool worker (on-demand models)"},
                     "idle_seconds": {
                         "type": ["number", "null"],

@@ -48,7 +48,7 @@ def _model_object(index: int, holders: list[peers.Peer]) -> dict[str, Any]:
         "load": "on_demand" if spec.on_demand else "startup",
         "ttl": spec.ttl,
         "status": {"value": state},
-        "workers": [{"slot": p.slot, "pid": p.pid, "ready": p.ready} for p in held],
+        "workers": [{"slot": p.slot, "pid": p.pid, "ready": p.ready, "asleep": p.asleep} for p in held],
     }
 
 
@@ -83,7 +83,9 @@ def ready() -> Response:
         raise ServiceUnavailableError("The server is shutting down.")
     engine = current_app.extensions["engine"]
     pool_worker = "model_holder" in current_app.extensions  # its model comes and goes: not its readiness
-    if not engine.ready and not pool_worker:
+    sleeper = current_app.extensions.get("sleeper")  # a sleeping (or waking) model is healthy: ready
+    resting = sleeper is not None and (sleeper.asleep or sleeper.waking)
+    if not engine.ready and not pool_worker and not resting:
         detail = "failed to load (see the server log)" if engine.load_error else "loading"
         raise ServiceUnavailableError(f"The model is {detail}.")
     config = current_config()
@@ -112,6 +114,7 @@ def workers() -> Response:
                     "pid": peer.pid,
                     "model": models[peer.model].id if 0 <= peer.model < len(models) else None,
                     "ready": peer.ready,
+                    "asleep": peer.asleep,
                     "on_demand": peer.pool,
                     "idle_seconds": round(peer.idle_seconds, 1) if peer.pool and peer.model >= 0 else None,
                     "sequences": peer.capacity,

@@ -8,6 +8,7 @@ one is refused. A relayed order (another worker's) acts on this worker itself.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -19,7 +20,7 @@ from app.api.http.body import check_accept, generating_engine, model_index, pars
 from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
 from app.api.models.schemas import lora_list_schema, model_order_schema
 from app.api.requests.generation import AdapterScale
-from app.api.routing import on_demand
+from app.api.routing import on_demand, waking
 from app.api.routing.route import here_or_relay
 from app.serving import global_scales, relay
 from app.serving.model_holder import Busy, LoadFailed
@@ -105,7 +106,7 @@ def set_adapters() -> Response:
     ):  # another worker's order: this worker holds the model
         if index != config.model_index:
             raise ServiceUnavailableError("This worker no longer holds that model; retry shortly.")
-        generating_engine().lora_scales = list(scales)
+        _scale_here(scales)
         return jsonify({"success": True})
     holders = [p for p in on_demand.table().peers() if p.live and p.ready and p.model == index]
     if not holders:
@@ -116,10 +117,17 @@ def set_adapters() -> Response:
     mine = on_demand.this_slot()
     for peer in holders:
         if peer.slot == mine:
-            generating_engine().lora_scales = list(scales)
+            _scale_here(scales)
             continue
         path = f"/lora-adapters?model={quote(config.models[index].id)}"
         status, _ = relay.order(on_demand.me(), peer.slot, path, body, on_demand.key(), config)
         if status != 200:
             raise ServiceUnavailableError(f"Worker slot {peer.slot} did not take the scales; retry shortly.")
     return jsonify({"success": True})
+
+
+def _scale_here(scales: Sequence[float]) -> None:
+    """This worker's engine takes the scales now; a sleeping model reads them (saved) when it wakes."""
+    mine = waking.sleeper()
+    if mine is None or not mine.asleep:
+        generating_engine().lora_scales = list(scales)

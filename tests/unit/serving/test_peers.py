@@ -35,10 +35,11 @@ def test_a_full_table_refuses_another_worker(table: peers.PeerTable) -> None:
 def test_the_table_reads_back_what_workers_publish(table: peers.PeerTable) -> None:
     chat, embed, forking = table.claim(0), table.claim(1), table.claim(1)
     assert table.holding() == [0, 1, 1]  # reserved slots count: the master assigns models by them
-    table.publish(chat, 1, 4, 0, True)
+    table.publish(chat, 1, 4, 0, True, asleep=True)
     table.publish(embed, 3, 4, 1, False)  # still loading its model
     seen = {peer.slot: peer for peer in table.peers()}
     assert (seen[chat].room, seen[chat].ready, seen[chat].model) == (3, True, 0)
+    assert seen[chat].asleep and not seen[embed].asleep
     assert (seen[embed].room, seen[embed].ready, seen[embed].model) == (1, False, 1)
     assert not seen[forking].live  # reserved while it forks: no requests go there yet
 

@@ -16,7 +16,8 @@ NOW_MS = int(time.monotonic() * 1000)
 def peer(slot: int, load: int = 0, capacity: int = 4, model: int = 0, ready: bool = True, **kw: int) -> Peer:
     """A live worker (pid = slot + 100) unless `pid` says otherwise."""
     pid = kw.pop("pid", slot + 100)
-    return Peer(slot, pid, load, capacity, model, ready, bool(kw.pop("pool", 0)), kw.pop("used", NOW_MS))
+    pool, used, asleep = bool(kw.pop("pool", 0)), kw.pop("used", NOW_MS), bool(kw.pop("asleep", 0))
+    return Peer(slot, pid, load, capacity, model, ready, pool, used, asleep)
 
 
 def seen(me: int, *peers: Peer, model: int = 0) -> routing.Snapshot:
@@ -115,3 +116,28 @@ def test_a_request_naming_no_model_takes_the_first_that_fits(
     kinds: list[bool], wants: bool | None, index: int
 ) -> None:
     assert routing.first_fitting(kinds, wants) == index
+
+
+@pytest.mark.parametrize(
+    ("snapshot", "slot"),
+    [
+        (seen(0, peer(0, asleep=1), peer(1, 1)), 1),  # awake with room: it serves, nothing wakes
+        (seen(0, peer(0, asleep=1), peer(1, 4)), None),  # awake but full: wake this one
+        (seen(0, peer(0, asleep=1), peer(1, asleep=1)), None),  # all asleep: wake this one
+        (seen(0, peer(0, asleep=1), peer(1, 3), peer(2, 1)), 2),  # the roomiest awake one
+        (seen(0, peer(0, asleep=1), peer(1, model=1)), None),  # another model's worker: no
+        (seen(0, peer(0, asleep=1), peer(1, ready=False)), None),  # still loading: no
+    ],
+)
+def test_a_request_landing_on_a_sleeping_worker_goes_to_an_awake_one_with_room(
+    snapshot: routing.Snapshot, slot: int | None
+) -> None:
+    assert routing.awake_peer(snapshot, 0) == slot
+
+
+def test_relays_prefer_an_awake_worker_to_a_roomier_sleeping_one() -> None:
+    snapshot = seen(0, peer(0), peer(1, 0, model=1, asleep=1), peer(2, 3, model=1))
+    assert routing.model_holder(snapshot, 1) == 2
+    assert routing.model_holder(seen(0, peer(0), peer(1, 0, model=1, asleep=1)), 1) == 1  # else it wakes
+    full = seen(0, peer(0, 4), peer(1, 0, asleep=1), peer(2, 2))
+    assert routing.freer_peer(full, has_room=False) == 2

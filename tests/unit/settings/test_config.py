@@ -51,6 +51,8 @@ def settings(**env: str) -> Config:
         ("LLM_LOG_FORMAT", "xml", "must be one of text, json"),
         ("LLM_MAX_QUEUE", "-1", "must be an integer >= 0"),
         ("LLM_QUEUE_TIMEOUT", "0", "must be a number > 0"),
+        ("LLM_SLEEP_IDLE", "0", "must be a number > 0"),
+        ("LLM_SLEEP_IDLE", "later", "must be a number > 0"),
         ("LLM_SSE_KEEPALIVE", "nan", "must be a number >= 0"),
         ("LLM_WORKER_TIMEOUT", "0", "must be an integer >= 1"),
         ("LLM_GRACEFUL_TIMEOUT", "soon", "must be an integer >= 1"),

@@ -1,0 +1,93 @@
+"""`POST /sleep`, `POST /wake_up`, `GET /is_sleeping` (vLLM's), over every start-up worker.
+
+Each start-up worker frees its model's weights and KV cache (`/sleep`; vLLM's levels 1 and
+2 both mean that here: nothing is kept in host memory) or loads them again (`/wake_up`,
+answered once every worker is ready). The order goes to each worker over the peers' sockets
+as a relayed request, which acts on the worker itself. A worker serving requests stays
+awake: the answer is then a 409 naming how many did. Idle sleep (LLM_SLEEP_IDLE) and
+requests waking their model are app/serving/sleep.py and app/api/routing/waking.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flask import Blueprint, Response, jsonify, request
+
+from app import workers
+from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
+from app.api.routing import on_demand, waking
+from app.serving import relay
+from app.serving.sleep import Sleeper
+from app.settings.current import current_config
+
+bp = Blueprint("sleep", __name__)
+LEVELS = ("1", "2")  # vLLM's: 1 keeps weights in host memory, 2 discards them; here both free all
+
+
+@bp.post("/sleep")
+def sleep() -> Response:
+    """Put every start-up worker's model to sleep; a 409 if some serve requests (they stay awake)."""
+    level = request.args.get("level", "1")
+    if level not in LEVELS:
+        raise InvalidRequestError(f"level must be 1 or 2, not {level!r}.", param="level")
+    if _relayed():
+        if not _mine().sleep("request"):
+            raise ModelBusyError("This worker's model serves requests.")
+        return jsonify({"success": True})
+    busy = _order_each("/sleep", lambda mine: mine.sleep("request"))
+    if busy:
+        raise ModelBusyError(f"{busy} worker(s) serve requests and stay awake; the others sleep.")
+    return jsonify({"success": True})
+
+
+@bp.post("/wake_up")
+def wake_up() -> Response:
+    """Wake every start-up worker's model; answers once each is loaded and ready."""
+    if _relayed():
+        if not _wake(_mine()):
+            raise ServiceUnavailableError("This worker's model did not load again; see the server log.")
+        return jsonify({"success": True})
+    failed = _order_each("/wake_up", _wake)
+    if failed:
+        raise ServiceUnavailableError(f"{failed} worker(s) did not load their model again (see the log).")
+    return jsonify({"success": True})
+
+
+@bp.get("/is_sleeping")
+def is_sleeping() -> Response:
+    """Whether every start-up worker's model sleeps (vLLM's `{"is_sleeping": bool}`)."""
+    startup = [peer for peer in on_demand.table().peers() if peer.live and not peer.pool]
+    return jsonify({"is_sleeping": bool(startup) and all(peer.asleep for peer in startup)})
+
+
+def _wake(mine: Sleeper) -> bool:
+    mine.wake()
+    return mine.engine.wait_ready(current_config().timeout)
+
+
+def _order_each(path: str, here: Callable[[Sleeper], bool]) -> int:
+    """Act on this worker (`here(sleeper)`) and order every other start-up worker: how many refused."""
+    config, me = current_config(), on_demand.me()
+    refused = 0
+    for peer in me.table.peers():
+        if not peer.live or peer.pool:
+            continue
+        if peer.slot == me.slot:
+            mine = waking.sleeper()
+            refused += mine is not None and not here(mine)
+            continue
+        status, _ = relay.order(me, peer.slot, path, {}, on_demand.key(), config)
+        refused += status != 200
+    return refused
+
+
+def _relayed() -> bool:
+    return relay.is_relayed(request, workers.this_worker())
+
+
+def _mine() -> Sleeper:
+    mine = waking.sleeper()
+    if mine is None:  # a pool worker: its models unload by themselves
+        raise InvalidRequestError("This worker loads models on demand; they unload, not sleep.")
+    return mine

@@ -38,6 +38,20 @@ def _unloaded_from(state: Any, count: Any) -> Any:
     return unloaded
 
 
+def _adapters_by_slot(state: Any, base: Config) -> Any:
+    """For the metrics: each live worker's slot and the ids of its model's LoRA adapters (None
+    outside gunicorn, or when no model has adapters)."""
+    if state is None or not any(spec.loras for spec in base.models):
+        return None
+    table, models = state.shared.table, base.models
+
+    def read() -> dict[int, tuple[str, ...]]:
+        held = [peer for peer in table.peers() if peer.live and 0 <= peer.model < len(models)]
+        return {peer.slot: tuple(lora.id for lora in models[peer.model].loras) for peer in held}
+
+    return read
+
+
 class _InOrderJSON(DefaultJSONProvider):
     sort_keys = False  # keep OpenAI's field order, as clients print it
 
@@ -53,7 +67,7 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     from app.engine.embedding_engine import EmbeddingEngine
     from app.engine.engine import Engine
     from app.serving import global_scales, prefix_board
-    from app.telemetry import metrics, request_log, worker_board
+    from app.telemetry import adapter_load, metrics, request_log, worker_board
     from app.telemetry.engine_figures import EngineFigures
 
     app = Flask(__name__, static_folder=None)  # the pages serve their own files (app/ui/static)
@@ -108,12 +122,13 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
             app.extensions["sleeper"] = Sleeper(app, config, make_engine, state.me, slept)
     if state is not None:
         worker_board.sample_greenlets(state.shared.board, state.me.slot)
+        adapter_load.install(state.shared.board, state.me.slot)
     app.extensions["engine"] = engine
     app.extensions["store"] = _store(config, under_gunicorn=worker is not None)
 
     request_log.init_app(app)  # first, so that even a 401 has an id and an access line
     api.init_app(app)
-    metrics.init_app(app, None if state is None else state.shared.board)
+    metrics.init_app(app, None if state is None else state.shared.board, _adapters_by_slot(state, base))
     if config.ui:
         from app import ui
 

@@ -53,8 +53,13 @@ class ModelSpec:
         return f"entry {index} ({self.id!r})" if self.id else f"entry {index}"
 
     def answers_to(self, name: str) -> bool:
-        """Whether a request's `model` names this one, by its id or an alias."""
-        return name == self.id or name in self.aliases
+        """Whether a request's `model` names this one: by its id, an alias, or one of its LoRA adapters
+        (vLLM's adapters as models: the base model with that adapter)."""
+        return name == self.id or name in self.aliases or self.adapter_named(name) is not None
+
+    def adapter_named(self, name: str | None) -> int | None:
+        """The index of the LoRA adapter whose id is `name`, if this model has one."""
+        return next((n for n, lora in enumerate(self.loras) if lora.id == name), None)
 
 
 def parse(raw: str) -> tuple[ModelSpec, ...]:
@@ -68,10 +73,11 @@ def parse(raw: str) -> tuple[ModelSpec, ...]:
     specs = tuple(_entry(entry, index) for index, entry in enumerate(entries))
     seen: set[str] = set()
     for index, spec in enumerate(specs):
-        for name in (spec.id, *spec.aliases):
+        for name in (spec.id, *spec.aliases, *(lora.id for lora in spec.loras)):
             if name in seen:
                 raise ValueError(
-                    f"{spec.describe(index)}: {name!r} names two models (ids and aliases are unique)"
+                    f"{spec.describe(index)}: {name!r} names two models (ids, aliases and LoRA "
+                    "adapters' ids, which requests may name as models, are unique)"
                 )
             seen.add(name)
     return specs

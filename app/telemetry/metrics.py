@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from flask import Blueprint, Flask, Response, current_app
@@ -216,12 +217,17 @@ def scrape() -> Response:
     board: WorkerBoard | None = current_app.extensions.get("status_board")
     if board is not None:  # the model server protocol, over every worker
         live = CollectorRegistry()
-        live.register(ModelServerCollector(board))
+        adapters = current_app.extensions.get("adapters_by_slot")
+        live.register(ModelServerCollector(board, adapters() if adapters is not None else None))
         text += generate_latest(live)
     return Response(text, mimetype=CONTENT_TYPE_LATEST)
 
 
-def init_app(app: Flask, board: WorkerBoard | None) -> None:
-    """Serve /metrics; `board` holds every worker's figures (None outside gunicorn: this process only)."""
+def init_app(
+    app: Flask, board: WorkerBoard | None, adapters: Callable[[], Mapping[int, Sequence[str]]] | None = None
+) -> None:
+    """Serve /metrics; `board` holds every worker's figures (None outside gunicorn: this process only);
+    `adapters()` names each live worker's LoRA adapters by its slot (vLLM's lora metric)."""
     app.extensions["status_board"] = board
+    app.extensions["adapters_by_slot"] = adapters
     app.register_blueprint(bp)

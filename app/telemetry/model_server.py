@@ -9,7 +9,8 @@ worker board in shared memory: fresh on every scrape, and cheap (no file per wor
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping, Sequence
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -21,8 +22,9 @@ from app.telemetry.worker_board import WorkerBoard
 class ModelServerCollector(Collector):
     """Yields the protocol's gauges for the whole instance, read off `board` at each scrape."""
 
-    def __init__(self, board: WorkerBoard) -> None:
-        self._board = board
+    def __init__(self, board: WorkerBoard, adapters: Mapping[int, Sequence[str]] | None = None) -> None:
+        """`adapters`: each live worker's slot and its model's LoRA adapters, in order (the bits' names)."""
+        self._board, self._adapters = board, adapters or {}
 
     def collect(self) -> Iterator[Metric]:
         pool = self._board.totals()
@@ -44,6 +46,27 @@ class ModelServerCollector(Collector):
         yield info
         yield _gauge("llamacpp:requests_processing", running + " (llama-server's name)", pool.running)
         yield _gauge("llamacpp:requests_deferred", waiting + " (llama-server's name)", pool.waiting)
+        if any(self._adapters.values()):
+            yield self._lora_info()
+
+    def _lora_info(self) -> Metric:
+        """vLLM's LoRA gauge: the adapters requests run and wait with over every worker, as labels; its
+        value the time of the scrape (the picker reads the newest series). `max_lora`: the adapters a
+        worker holds at once (all of its model's, loaded at start-up)."""
+        running: set[str] = set()
+        waiting: set[str] = set()
+        for slot, names in self._adapters.items():
+            run_bits, wait_bits = self._board.adapters(slot)
+            running.update(name for n, name in enumerate(names) if run_bits >> n & 1)
+            waiting.update(name for n, name in enumerate(names) if wait_bits >> n & 1)
+        info = GaugeMetricFamily(
+            "vllm:lora_requests_info",
+            "LoRA adapters in use: running and waiting requests' adapters (vLLM's)",
+            labels=["running_lora_adapters", "waiting_lora_adapters", "max_lora"],
+        )
+        most = max(len(names) for names in self._adapters.values())
+        info.add_metric([",".join(sorted(running)), ",".join(sorted(waiting)), str(most)], time.time())
+        return info
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

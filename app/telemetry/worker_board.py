@@ -35,7 +35,10 @@ _FLAGS = ("known", "recurrent", "hybrid", "swa_full", "drafts_off")
 _BUCKETS = _HEAD.size + _KV.size  # where a row's buckets start
 _LOAD_AT = _BUCKETS + WINDOW * _BUCKET.size
 _MEMORY_AT = _LOAD_AT + _LOADED.size
-_ROW = _MEMORY_AT + _MEMORY.size
+# Its model's LoRA adapters that requests use now, one bit per adapter: running, then waiting.
+_ADAPTERS = struct.Struct("QQ")
+_ADAPTERS_AT = _MEMORY_AT + _MEMORY.size
+_ROW = _ADAPTERS_AT + _ADAPTERS.size
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,15 @@ class WorkerBoard:
             return None
         kind = MemoryKind(window, recurrent, hybrid, swa_full, sliding, experts)
         return MemoryFigures(kind, drafts_off, checkpoints, restores, full)
+
+    def record_adapters(self, slot: int, running: int, waiting: int) -> None:
+        """Which of its model's LoRA adapters requests use now (bit n: adapter n), running and waiting."""
+        _ADAPTERS.pack_into(self._memory, slot * _ROW + _ADAPTERS_AT, running, waiting)
+
+    def adapters(self, slot: int) -> tuple[int, int]:
+        """The worker's adapter bits in use: (running, waiting)."""
+        running, waiting = _ADAPTERS.unpack_from(self._memory, slot * _ROW + _ADAPTERS_AT)
+        return running, waiting
 
     def totals(self) -> PoolFigures:
         """Every worker's load and KV cache added up: the instance as one model server sees it."""

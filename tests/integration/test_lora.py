@@ -196,3 +196,82 @@ def test_an_adapter_answers_as_llama_servers_with_the_same_adapter_and_scale(
             assert complete(sdk, [{"id": "a", "scale": scale}]) == theirs["choices"][0]["text"], scale
     finally:
         reference.stop()
+
+
+def lora_info(server: Server) -> dict[str, str]:
+    """The labels of vLLM's `vllm:lora_requests_info`, as the gateway's picker reads them."""
+    for line in httpx.get(server.url + "/metrics", headers=AUTH, timeout=10).text.splitlines():
+        if line.startswith("vllm:lora_requests_info{"):
+            labels = line[len("vllm:lora_requests_info{") : line.rindex("}")]
+            return dict(
+                (key, value.strip('"')) for key, value in (pair.split("=", 1) for pair in labels.split(","))
+            )
+    raise AssertionError("no vllm:lora_requests_info series")
+
+
+def test_an_adapter_named_as_the_model_is_the_base_model_with_that_adapter(
+    lora_server: Server, sdk: openai.OpenAI
+) -> None:
+    # vLLM's way: `model` names the adapter. Its answer is llama-server's way's, the adapter at 1.
+    named = sdk.completions.create(model="a", prompt=PROMPT, max_tokens=24, temperature=0)
+    assert named.model == "a" and named.choices[0].text == complete(sdk, [{"id": "a", "scale": 1}])
+    assert named.choices[0].text != complete(sdk)  # not the base model's
+    messages = [{"role": "user", "content": PROMPT}]
+    chat = sdk.chat.completions.create(model="b", messages=messages, max_tokens=16, temperature=0)
+    plain = sdk.chat.completions.create(
+        model="smol",
+        messages=messages,
+        max_tokens=16,
+        temperature=0,
+        extra_body={"lora": [{"id": 1, "scale": 1}]},
+    )
+    assert chat.model == "b" and chat.choices[0].message.content == plain.choices[0].message.content
+    # Ollama's clients name it the same way.
+    ollama = httpx.post(
+        lora_server.url + "/api/chat",
+        json={
+            "model": "b",
+            "messages": messages,
+            "stream": False,
+            "options": {"temperature": 0, "num_predict": 16},
+        },
+        headers=AUTH,
+        timeout=60,
+    ).json()
+    assert ollama["message"]["content"] == plain.choices[0].message.content
+    # Listed as models of their own, their parent the base model (vLLM's shape).
+    listed = {m.id: m for m in sdk.models.list().data}
+    assert {"smol", "a", "b"} <= set(listed)
+    a = listed["a"].model_dump()
+    assert (
+        a["parent"] == "smol"
+        and a["root"].endswith(".gguf")
+        and listed["smol"].model_dump()["parent"] is None
+    )
+    assert sdk.models.retrieve("b").model_dump()["parent"] == "smol"
+    # Naming an adapter as the model and sending `lora` too is a contradiction: a 400 naming it.
+    with pytest.raises(openai.BadRequestError) as refused:
+        sdk.completions.create(
+            model="a", prompt=PROMPT, max_tokens=4, extra_body={"lora": [{"id": "b", "scale": 1}]}
+        )
+    assert refused.value.body["param"] == "lora"
+
+
+def test_the_adapters_requests_run_with_are_in_vllms_lora_metric(
+    lora_server: Server, sdk: openai.OpenAI
+) -> None:
+    assert lora_info(lora_server) == {
+        "running_lora_adapters": "",
+        "waiting_lora_adapters": "",
+        "max_lora": "2",
+    }
+    stream = sdk.completions.create(
+        model="b", prompt=PROMPT, max_tokens=300, temperature=0, stream=True, extra_body={"ignore_eos": True}
+    )
+    chunks = iter(stream)
+    next(chunks)  # generating now
+    assert lora_info(lora_server)["running_lora_adapters"] == "b"
+    assert sum(1 for _ in chunks) > 10
+    wait_until(
+        lambda: lora_info(lora_server)["running_lora_adapters"] == "", 10, "the adapter to be idle again"
+    )

@@ -53,7 +53,7 @@ def create_chat_completion() -> Response:
         reader=prompt.reader,
         choices_per_prompt=chat.n,
     )
-    header = ObjectHeader(current_config().model_id, chat=True, fingerprint=engine.fingerprint)
+    header = ObjectHeader(answering_as(chat.model), chat=True, fingerprint=engine.fingerprint)
     presenter = CompletionPresenter(header, options, wants_logprobs=chat.logprobs)
     return generate(engine, chat.stream, requests, presenter, options.prompt_tokens)
 
@@ -91,7 +91,7 @@ def create_completion() -> Response:
         include_usage=completion.include_usage,
         choices_per_prompt=n,
     )
-    header = ObjectHeader(current_config().model_id, chat=False, fingerprint=engine.fingerprint)
+    header = ObjectHeader(answering_as(completion.model), chat=False, fingerprint=engine.fingerprint)
     presenter = CompletionPresenter(header, options, wants_logprobs=completion.logprobs is not None)
     return generate(engine, completion.stream, requests, presenter, options.prompt_tokens)
 
@@ -184,6 +184,13 @@ def props_answer() -> dict[str, Any]:
         "speculative": speculative_json(memory, config.spec_type),
     }
     return answer
+
+
+def answering_as(asked: str | None) -> str:
+    """The `model` an answer names: a LoRA adapter the request named as its model (as vLLM's), else the
+    model's id (an alias is answered as the id, as llama-server's)."""
+    config = current_config()
+    return asked if asked is not None and config.model.adapter_named(asked) is not None else config.model_id
 
 
 def _prompt(tokenizer: Tokenizer, item: str | list[int], suffix: str | None) -> tuple[list[int], str]:

@@ -23,6 +23,7 @@ from app.engine.errors import EngineError, QueueFullError, QueueTimeoutError
 from app.engine.generation import Generation
 from app.engine.types import Chunk, GenerationRequest, TokenLogprob
 from app.serving import disconnect, internal, relay
+from app.telemetry import adapter_load
 from app.telemetry.request_stats import RequestStats
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ def generate(
         raise
     if call is not None:
         call.generations.append(generation)
+    adapter_load.track(generation, requests[0].adapters, lambda: engine.lora_scales)
     generation.on_close(disconnect.watch(request.environ, generation.cancel))
     generation.migrate = relay.migrator(request, engine, me)
     stats.prompt_tokens = prompt_tokens
@@ -111,6 +113,7 @@ def chunks(generation: Generation, stats: RequestStats) -> Iterator[Chunk | None
     for chunk in generation:
         if stats.queue_wait is None and generation.started_at is not None:
             stats.queue_wait = generation.started_at - generation.submitted_at
+            adapter_load.started(generation)
         if chunk is not None:
             if chunk.text:
                 stats.on_text()

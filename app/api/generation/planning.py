@@ -56,7 +56,7 @@ def plan(options: GenerationOptions, prompt_tokens: list[int], *, prompt_param: 
         ignore_eos=options.ignore_eos,
         min_tokens=options.min_tokens,
         drafts=draft_limits(options),
-        adapters=adapter_scales(options.lora, config.model),
+        adapters=request_adapters(options, config.model),
         priority=request_priority(options.priority, config.priority_header),
     )
 
@@ -77,6 +77,21 @@ def request_priority(asked: int, header: str | None) -> int:
             f"The {header} header must be an integer from {low} to {high}; it is {raw[:40]!r}.", param=header
         )
     return value
+
+
+def request_adapters(options: GenerationOptions, spec: ModelSpec) -> tuple[float, ...] | None:
+    """The request's LoRA scales: its `model` naming an adapter of `spec` (vLLM's adapters as models:
+    that adapter at 1, the others off), else its `lora` (llama-server's), else None (the globals)."""
+    named = spec.adapter_named(options.model)
+    if named is None:
+        return adapter_scales(options.lora, spec)
+    if options.lora is not None:
+        raise InvalidRequestError(
+            f"model names the LoRA adapter '{options.model}'; send lora only with the base model "
+            f"('{spec.id}').",
+            param="lora",
+        )
+    return tuple(1.0 if n == named else 0.0 for n in range(len(spec.loras)))
 
 
 def adapter_scales(asked: Sequence[AdapterScale] | None, spec: ModelSpec) -> tuple[float, ...] | None:

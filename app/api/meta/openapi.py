@@ -51,6 +51,12 @@ class ModelSchema(Schema):
     )
     status = fields.Nested(ModelStatusSchema, required=True)
     workers = fields.List(fields.Nested(HolderSchema), required=True)
+    parent = fields.String(
+        required=True,
+        allow_none=True,
+        metadata={"description": "A LoRA adapter served as a model: its base model's id (vLLM's)"},
+    )
+    root = fields.String(required=True, metadata={"description": "Its GGUF file (an adapter: its own)"})
 
 
 class ModelListSchema(Schema):

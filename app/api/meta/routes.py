@@ -49,6 +49,8 @@ def _model_object(index: int, holders: list[peers.Peer]) -> dict[str, Any]:
         "ttl": spec.ttl,
         "status": {"value": state},
         "workers": [{"slot": p.slot, "pid": p.pid, "ready": p.ready, "asleep": p.asleep} for p in held],
+        "parent": None,  # vLLM's: a LoRA adapter names its base model here
+        "root": spec.path,
     }
 
 
@@ -56,17 +58,30 @@ def _model_object(index: int, holders: list[peers.Peer]) -> dict[str, Any]:
 def list_models() -> Response:
     """Every model this server serves, with its state and the workers holding it."""
     holders = _holders()
-    count = len(current_config().models)
-    return jsonify({"object": "list", "data": [_model_object(index, holders) for index in range(count)]})
+    listed = []
+    for index, spec in enumerate(current_config().models):
+        listed.append(_model_object(index, holders))
+        listed.extend(_adapter_object(index, lora.id, holders) for lora in spec.loras)
+    return jsonify({"object": "list", "data": listed})
 
 
 @bp.get("/v1/models/<path:model_id>")
 def retrieve_model(model_id: str) -> Response:
-    """One served model, by id."""
+    """One served model (or LoRA adapter served as a model), by id."""
     for index, spec in enumerate(current_config().models):
+        if spec.adapter_named(model_id) is not None:
+            return jsonify(_adapter_object(index, model_id, _holders()))
         if spec.answers_to(model_id):
             return jsonify(_model_object(index, _holders()))
     raise ModelNotFoundError(f"The model '{model_id}' does not exist.", param="model")
+
+
+def _adapter_object(index: int, adapter: str, holders: list[peers.Peer]) -> dict[str, Any]:
+    """A LoRA adapter as vLLM lists it: a model of its own whose `parent` is its base model (and whose
+    state and workers are its base model's: every worker holding the base holds the adapter)."""
+    spec = current_config().models[index]
+    path = spec.loras[spec.adapter_named(adapter) or 0].path
+    return {**_model_object(index, holders), "id": adapter, "aliases": [], "parent": spec.id, "root": path}
 
 
 @bp.get("/health")

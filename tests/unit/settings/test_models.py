@@ -87,6 +87,20 @@ def test_a_good_list() -> None:
             ),
             "loras[1]: the id 'x' is taken",
         ),  # fmt: skip
+        (  # requests may name an adapter as their model: it names one thing only
+            entries(
+                {"id": "a", "path": FAKE_MODEL},
+                {"id": "b", "path": FAKE_MODEL, "loras": [{"id": "a", "path": FAKE_MODEL}]},
+            ),
+            "entry 1 ('b'): 'a' names two models (ids, aliases and LoRA adapters' ids",
+        ),
+        (
+            entries(
+                {"id": "a", "path": FAKE_MODEL, "loras": [{"id": "x", "path": FAKE_MODEL}]},
+                {"id": "b", "path": FAKE_MODEL, "loras": [{"id": "x", "path": FAKE_MODEL}]},
+            ),
+            "entry 1 ('b'): 'x' names two models",
+        ),
         (
             entries({"id": "a", "path": FAKE_MODEL, "load": "on_demand", "workers": 2}),
             "entry 0 ('a'): an on-demand entry has no workers of its own",

@@ -54,6 +54,11 @@ def regex_grammar(pattern: str) -> str:
     return "root ::= " + _sequence(items, dotall=bool(flags & re.DOTALL))
 
 
+def char_class(chars: Sequence[str], negated: bool = False) -> str:
+    """A GBNF character class of `chars` (or, `negated`, of every other character)."""
+    return "[" + ("^" if negated else "") + "".join(_char(ord(c), _CLASS_SPECIAL) for c in chars) + "]"
+
+
 def literal(text: str) -> str:
     """A GBNF string literal for `text`."""
     return '"' + "".join(_char(ord(c), '"\\') for c in text) + '"'

@@ -117,7 +117,7 @@ def test_a_json_schema_or_grammar_constrains_as_llama_servers_fields_do(server: 
         ({"guided_json": "{not json"}, "guided_json"),
         ({"structured_outputs": {"json": {"type": "bogus"}}}, "structured_outputs.json"),
         ({"structured_outputs": {"grammar": "root ::= (("}}, "structured_outputs.grammar"),
-        ({"structured_outputs": {"structural_tag": "{}"}}, "structured_outputs.structural_tag"),
+        ({"structured_outputs": {"structural_tag": "{}"}}, "structured_outputs.structural_tag.structures"),
         ({"guided_whitespace_pattern": " *"}, "guided_whitespace_pattern"),
         ({"structured_outputs": {"regex": "a", "choice": ["b"]}}, "structured_outputs.choice"),
         ({"guided_regex": "a", "json_schema": {}}, "guided_regex"),
@@ -151,3 +151,99 @@ def test_a_constraint_the_model_cannot_write_ends_the_answer_and_the_worker_stay
         server.url + "/v1/completions", content=raw, headers={"Content-Type": "application/json"}, timeout=60
     )
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "grammar", refused.text
+
+
+TAG = {
+    "type": "structural_tag",
+    "structures": [
+        {"begin": "<function=weather>", "schema": {**PERSON, "required": ["name"]}, "end": "</function>"}
+    ],
+    "triggers": ["<function="],
+}
+
+
+def follows_tag(text: str, tag: dict[str, Any]) -> bool:
+    """Whether `text` is free text in which each trigger opens a whole structure (a reference reader)."""
+    while True:
+        found = [(text.find(t), t) for t in tag["triggers"] if t in text]
+        if not found:
+            return True
+        at = min(found)[0]
+        rest = text[at:]
+        for structure in tag["structures"]:
+            if rest.startswith(structure["begin"]):
+                body = rest[len(structure["begin"]) :].lstrip(" \n\t")
+                try:
+                    value, used = json.JSONDecoder().raw_decode(body)
+                    jsonschema.validate(value, structure["schema"])
+                except (ValueError, jsonschema.ValidationError):
+                    return False
+                after = body[used:].lstrip(" \n\t")
+                if not after.startswith(structure["end"]):
+                    return False
+                text = after[len(structure["end"]) :]
+                break
+        else:
+            return False
+
+
+def test_a_structural_tag_holds_for_every_seed_in_both_forms(server: Server) -> None:
+    ask = "Use <function=weather>{...}</function> to look up the weather in Paris for Alice."
+    as_text = {"structural_tag": json.dumps(TAG)}  # vLLM's structured_outputs takes it as JSON text
+    bodies = [
+        chat(ask, temperature=1.0, seed=seed, max_tokens=60, structured_outputs=as_text) for seed in range(4)
+    ]
+    bodies += [
+        chat(ask, temperature=1.0, seed=seed, max_tokens=60, response_format=TAG) for seed in range(4, 6)
+    ]
+    answers = [
+        answer["choices"][0]["message"]["content"]
+        for answer in sweep(server.url, "/v1/chat/completions", bodies)
+    ]
+    for text in answers:
+        assert follows_tag(text, TAG), text
+    # A greedy answer asked to call opens the structure (what the tag is for), and it parses.
+    greedy = sweep(
+        server.url, "/v1/chat/completions", [chat(ask, temperature=0, max_tokens=60, response_format=TAG)]
+    )
+    text = greedy[0]["choices"][0]["message"]["content"]
+    assert follows_tag(text, TAG), text
+
+
+@pytest.mark.parametrize(
+    ("fields", "param", "message"),
+    [
+        (
+            {"structured_outputs": {"structural_tag": {**TAG, "triggers": ["<call>"]}}},
+            "structured_outputs",
+            "must start with one of the triggers",
+        ),
+        (
+            {"structured_outputs": {"structural_tag": {"type": "structural_tag", "format": {}}}},
+            "structured_outputs",
+            "with `format` is not supported",
+        ),
+        (
+            {"structured_outputs": {"structural_tag": "{not json"}},
+            "structured_outputs",
+            "this text is not JSON",
+        ),
+        (
+            {"response_format": {"type": "structural_tag", "triggers": ["<f"]}},
+            "response_format",
+            "structures",
+        ),
+        (
+            {"structured_outputs": {"structural_tag": {**TAG, "triggers": [""]}}},
+            "structured_outputs",
+            "Length must be between 1 and 64",
+        ),
+    ],
+)
+def test_a_structural_tag_that_cannot_be_followed_is_a_400_naming_it(
+    server: Server, fields: dict[str, Any], param: str, message: str
+) -> None:
+    answer = httpx.post(server.url + "/v1/chat/completions", json=chat("Hi.", **fields), timeout=30)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["param"].startswith(param) and message in error["message"], error

@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
-from app.api.chat.structured_schemas import VllmConstraintsSchema
+from app.api.chat.structured_schemas import StructureSchema, VllmConstraintsSchema, check_begins
 from app.api.http.fields import (
     ContentField,
     JsonTextOrObjectField,
@@ -196,15 +196,27 @@ class JsonSchemaFormatSchema(BaseSchema):
 class ResponseFormatSchema(BaseSchema):
     """`response_format`: free text, any JSON object, or JSON following a schema."""
 
-    type = fields.String(required=True, validate=validate.OneOf(["text", "json_object", "json_schema"]))
+    type = fields.String(
+        required=True, validate=validate.OneOf(["text", "json_object", "json_schema", "structural_tag"])
+    )
     json_schema = fields.Nested(JsonSchemaFormatSchema, allow_none=True)
     schema = fields.Dict(allow_none=True)  # llama-server's {"type": "json_object", "schema": ...}
+    # vLLM's {"type": "structural_tag", "structures": [...], "triggers": [...]}
+    structures = fields.List(fields.Nested(StructureSchema), validate=validate.Length(min=1, max=64))
+    triggers = fields.List(
+        fields.String(validate=validate.Length(min=1, max=64)), validate=validate.Length(min=1, max=16)
+    )
 
     @validates_schema
     def schema_given(self, data: dict[str, Any], **kwargs: Any) -> None:
         """A json_schema format needs its json_schema."""
         if data["type"] == "json_schema" and not data.get("json_schema"):
             raise ValidationError("is required when type is json_schema", "json_schema")
+        if data["type"] == "structural_tag":
+            for name in ("structures", "triggers"):
+                if not data.get(name):
+                    raise ValidationError("is required when type is structural_tag", name)
+            check_begins(data)
 
 
 class OpenAIGenerationSchema(VllmConstraintsSchema, GenerationSchema):

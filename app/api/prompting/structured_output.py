@@ -10,8 +10,9 @@ from app.api.prompting import tools
 from app.api.requests.chat import ChatRequest
 from app.api.requests.generation import Constraint
 from app.chat_formats.profile import TemplateProfile
-from app.engine import grammar, text_grammars
+from app.engine import grammar, tag_grammars, text_grammars
 from app.engine.errors import GrammarError
+from app.engine.tag_grammars import TaggedStructure
 from app.engine.tokenizer import Tokenizer
 
 SCHEMA_PARAM = "response_format.json_schema.schema"
@@ -34,7 +35,18 @@ def response_grammar(response_format: Mapping[str, Any] | None) -> str | None:
         return schema_grammar(schema, "response_format.schema") if schema else grammar.json_object_grammar()
     if kind == "json_schema":
         return schema_grammar(response_format["json_schema"].get("schema") or {"type": "object"})
+    if kind == "structural_tag":  # vLLM's form of response_format
+        return tag_grammar(response_format, "response_format")
     return None
+
+
+def tag_grammar(tag: Mapping[str, Any], param: str) -> str:
+    """GBNF for a structural tag (its fields validated); a schema the converter lacks is a 400."""
+    structures = [TaggedStructure(s["begin"], s["schema"], s["end"]) for s in tag["structures"]]
+    try:
+        return tag_grammars.structural_tag_grammar(structures, tag["triggers"])
+    except GrammarError as exc:
+        raise InvalidRequestError(f"{param}: {exc.message}", param=param) from None
 
 
 def answer_grammar(chat: ChatRequest, profile: TemplateProfile) -> tuple[str | None, tuple[str, ...], str]:
@@ -65,6 +77,8 @@ def constraint_grammar(constraint: Constraint) -> str:
     if kind == "grammar":
         gbnf: str = value
         return gbnf
+    if kind == "structural_tag":
+        return tag_grammar(value, param)
     try:
         return text_grammars.regex_grammar(value) if kind == "regex" else text_grammars.choice_grammar(value)
     except GrammarError as exc:

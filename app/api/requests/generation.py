@@ -37,7 +37,7 @@ class Constraint:
     schema (`json_schema`, {} any object), any JSON object, GBNF, a regular expression, or one of
     some strings; `param` names the field that asked, for errors."""
 
-    kind: Literal["json_schema", "json_object", "grammar", "regex", "choice"]
+    kind: Literal["json_schema", "json_object", "grammar", "regex", "choice", "structural_tag"]
     value: Any
     param: str
 
@@ -51,6 +51,7 @@ CONSTRAINT_FIELDS: tuple[tuple[str, str], ...] = (
     ("structured_outputs.grammar", "grammar"),
     ("structured_outputs.regex", "regex"),
     ("structured_outputs.choice", "choice"),
+    ("structured_outputs.structural_tag", "structural_tag"),
     ("guided_json", "json_schema"),
     ("guided_grammar", "grammar"),
     ("guided_regex", "regex"),

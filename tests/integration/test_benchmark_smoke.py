@@ -125,3 +125,15 @@ def test_request_priority_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         assert row in text, row
     verdicts = [line for line in text.splitlines() if line.startswith("| with priority")]
     assert len(verdicts) == 2 and all(v.endswith(("| met |", "| missed |")) for v in verdicts), text
+
+
+def test_grammar_engines_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "engines.md"
+    ran = bench("grammar_engines", "--repeats", "1", "--markdown", str(markdown))
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    rows = [line for line in text.splitlines() if line.startswith("| ") and " | " in line[2:]]
+    assert sum(1 for row in rows if "| enforces |" in row) >= 10, text  # both enforce the common features
+    verdicts = [line for line in text.splitlines() if line.startswith(("| llguidance", "| adopt"))]
+    assert len(verdicts) == 3 and all(v.endswith(("| met |", "| missed |")) for v in verdicts), text

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from app.engine.text_grammars import choice_grammar, regex_grammar
-from tests.support.grammar_check import Vocabulary, default_vocabulary
+from harness.vocabulary import Vocabulary, default_vocabulary
 
 PATTERNS = [
     r"\(\d{3}\) \d{3}-\d{4}",

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from app.engine.errors import GrammarError
 from app.engine.tag_grammars import TaggedStructure, structural_tag_grammar
-from tests.support.grammar_check import Vocabulary, default_vocabulary
+from harness.vocabulary import Vocabulary, default_vocabulary
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 STRUCTURES = [

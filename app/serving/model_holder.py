@@ -58,6 +58,20 @@ class NoModel(LoadingEngine[Any]):
         self.pool.kill()
 
 
+def idle_clock(tick: Callable[[], None], name: str) -> gevent.Greenlet[[], None]:
+    """A greenlet calling `tick` every TICK seconds for the worker's life, whatever one call raises."""
+
+    def run() -> None:
+        while True:
+            gevent.sleep(TICK)
+            try:
+                tick()
+            except Exception:  # noqa: BLE001 - the clock must outlive one failed unload or sleep
+                log.exception("%s failed; it goes on", name)
+
+    return gevent.spawn(run)
+
+
 EngineMaker = Callable[[Config], LoadingEngine[Any]]
 # Told (model id, seconds) after a load; (model id, reason) after an unload: for the metrics.
 Loaded = Callable[[str, float], None]
@@ -87,7 +101,8 @@ class ModelHolder:
         self._lock = gevent.lock.Semaphore()  # one load or unload at a time
         worker.capacity, worker.ready = 0, False
         worker.publish(0)  # live, holding none: peers may have it load a model
-        self._clock = gevent.spawn(self._watch_idle)
+        # Unload the model once idle past its entry's ttl; keep the idle clock at zero while it serves.
+        self._clock = idle_clock(self._tick, "the on-demand idle clock")
 
     @property
     def engine(self) -> LoadingEngine[Any]:
@@ -150,15 +165,6 @@ class ModelHolder:
         self.worker.model, self.worker.ready = index, False
         self.worker.capacity = 0 if index == POOL else 1 if config.embedding else config.parallel
         self.worker.publish(0)
-
-    def _watch_idle(self) -> None:
-        """Unload the model once idle past its entry's ttl; keep the idle clock at zero while it serves."""
-        while True:
-            gevent.sleep(TICK)
-            try:
-                self._tick()
-            except Exception:  # noqa: BLE001 - the clock must outlive one failed unload
-                log.exception("the on-demand idle clock failed; it goes on")
 
     def _tick(self) -> None:
         if self.index == POOL:

@@ -21,12 +21,10 @@ from flask import Flask
 
 from app.engine.loading import LoadingEngine
 from app.serving import peers
-from app.serving.model_holder import NoModel
+from app.serving.model_holder import NoModel, idle_clock
 from app.settings.config import Config
 
 log = logging.getLogger(__name__)
-
-TICK = 0.5  # seconds between looks at the idle clock
 
 EngineMaker = Callable[[Config], LoadingEngine[Any]]
 # Told (model id, reason) when the model falls asleep, (model id, seconds) when it has woken.
@@ -56,7 +54,8 @@ class Sleeper:
         self.kept: dict[str, Any] = {}
         self._lock = gevent.lock.Semaphore()  # one sleep or wake at a time
         worker.touch()
-        self._clock = gevent.spawn(self._watch_idle) if config.sleep_idle is not None else None
+        # Sleep once idle for LLM_SLEEP_IDLE seconds; keep the idle clock at zero while serving.
+        self._clock = idle_clock(self._tick, "the sleep clock") if config.sleep_idle is not None else None
 
     @property
     def engine(self) -> LoadingEngine[Any]:
@@ -110,15 +109,6 @@ class Sleeper:
         if woke:
             self._woke(self.config.model_id, engine.load_seconds or 0.0)
             log.info("model %s awake in %.2fs", self.config.model_id, engine.load_seconds or 0.0)
-
-    def _watch_idle(self) -> None:
-        """Sleep once idle for LLM_SLEEP_IDLE seconds; keep the idle clock at zero while serving."""
-        while True:
-            gevent.sleep(TICK)
-            try:
-                self._tick()
-            except Exception:  # noqa: BLE001 - the clock must outlive one failed sleep
-                log.exception("the sleep clock failed; it goes on")
 
     def _tick(self) -> None:
         if self.worker.asleep:

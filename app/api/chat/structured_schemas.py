@@ -18,20 +18,25 @@ _CHOICES = fields.List(
 _PATTERN = fields.String(allow_none=True, validate=validate.Length(min=1, max=10_000))
 
 
+def object_or_json_text(value: Any, what: str) -> dict[str, Any]:
+    """An object as vLLM takes one: as it is, or JSON text of one (parsed here)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValidationError(f"must be {what}: this text is not JSON") from None
+    if not isinstance(value, dict):
+        raise ValidationError(f"must be {what} (an object, or JSON text of one)")
+    return value
+
+
 class JsonSchemaField(fields.Field[dict[str, Any]]):
     """A JSON schema as vLLM takes it: an object, or JSON text of one (parsed here)."""
 
     OPENAPI = {"anyOf": [{"type": "object"}, {"type": "string"}]}
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict[str, Any]:
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                raise ValidationError("must be a JSON schema: this text is not JSON") from None
-        if not isinstance(value, dict):
-            raise ValidationError("must be a JSON schema (an object, or JSON text of one)")
-        return value
+        return object_or_json_text(value, "a JSON schema")
 
 
 class StructureSchema(BaseSchema):
@@ -77,14 +82,7 @@ class StructuralTagField(fields.Field[dict[str, Any]]):
     OPENAPI = {"anyOf": [{"type": "string"}, {"type": "object"}]}
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict[str, Any]:
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                raise ValidationError("must be a structural tag: this text is not JSON") from None
-        if not isinstance(value, dict):
-            raise ValidationError("must be a structural tag (JSON text of an object, or an object)")
-        loaded: dict[str, Any] = StructuralTagSchema().load(value)
+        loaded: dict[str, Any] = StructuralTagSchema().load(object_or_json_text(value, "a structural tag"))
         return loaded
 
 

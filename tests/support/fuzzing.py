@@ -76,6 +76,9 @@ OPERATIONS = [
     "POST /models/unload",
     "GET /lora-adapters",
     "POST /lora-adapters",
+    "POST /sleep",
+    "POST /wake_up",
+    "GET /is_sleeping",
     "POST /completion",
     "POST /completions",
     "POST /api/chat",
@@ -103,6 +106,9 @@ STREAMING = {
 }  # fmt: skip
 
 
+TAKES_NOTHING = {"POST /wake_up"}
+
+
 def runs() -> list[tuple[str, bool, GenerationMode]]:
     """Every operation; the generating ones in both stream modes; bodies valid and invalid."""
     return [
@@ -111,7 +117,8 @@ def runs() -> list[tuple[str, bool, GenerationMode]]:
         for stream in ((False, True) if label in STREAMING else (False,))
         for mode in (
             (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
-            if label.startswith("POST") and "{" not in label  # a body to break (the cancel has none)
+            # A body or a query to break (the cancel and /wake_up take neither).
+            if label.startswith("POST") and "{" not in label and label not in TAKES_NOTHING
             else (GenerationMode.POSITIVE,)
         )
     ]

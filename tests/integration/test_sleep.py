@@ -28,22 +28,22 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 MESSAGES = [{"role": "user", "content": "Name three colours."}]
 
 
-def start(**env: str) -> Iterator[Server]:
-    models = [{"id": "smol", "path": default_model_path(), "workers": 2, "n_ctx": 2048, "parallel": 2}]
-    with serving_models(models, answers=6, LLM_API_KEYS=KEY, **env) as server:
-        yield server
+MODELS = [{"id": "smol", "path": default_model_path(), "workers": 2, "n_ctx": 2048, "parallel": 2}]
 
 
 @pytest.fixture(scope="module")
 def idle_server() -> Iterator[Server]:
     """Each worker's model sleeps after a second without requests."""
-    yield from start(LLM_SLEEP_IDLE="1", LLM_SSE_KEEPALIVE="0.05")
+    env = {"LLM_SLEEP_IDLE": "1", "LLM_SSE_KEEPALIVE": "0.05"}
+    with serving_models(MODELS, answers=6, LLM_API_KEYS=KEY, **env) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
     """Models sleep only when told."""
-    yield from start()
+    with serving_models(MODELS, answers=6, LLM_API_KEYS=KEY) as server:
+        yield server
 
 
 @pytest.fixture

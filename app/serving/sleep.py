@@ -21,12 +21,11 @@ from flask import Flask
 
 from app.engine.loading import LoadingEngine
 from app.serving import peers
-from app.serving.model_holder import NoModel, idle_clock
+from app.serving.model_holder import EngineMaker, NoModel, idle_clock
 from app.settings.config import Config
 
 log = logging.getLogger(__name__)
 
-EngineMaker = Callable[[Config], LoadingEngine[Any]]
 # Told (model id, reason) when the model falls asleep, (model id, seconds) when it has woken.
 Slept = Callable[[str, str], None]
 Woke = Callable[[str, float], None]

@@ -77,6 +77,11 @@ def metric(text: str, series: str) -> float:
     return float(value)
 
 
+def asleep_gauge(server: Server) -> float:
+    text = httpx.get(server.url + "/metrics", headers=AUTH, timeout=10).text
+    return metric(text, 'llm_workers_asleep{model="smol"}') if "llm_workers_asleep{" in text else 0.0
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -100,6 +105,9 @@ def test_an_idle_model_sleeps_gives_its_memory_back_and_the_next_request_wakes_i
     wait_until(lambda: is_sleeping(idle_server), 30, "both workers to fall asleep")
     log = wait_for_log(idle_server, "asleep (idle)", count=2)
     assert "Traceback" not in log
+    # A worker says it sleeps before its engine is closed; the gauge is set once it is (and each
+    # worker slept once already after start-up, so the log's count alone does not say so).
+    wait_until(lambda: asleep_gauge(idle_server) == 2, 30, "both engines to be closed")
     asleep = {pid: rss_kib(pid) for pid in pids}
     # Asleep is healthy: ready, listed, and each worker says so.
     assert httpx.get(idle_server.url + "/health/ready", timeout=10).status_code == 200
@@ -127,7 +135,7 @@ def test_an_idle_model_sleeps_gives_its_memory_back_and_the_next_request_wakes_i
     assert metric(metrics, 'llm_model_wake_seconds_count{model="smol"}') >= 1
     assert chat(idle_server.url) == awake  # a woken model answers as before its sleep
     # And it falls asleep again, its memory freed once more.
-    wait_until(lambda: is_sleeping(idle_server), 30, "the woken worker to fall asleep again")
+    wait_until(lambda: asleep_gauge(idle_server) == 2, 30, "the woken worker to fall asleep again")
     assert awake_rss - rss_kib(pid) > 50_000, (awake_rss, rss_kib(pid))
 
 

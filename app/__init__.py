@@ -38,16 +38,20 @@ def _unloaded_from(state: Any, count: Any) -> Any:
     return unloaded
 
 
-def _adapters_by_slot(state: Any, base: Config) -> Any:
-    """For the metrics: each live worker's slot and the ids of its model's LoRA adapters (None
-    outside gunicorn, or when no model has adapters)."""
-    if state is None or not any(spec.loras for spec in base.models):
+def _adapters_by_slot(state: Any, base: Config, registry: Any) -> Any:
+    """For the metrics: each live worker's slot and the ids of its model's LoRA adapters, by place
+    ("" for an empty one); None outside gunicorn."""
+    if state is None:
         return None
-    table, models = state.shared.table, base.models
+    table = state.shared.table
 
     def read() -> dict[int, tuple[str, ...]]:
+        models = registry.overlay(base).models
         held = [peer for peer in table.peers() if peer.live and 0 <= peer.model < len(models)]
-        return {peer.slot: tuple(lora.id for lora in models[peer.model].loras) for peer in held}
+        return {
+            peer.slot: tuple(lora.id if lora.loaded else "" for lora in models[peer.model].loras)
+            for peer in held
+        }
 
     return read
 
@@ -67,6 +71,7 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     from app.engine.embedding_engine import EmbeddingEngine
     from app.engine.engine import Engine
     from app.serving import global_scales, prefix_board
+    from app.serving.runtime_adapters import Registry
     from app.telemetry import adapter_load, metrics, request_log, worker_board
     from app.telemetry.engine_figures import EngineFigures
 
@@ -77,7 +82,9 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     worker = None if state is None else state.me
     if worker is not None:  # under gunicorn: this worker holds one model of LLM_MODELS
         config = config.for_model(worker.model)
-    install(app, config)
+    adapters = Registry(None if state is None else state.shared.table.rundir)
+    install(app, config, adapters.overlay)
+    app.extensions["lora_registry"] = adapters
     app.config.update(MAX_CONTENT_LENGTH=config.max_body_bytes)
     app.json = _InOrderJSON(app)
     request_log.configure_logging(json_lines=config.log_format == "json")
@@ -95,11 +102,14 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
             if state is not None
             else EngineFigures()
         )
+        held = adapters.overlay(held)  # with the LoRA adapters loaded at run time, in their places
         # A model loaded on demand that fails to load leaves its pool worker up (the request says why).
         made = (EmbeddingEngine if held.embedding else Engine)(held, figures, exit_on_failure=worker_pinned)
-        scales = global_scales.saved(held.model, None if state is None else state.shared.table)
-        if scales is not None and isinstance(made, Engine):  # set by POST /lora-adapters since start-up
-            made.lora_scales = scales
+        if isinstance(made, Engine):
+            made.adapter_list = lambda: adapters.overlay(held).model.loras
+            scales = global_scales.saved(held.model, None if state is None else state.shared.table)
+            if scales is not None:  # set by POST /lora-adapters since start-up
+                made.lora_scales = scales
         return made
 
     worker_pinned = worker is None or not worker.pool
@@ -128,7 +138,9 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
 
     request_log.init_app(app)  # first, so that even a 401 has an id and an access line
     api.init_app(app)
-    metrics.init_app(app, None if state is None else state.shared.board, _adapters_by_slot(state, base))
+    metrics.init_app(
+        app, None if state is None else state.shared.board, _adapters_by_slot(state, base, adapters)
+    )
     if config.ui:
         from app import ui
 

@@ -17,6 +17,8 @@ from app.api.embeddings import openapi as embeddings_doc
 from app.api.embeddings import routes as embeddings
 from app.api.files import openapi as files_doc
 from app.api.files import routes as files
+from app.api.lora import openapi as lora_doc
+from app.api.lora import routes as lora
 from app.api.meta import openapi as meta_doc
 from app.api.meta import routes as meta
 from app.api.models import openapi as models_doc
@@ -54,6 +56,7 @@ FAMILIES = (
     Family(tokens, tokens_doc),
     Family(meta, meta_doc),
     Family(models, models_doc),
+    Family(lora, lora_doc),
     Family(sleep, sleep_doc),
     Family(ollama, ollama_doc),
 )

@@ -12,6 +12,7 @@ from dataclasses import replace
 from gevent import monkey
 
 from app.engine import draft_step, recovery, resumption, scheduling, shared_prompt
+from app.engine.adapter_places import AdapterChange, AdapterPlaces
 from app.engine.adapter_turns import AdapterTurns
 from app.engine.batch import TokenBatch
 from app.engine.batcher_settings import BatcherSettings, StepReport
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 
 # gevent swaps queue.SimpleQueue for a greenlet one once patched; this thread is not a
 # greenlet, so it blocks on the real one (and releases the GIL while it waits).
-NativeQueue: type[queue.SimpleQueue[Job | None]] = monkey.get_original("queue", "SimpleQueue")
+NativeQueue: type[queue.SimpleQueue[Job | AdapterChange | None]] = monkey.get_original("queue", "SimpleQueue")
 
 
 class Batcher:
@@ -73,6 +74,7 @@ class Batcher:
         self.board_rows = len(self.sequences) + (PUBLISHED if self.host_cache else 0)
         self.governor = ThreadGovernor(model.shape.n_threads, model.set_threads)
         self.adapter_turns = AdapterTurns(model.set_adapters)
+        self.adapter_places = AdapterPlaces(model)
 
     def close(self) -> None:
         """Free the context and weights (and the draft model's); the loop must have stopped."""
@@ -80,8 +82,9 @@ class Batcher:
             self.draft_model.close()
         self.model.close()
 
-    def submit(self, job: Job | None) -> None:
-        """Queue a choice for the next step (from any thread); None stops the loop."""
+    def submit(self, job: Job | AdapterChange | None) -> None:
+        """Queue a choice, or a change of LoRA adapters, for the next step (from any thread); None
+        stops the loop. In order: a choice queued after a change decodes with the adapters it made."""
         self._inbox.put(job)
 
     def run(self) -> None:
@@ -109,13 +112,17 @@ class Batcher:
         in_use = sum(len(s.cached) for s in self.sequences if s.busy)
         (restores, full), self._resumes = self._resumes, [0, 0]
         report = replace(report, restores=restores, full_reprocessing=full)
+        self.adapter_places.free_unused(self.sequences)
         self._deliver(delivery, replace(report, blocks=blocks, cells_in_use=in_use))
         return True
 
-    def _take(self, job: Job | None, delivery: Delivery) -> bool:
+    def _take(self, job: Job | AdapterChange | None, delivery: Delivery) -> bool:
         """Admit one choice (False: the loop is told to stop); a choice that cannot start fails alone."""
         if job is None:
             return False
+        if isinstance(job, AdapterChange):
+            self.adapter_places.change(job, self.sequences)
+            return True
         try:
             self._admit(job)
         except Exception:  # noqa: BLE001 - e.g. a sampler llama.cpp refused to build
@@ -129,6 +136,9 @@ class Batcher:
         scoring = job.request.prompt_logprobs
         # Cells evaluated with other LoRA scales hold other values: never reused, shared or led.
         adapters = job.request.adapters or ()
+        missing = [n for n, scale in enumerate(adapters) if scale and not self.model.has_adapter(n)]
+        if missing:  # its file failed to load here, though it loaded on the worker that checked it
+            raise ValueError(f"the LoRA adapter at index {missing[0]} is not loaded on this worker")
         alike = [s for s in self.sequences if s.adapters == adapters]
         views = [
             scheduling.CacheView(

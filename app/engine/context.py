@@ -110,5 +110,14 @@ class BatchContext(Protocol):
     def set_adapters(self, scales: tuple[float, ...]) -> None:
         """Decode with the LoRA adapters at these scales from the next step on (): none."""
 
+    def has_adapter(self, index: int) -> bool:
+        """Whether an adapter fills place `index` of the model's list."""
+
+    def load_adapter(self, index: int, path: str) -> None:
+        """Load the adapter at `path` into place `index` (ValueError if llama.cpp cannot)."""
+
+    def free_adapter(self, index: int) -> None:
+        """Free the adapter at place `index`, if one fills it."""
+
     def close(self) -> None:
         """Free the context, then the weights."""

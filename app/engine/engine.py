@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+import gevent.event
+
 from app.engine import scheduling
+from app.engine.adapter_places import AdapterChange
 from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.context import ContextShape
@@ -20,8 +24,14 @@ from app.engine.sequence import Job
 from app.engine.speculative.draft_model import DraftModel
 from app.engine.types import DraftLimits, GenerationRequest
 from app.settings.config import Config
+from app.settings.models import LoraSpec
 
 log = logging.getLogger(__name__)
+
+
+def _log_failures(result: gevent.event.AsyncResult) -> None:
+    for why in result.value.values():
+        log.warning("LoRA adapter not loaded: %s", why)
 
 
 class Engine(LoadingEngine[LoadedModel]):
@@ -47,7 +57,15 @@ class Engine(LoadingEngine[LoadedModel]):
         self._low_running: set[Generation] = set()  # low-priority generations holding a sequence
         self._stepping: object = None  # the batcher's loop, once running (an AsyncResult)
         # LoRA: each adapter's global scale (llama-server's POST /lora-adapters sets them).
-        self.lora_scales = [lora.scale for lora in config.model.loras]
+        self.lora_scales = [lora.scale if lora.loaded else 0.0 for lora in config.model.loras]
+        # Each place of the model's adapter list: the file loaded there, or None (empty). Those
+        # loaded at run time are loaded once the model is (adopt_adapters), between two steps.
+        self._places: list[str | None] = [
+            lora.path if lora.loaded and not lora.runtime else None for lora in config.model.loras
+        ]
+        # The model's adapters as they stand now (the server's, loaded and unloaded at run time):
+        # read at each submit, so that every choice decodes with the list its request was planned on.
+        self.adapter_list: Callable[[], Sequence[LoraSpec]] | None = None
         self.memory_kind: MemoryKind | None = None  # what the model's memory keeps, once loaded
         self.drafts_off = ""  # why speculative decoding is off for this model, if it is
         self.batch_invariant = False  # its answers do not depend on batching or threads, once loaded
@@ -75,6 +93,8 @@ class Engine(LoadingEngine[LoadedModel]):
                 f"All {self.parallel} sequences of this worker are busy and {self._queued} requests "
                 f"wait (LLM_MAX_QUEUE={self.config.max_queue}); retry shortly."
             )
+        if self.adapter_list is not None:
+            self.adopt_adapters(self.adapter_list())
         requests = [self._with_adapters(request) for request in requests]
         generation = Generation(requests, self.release, self.config.sse_keepalive, self.config.queue_timeout)
         generation.low_priority = low_priority
@@ -94,9 +114,36 @@ class Engine(LoadingEngine[LoadedModel]):
         return generation
 
     def _with_adapters(self, request: GenerationRequest) -> GenerationRequest:
-        """The request with its LoRA scales settled: its own, else the global ones; all 0 is ()."""
+        """The request with its LoRA scales settled: its own, else the global ones, without trailing
+        zeros (adapters loaded since do not change what its cells hold); all 0 is ()."""
         scales = request.adapters if request.adapters is not None else tuple(self.lora_scales)
-        return replace(request, adapters=scales if any(scales) else ())
+        last = max((n for n, scale in enumerate(scales) if scale), default=-1)
+        return replace(request, adapters=tuple(scales[: last + 1]))
+
+    def adopt_adapters(self, loras: Sequence[LoraSpec]) -> gevent.event.AsyncResult | None:
+        """Make the model's adapters those of `loras` (a place loaded or empty as each says), between
+        two steps and before any choice submitted after this; None if nothing changes (or the model
+        is not loaded yet), else a result that gets {index: why} for each place that failed."""
+        wanted = [lora.path if lora.loaded else None for lora in loras]
+        have = self._places + [None] * (len(wanted) - len(self._places))
+        places = [(n, path) for n, path in enumerate(wanted) if path != have[n]]
+        if self._batcher is None or not places:
+            return None
+        for n, path in places:  # a place that fails is not tried again: the result says why
+            have[n] = path
+        self._places = have
+        self.lora_scales += [lora.scale for lora in loras[len(self.lora_scales) :]]
+        self.lora_scales = [
+            s if lora.loaded else 0.0 for s, lora in zip(self.lora_scales, loras, strict=False)
+        ]
+        result: gevent.event.AsyncResult = gevent.event.AsyncResult()
+
+        def done(failed: dict[int, str]) -> None:  # the batcher's thread
+            self._hub.loop.run_callback_threadsafe(result.set, failed)
+
+        self._batcher.submit(AdapterChange(places, done))
+        result.rawlink(_log_failures)
+        return result
 
     def _preempt(self, wanted: int) -> None:
         """Cancel up to `wanted` running low-priority generations, the latest started first: each
@@ -181,7 +228,7 @@ class Engine(LoadingEngine[LoadedModel]):
             cfg.parallel, cfg.n_ctx, cfg.kv_size, cfg.n_batch, cfg.n_threads, *kv_types, cfg.swa_full,
             cfg.batch_invariant,
         )  # fmt: skip
-        loras = tuple(lora.path for lora in cfg.model.loras)
+        loras = tuple(self._places)
         model = LoadedModel(
             cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split, cfg.chat_template, loras
         )
@@ -223,6 +270,7 @@ class Engine(LoadingEngine[LoadedModel]):
     def _loaded_with(self, model: LoadedModel) -> str:
         assert self._batcher is not None, "_load made it, with the model"
         self._stepping = self.pool.spawn(self._batcher.run)  # loops until the model is unloaded
+        self.adopt_adapters(self.config.model.loras)  # those loaded at run time, before any request
         self._dispatch()
         kv = model.kv_memory
         self.observer.kv_sized(kv)

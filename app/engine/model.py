@@ -52,7 +52,7 @@ class LoadedModel:
         n_gpu_layers: int = 0,
         tensor_split: Any = None,
         chat_template: str | None = None,
-        loras: tuple[str, ...] = (),
+        loras: tuple[str | None, ...] = (),
     ) -> None:
         set_verbose(False)  # llama.cpp's own log: errors only, not a line per layer
         invariant = shape.batch_invariant
@@ -102,7 +102,8 @@ class LoadedModel:
         self.fingerprint = fingerprint(
             path, shape.n_batch, shape.unified, shape.type_k, shape.type_v, shape.batch_invariant
         )
-        self.adapters = [self._adapter(lora) for lora in loras]  # freed with the weights
+        # Freed with the weights, or one by one (unloaded at run time); None: an empty place.
+        self.adapters: list[Any] = [None if lora is None else self._adapter(lora) for lora in loras]
         self._applied: tuple[float, ...] = ()  # the scales the context decodes with now
         self.memory_kind = self._memory_kind(shape.swa_full)
         self.batch_invariant = invariant and b"LLAMAFILE = 1" not in llama_cpp.llama_print_system_info()
@@ -140,6 +141,28 @@ class LoadedModel:
             self.close()
             raise ValueError(f"LoRA adapter {path}: llama.cpp could not load it (see its log: base model?)")
         return adapter
+
+    def load_adapter(self, index: int, path: str) -> None:
+        """Load the adapter at `path` into place `index` (ValueError naming it if llama.cpp cannot)."""
+        adapter = llama_cpp.llama_adapter_lora_init(self.model.model, path.encode())
+        if not adapter:
+            raise ValueError(f"llama.cpp could not load {path} as a LoRA adapter of this model")
+        self.adapters.extend([None] * (index + 1 - len(self.adapters)))
+        self.adapters[index] = adapter
+
+    def has_adapter(self, index: int) -> bool:
+        """Whether an adapter fills place `index`."""
+        return index < len(self.adapters) and self.adapters[index] is not None
+
+    def free_adapter(self, index: int) -> None:
+        """Free the adapter at place `index` (the batcher frees only those no sequence decodes with)."""
+        if index >= len(self.adapters) or self.adapters[index] is None:
+            return
+        if any(self._applied[index : index + 1]):  # the context still points at it
+            llama_cpp.llama_set_adapters_lora(self.ctx, None, 0, None)
+            self._applied = ()
+        llama_cpp.llama_adapter_lora_free(self.adapters[index])
+        self.adapters[index] = None
 
     def set_adapters(self, scales: tuple[float, ...]) -> None:
         """Decode with the adapters at these scales from the next step on (() or all 0: the base model)."""

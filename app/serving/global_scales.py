@@ -30,7 +30,8 @@ def _path(spec: ModelSpec, table: PeerTable | None) -> Path | None:
 
 
 def _configured(spec: ModelSpec) -> dict[str, Any]:
-    return {"paths": [lora.path for lora in spec.loras], "scales": [lora.scale for lora in spec.loras]}
+    loras = spec.configured_adapters()
+    return {"paths": [lora.path for lora in loras], "scales": [lora.scale for lora in loras]}
 
 
 def save(spec: ModelSpec, scales: list[float], table: PeerTable | None) -> None:
@@ -47,12 +48,15 @@ def save(spec: ModelSpec, scales: list[float], table: PeerTable | None) -> None:
 
 
 def saved(spec: ModelSpec, table: PeerTable | None) -> list[float] | None:
-    """The scales last set for the model, if any and LLM_MODELS still says what it said then."""
+    """The scales last set for the model, one per place of its adapters (0 for those loaded since, or
+    unloaded), if any were set and LLM_MODELS still says what it said then."""
     path = _path(spec, table)
     if path is None or not spec.loras:
         return None
     with contextlib.suppress(FileNotFoundError, ValueError, TypeError, KeyError):
         kept = json.loads(path.read_text())
-        if kept["configured"] == _configured(spec) and len(kept["scales"]) == len(spec.loras):
-            return [float(scale) for scale in kept["scales"]]
+        if kept["configured"] == _configured(spec):
+            scales = [float(scale) for scale in kept["scales"]][: len(spec.loras)]
+            scales += [0.0] * (len(spec.loras) - len(scales))
+            return [scale if lora.loaded else 0.0 for scale, lora in zip(scales, spec.loras, strict=True)]
     return None

@@ -180,6 +180,15 @@ class Config:
         "60",
         "Seconds a request may wait for the model before it gets a 503",
     )
+    lora_dirs: tuple[str, ...] | None = setting(
+        "LLM_LORA_DIRS",
+        values.existing_directories,
+        "",
+        "Comma-separated directories LoRA adapters may be loaded from at run time (vLLM's "
+        "POST /v1/load_lora_adapter; a relative lora_path is taken in the first). Empty: loading "
+        "at run time is off (403)",
+        optional=True,
+    )
     sleep_idle: float | None = setting(
         "LLM_SLEEP_IDLE",
         values.positive_float,

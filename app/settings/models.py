@@ -22,6 +22,8 @@ class LoraSpec:
     id: str
     path: str
     scale: float = 1.0
+    runtime: bool = False  # loaded at run time (POST /v1/load_lora_adapter), not by LLM_MODELS
+    loaded: bool = True  # False: its place kept (unloaded, or still being checked); nothing names it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,8 +60,16 @@ class ModelSpec:
         return name == self.id or name in self.aliases or self.adapter_named(name) is not None
 
     def adapter_named(self, name: str | None) -> int | None:
-        """The index of the LoRA adapter whose id is `name`, if this model has one."""
-        return next((n for n, lora in enumerate(self.loras) if lora.id == name), None)
+        """The index of the loaded LoRA adapter whose id is `name`, if this model has one."""
+        return next((n for n, lora in self.live_adapters() if lora.id == name), None)
+
+    def live_adapters(self) -> list[tuple[int, LoraSpec]]:
+        """The loaded LoRA adapters with their indexes (which stay when another is unloaded)."""
+        return [(n, lora) for n, lora in enumerate(self.loras) if lora.loaded]
+
+    def configured_adapters(self) -> tuple[LoraSpec, ...]:
+        """The adapters LLM_MODELS gives it (the first of `loras`; those loaded at run time follow)."""
+        return tuple(lora for lora in self.loras if not lora.runtime)
 
 
 def parse(raw: str) -> tuple[ModelSpec, ...]:

@@ -152,6 +152,17 @@ def directory(raw: str) -> str:
     return str(path)
 
 
+def existing_directories(raw: str) -> tuple[str, ...]:
+    """Comma-separated folders that exist (~ expanded), each as its real path."""
+    found = []
+    for part in text_list(raw):
+        path = Path(part).expanduser()
+        if not path.is_dir():
+            raise ValueError(f"{part} is not a directory")
+        found.append(os.path.realpath(path))
+    return tuple(found)
+
+
 def default_data_dir() -> str:
     """$XDG_DATA_HOME/llm-server, else ~/.local/share/llm-server."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")

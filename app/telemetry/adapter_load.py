@@ -24,8 +24,9 @@ class Tracked(Protocol):
 
 
 def adapter_bits(scales: Sequence[float]) -> int:
-    """Bit n set for each adapter n applied (a scale other than 0)."""
-    return sum(1 << n for n, scale in enumerate(scales) if scale != 0.0)
+    """Bit n set for each adapter n applied (a scale other than 0), for the board's 64 bits (an
+    index past them, after many loads at run time, goes unshown)."""
+    return sum(1 << n for n, scale in enumerate(scales[:64]) if scale != 0.0)
 
 
 class AdapterLoad:

@@ -46,13 +46,13 @@ class ModelServerCollector(Collector):
         yield info
         yield _gauge("llamacpp:requests_processing", running + " (llama-server's name)", pool.running)
         yield _gauge("llamacpp:requests_deferred", waiting + " (llama-server's name)", pool.waiting)
-        if any(self._adapters.values()):
+        if any(any(names) for names in self._adapters.values()):
             yield self._lora_info()
 
     def _lora_info(self) -> Metric:
         """vLLM's LoRA gauge: the adapters requests run and wait with over every worker, as labels; its
         value the time of the scrape (the picker reads the newest series). `max_lora`: the adapters a
-        worker holds at once (all of its model's, loaded at start-up)."""
+        worker holds at once (all of its model's loaded adapters)."""
         running: set[str] = set()
         waiting: set[str] = set()
         for slot, names in self._adapters.items():
@@ -64,7 +64,7 @@ class ModelServerCollector(Collector):
             "LoRA adapters in use: running and waiting requests' adapters (vLLM's)",
             labels=["running_lora_adapters", "waiting_lora_adapters", "max_lora"],
         )
-        most = max(len(names) for names in self._adapters.values())
+        most = max(sum(1 for name in names if name) for names in self._adapters.values())
         info.add_metric([",".join(sorted(running)), ",".join(sorted(waiting)), str(most)], time.time())
         return info
 

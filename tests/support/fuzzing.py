@@ -19,6 +19,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from app.settings.values import default_model_path
+from harness import tiny_lora
 from harness.servers import Server
 
 CHECKS = [
@@ -76,6 +77,8 @@ OPERATIONS = [
     "POST /models/unload",
     "GET /lora-adapters",
     "POST /lora-adapters",
+    "POST /v1/load_lora_adapter",
+    "POST /v1/unload_lora_adapter",
     "POST /sleep",
     "POST /wake_up",
     "GET /is_sleeping",
@@ -144,6 +147,8 @@ def fuzz_server() -> Server:
         LLM_MAX_TOKENS_LIMIT="8",
         LLM_MAX_GENERATION_SECONDS="2",
         LLM_MAX_QUEUE="64",
+        # Adapters for the chat model lie here: a generated path may name one and load it.
+        LLM_LORA_DIRS=str(tiny_lora.cached(default_model_path()).parent),
     ).wait_ready(answers=4)
 
 

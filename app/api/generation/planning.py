@@ -100,12 +100,12 @@ def adapter_scales(asked: Sequence[AdapterScale] | None, spec: ModelSpec) -> tup
     if asked is None:
         return None
     scales = [0.0] * len(spec.loras)
-    names = [lora.id for lora in spec.loras]
+    names = {n: lora.id for n, lora in spec.live_adapters()}  # an unloaded adapter's index stays empty
     for entry in asked:
         wanted = entry.id
-        index = wanted if isinstance(wanted, int) else names.index(wanted) if wanted in names else -1
-        if not 0 <= index < len(names):
-            known = ", ".join(f"{n} ({name!r})" for n, name in enumerate(names)) or "none"
+        index = wanted if isinstance(wanted, int) else spec.adapter_named(wanted)
+        if index is None or index not in names:
+            known = ", ".join(f"{n} ({name!r})" for n, name in names.items()) or "none"
             raise InvalidRequestError(
                 f"lora: the model '{spec.id}' has no LoRA adapter {wanted!r}; its adapters: {known}.",
                 param="lora",

@@ -91,6 +91,13 @@ class NotAcceptableError(InvalidRequestError):
     code = "not_acceptable"
 
 
+class PermissionDeniedError(APIError):
+    """The operator has not allowed what the request asks (e.g. a file outside LLM_LORA_DIRS)."""
+
+    status = 403
+    type = "permission_error"
+
+
 class ServiceUnavailableError(APIError):
     """The worker cannot serve right now: its model is loading, the wait was too long, the KV cache full."""
 

@@ -14,6 +14,7 @@ ERRORS = {
     "the body is not a JSON object, the input and `max_tokens` do not fit the context "
     "(`code: context_length_exceeded`), or the model is not of the kind the route needs.",
     401: "Missing or wrong API key.",
+    403: "The operator has not allowed it: e.g. a LoRA adapter file outside LLM_LORA_DIRS.",
     404: "No such model (`code: model_not_found`).",
     405: "Method not allowed.",
     409: "The on-demand model serves requests: it cannot be unloaded now (`code: model_busy`).",

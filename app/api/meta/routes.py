@@ -61,7 +61,7 @@ def list_models() -> Response:
     listed = []
     for index, spec in enumerate(current_config().models):
         listed.append(_model_object(index, holders))
-        listed.extend(_adapter_object(index, lora.id, holders) for lora in spec.loras)
+        listed.extend(_adapter_object(index, lora.id, holders) for _, lora in spec.live_adapters())
     return jsonify({"object": "list", "data": listed})
 
 

@@ -79,11 +79,13 @@ def list_adapters() -> Response:
     if (relayed := here_or_relay(index)) is not None:
         return relayed
     engine = generating_engine()
-    loras = current_config().model.loras
+    spec = current_config().model
+    engine.adopt_adapters(spec.loras)  # those loaded at run time since its last request
+    scales = engine.lora_scales
     return jsonify(
         [
-            {"id": n, "name": lora.id, "path": lora.path, "scale": engine.lora_scales[n]}
-            for n, lora in enumerate(loras)
+            {"id": n, "name": lora.id, "path": lora.path, "scale": scales[n] if n < len(scales) else 0.0}
+            for n, lora in spec.live_adapters()
         ]
     )
 

@@ -88,6 +88,8 @@ class FakeContext:
     logits_rows: set[int] = field(default_factory=set)
     adapters: tuple[float, ...] = ()  # the LoRA scales set now
     decoded_with: list[tuple[float, ...]] = field(default_factory=list)  # each decode's LoRA scales
+    loaded_adapters: dict[int, str] = field(default_factory=dict)  # loaded at run time, by place
+    freed_adapters: set[int] = field(default_factory=set)
     memory: MemoryKind = field(default_factory=MemoryKind)
     swa_cells: int = 0  # sliding window: positions held per sequence (0: window + 8)
     lost: dict[int, int] = field(default_factory=dict)  # sliding window: oldest position still held
@@ -205,6 +207,18 @@ class FakeContext:
 
     def set_adapters(self, scales: tuple[float, ...]) -> None:
         self.adapters = scales
+
+    def has_adapter(self, index: int) -> bool:
+        return index not in self.freed_adapters
+
+    def load_adapter(self, index: int, path: str) -> None:
+        if path.endswith("bad.gguf"):
+            raise ValueError(f"llama.cpp could not load {path}")
+        self.freed_adapters.discard(index)
+        self.loaded_adapters[index] = path
+
+    def free_adapter(self, index: int) -> None:
+        self.freed_adapters.add(index)
 
     def close(self) -> None:
         self.clear()

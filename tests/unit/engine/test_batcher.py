@@ -7,6 +7,7 @@ from itertools import groupby
 
 import pytest
 
+from app.engine.adapter_places import AdapterChange
 from app.engine.adapter_turns import ADAPTER_TURN
 from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings, StepReport
@@ -251,6 +252,40 @@ def test_lora_sets_keep_their_turn_for_a_stretch_then_the_longest_waiting_goes()
     assert stretches[:3] == [ADAPTER_TURN] * 3
     # The latecomer has waited longest (it never ran): it goes before the base set's second turn.
     assert turns[:4] == [(), (1.0,), (0.5,), ()]
+
+
+def test_an_adapter_loaded_between_steps_serves_the_choices_queued_after_it() -> None:
+    run = Run(FakeContext(parallel=2))
+    failures: list[dict[int, str]] = []
+    run.batcher.submit(AdapterChange([(1, "/a.gguf"), (2, "/bad.gguf")], failures.append))
+    tuned = job([5], max_tokens=2, adapters=(0.0, 1.0))
+    run.submit(tuned)
+    run.until_idle()
+    assert run.context.loaded_adapters == {1: "/a.gguf"}
+    assert list(failures[0]) == [2] and "/bad.gguf" in failures[0][2]
+    assert run.text(tuned) == "<6><7>" and run.context.decoded_with[0] == (0.0, 1.0)
+    failed = job([5], max_tokens=2, adapters=(0.0, 0.0, 1.0))  # its file did not load here
+    run.context.freed_adapters.add(2)
+    run.submit(failed)
+    run.step()
+    assert run.ending(failed).finish_reason == "error" and "index 2 is not loaded" in str(
+        run.ending(failed).error
+    )
+
+
+def test_an_unloaded_adapter_is_freed_only_once_no_running_choice_decodes_with_it() -> None:
+    run = Run(FakeContext(parallel=2, n_ctx=128))
+    running = job([5], max_tokens=6, adapters=(1.0,))
+    run.submit(running)
+    run.step()
+    done: list[dict[int, str]] = []
+    run.batcher.submit(AdapterChange([(0, None)], done.append))
+    run.step(2)
+    assert done == [{}] and run.context.freed_adapters == set()  # the stream keeps its adapter
+    run.until_idle()
+    assert run.text(running) == "<6><7><8><9><10><11>"
+    run.step()
+    assert run.context.freed_adapters == {0}
 
 
 def test_a_cached_prompt_is_reused_only_under_the_same_lora_scales() -> None:

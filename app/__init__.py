@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from flask import Flask
 from flask.json.provider import DefaultJSONProvider
 
+from app.settings import otel
 from app.settings.config import Config
 from app.settings.current import install
 
@@ -137,6 +139,11 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     app.extensions["store"] = _store(config, under_gunicorn=worker is not None)
 
     request_log.init_app(app)  # first, so that even a 401 has an id and an access line
+    if otel.tracing_wanted(os.environ):  # the SDK's own variables (OTEL_EXPORTER_OTLP_ENDPOINT, ...)
+        from app.store import errors as store_errors
+        from app.telemetry import tracing
+
+        store_errors.trace_calls(tracing.init_app(app, config, tracing.provider_tracer(config)))
     api.init_app(app)
     metrics.init_app(
         app, None if state is None else state.shared.board, _adapters_by_slot(state, base, adapters)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.settings import derive, values
+from app.settings import derive, otel, values
 from app.settings.keys import ApiKey
 from app.settings.keys import from_file as keys_from_file
 from app.settings.keys import from_variable as keys_from_variable
@@ -385,6 +385,7 @@ class Config:
         """Read and validate every setting; the first bad one raises ConfigError."""
         environ = os.environ if environ is None else environ
         parsed = {name: spec.read(environ.get(spec.env, "")) for name, spec in SETTINGS.items()}
+        otel.check(environ)  # the OpenTelemetry SDK's variables, when they ask for traces
         config = cls(**derive.derive(parsed))
         for index in range(1, len(config.models)):  # every entry's own settings, checked at start too
             config.for_model(index)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from contextlib import AbstractContextManager
+from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -29,13 +31,28 @@ def reason(exc: SQLAlchemyError) -> str:
     return text.splitlines()[0] if text else type(original).__name__
 
 
+def _untraced(name: str) -> AbstractContextManager[Any]:
+    return contextlib.nullcontext()
+
+
+# What each store call runs in: a span when tracing is on (the app factory says so), else nothing.
+_traced: Callable[[str], AbstractContextManager[Any]] = _untraced
+
+
+def trace_calls(span: Callable[[str], AbstractContextManager[Any]]) -> None:
+    """Run every store call inside `span(<Class.method>)` from now on."""
+    global _traced
+    _traced = span
+
+
 def guarded(method: Callable[P, R]) -> Callable[P, R]:
     """A database failure as StoreUnavailableError (logged here with its cause), not a driver's error."""
 
     @functools.wraps(method)
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return method(*args, **kwargs)
+            with _traced(method.__qualname__):
+                return method(*args, **kwargs)
         except SQLAlchemyError as exc:
             log.error("the store failed: %s", reason(exc))
             raise StoreUnavailableError(reason(exc)) from None

@@ -21,6 +21,8 @@ class RequestStats:
     queue_wait: float | None = None  # seconds from admission to a first sequence
     finish_reason: str | None = None  # the last choice's to finish
     started: float = field(default_factory=time.monotonic)
+    submitted_at: float | None = None  # when its generation was submitted (monotonic), if it was
+    sequence_at: float | None = None  # when a first choice got a sequence
     gaps: list[float] = field(default_factory=list)
     _last: float | None = None
     _tokens_by_choice: dict[int, int] = field(default_factory=dict)
@@ -43,6 +45,11 @@ class RequestStats:
         else:
             self.gaps.append(now - self._last)
         self._last = now
+
+    @property
+    def last_text_at(self) -> float | None:
+        """When the last piece of text was produced (monotonic), if any was."""
+        return self._last
 
     @property
     def time_per_output_token(self) -> float | None:

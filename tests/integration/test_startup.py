@@ -77,6 +77,7 @@ BAD_SETTINGS = [
         ("LLM_MAX_QUEUE", "many"),
         ("LLM_QUEUE_TIMEOUT", "-1"),
         ("LLM_SLEEP_IDLE", "-5"),
+        ("LLM_LORA_DIRS", "/no/such/dir"),
         ("LLM_API_KEYS_FILE", "/nonexistent/keys"),
         ("LLM_METRICS_AUTH", "perhaps"),
         ("LLM_METRICS_MAX_AGE", "-1"),
@@ -109,6 +110,18 @@ def test_bad_setting_stops_start_up_with_one_line(env: str, value: str) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"configuration error: {env}"), result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "value"), [("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), ("OTEL_TRACES_EXPORTER", "zipkin")]
+)
+def test_a_tracing_set_up_the_server_cannot_export_to_stops_start_up_with_one_line(
+    env: str, value: str
+) -> None:
+    result = start({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", env: value})
+    assert result.returncode == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"configuration error: {env}={value!r}"), result.stderr
 
 
 def test_every_setting_has_a_bad_value_case() -> None:

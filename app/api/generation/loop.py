@@ -113,6 +113,7 @@ def chunks(generation: Generation, stats: RequestStats) -> Iterator[Chunk | None
     for chunk in generation:
         if stats.queue_wait is None and generation.started_at is not None:
             stats.queue_wait = generation.started_at - generation.submitted_at
+            stats.submitted_at, stats.sequence_at = generation.submitted_at, generation.started_at
             adapter_load.started(generation)
         if chunk is not None:
             if chunk.text:

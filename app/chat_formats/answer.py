@@ -7,7 +7,7 @@ import string
 import uuid
 from dataclasses import dataclass, field
 
-from app.chat_formats import reasoning
+from app.chat_formats import fenced_json, reasoning
 from app.chat_formats.base import ChatFormat, Function, Parsed, ToolCall
 from app.chat_formats.recipient_calls import GptOss
 
@@ -25,11 +25,17 @@ class AnswerReader:
     parallel: bool = True
     forced: bool = False  # the answer must be a call: one cut off before its name still is
     inline_reasoning: bool = False  # llama-server's deepseek-legacy: the thinking stays in content too
+    json_answer: bool = False  # JSON under a response format, perhaps ```json fenced (llama-server's)
 
     @property
     def plain(self) -> bool:
         """True when every answer is all content: nothing to split off or parse."""
-        return not self.functions and not self.thinking and not isinstance(self.format, GptOss)
+        return (
+            not self.functions
+            and not self.thinking
+            and not self.json_answer
+            and not isinstance(self.format, GptOss)
+        )
 
     def read(self, text: str, partial: bool) -> Parsed:
         """The answer so far (`partial`) or whole."""
@@ -45,7 +51,7 @@ class AnswerReader:
             ):
                 parsed = Parsed(content=rest)  # JSON of its own, or prose after it: not calls
         else:
-            parsed = Parsed(content=rest)
+            parsed = Parsed(content=fenced_json.unwrap(rest, partial) if self.json_answer else rest)
         parsed.reasoning = thought + parsed.reasoning
         if self.inline_reasoning:
             parsed.content = text[: len(text) - len(rest)] + parsed.content

@@ -35,6 +35,22 @@ def schema_grammar(schema: Any) -> str:
         raise GrammarError(f"this JSON schema is not supported: {_one_line(exc)}") from None
 
 
+# llama.cpp's converter's whitespace between JSON tokens (common/json-schema-to-grammar.cpp).
+SPACE_RULE = 'space ::= | " " | "\\n"{1,2} [ \\t]{0,20}\n'
+# llama-server's chat answer under a JSON response format (its autoparser, common/chat-auto-parser-
+# generator.cpp): the JSON, or the JSON in a ```json fence, whitespace around as its converter allows.
+FENCED_ROOT = (
+    'root ::= space space ("```json" space response-format space "```" | space response-format space)\n'
+)
+
+
+def fenced_schema_grammar(schema: Any) -> str:
+    """GBNF for a chat answer that is JSON following `schema`, bare or fenced, as llama-server makes it."""
+    rules = schema_rules({"response-format": schema})
+    space = "" if any(line.startswith("space ::=") for line in rules.splitlines()) else SPACE_RULE
+    return rules.rstrip("\n") + "\n" + space + FENCED_ROOT
+
+
 def schema_rules(schemas: dict[str, Any]) -> str:
     """GBNF rules, one named after each key, for JSON following that key's schema (no root rule).
 

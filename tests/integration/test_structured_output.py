@@ -12,6 +12,7 @@ import httpx
 import jsonschema
 import pytest
 
+from app.engine import grammar
 from app.settings.values import default_model_path
 from harness import llama_server
 from harness.servers import Server, Service
@@ -157,8 +158,8 @@ def reference() -> Iterator[Service]:
     service.stop()
 
 
-def chat_answer(server: Server, content: str, response_format: dict[str, Any]) -> tuple[str, str]:
-    """Our chat completion's answer under `response_format`, and the prompt the template made of it."""
+def chat_answer(server: Service, content: str, response_format: dict[str, Any]) -> tuple[str, str]:
+    """A chat completion's answer under `response_format`, and the prompt the template made of it."""
     messages = [{"role": "user", "content": content}]
     body = {"messages": messages, "response_format": response_format, "temperature": 0, "max_tokens": 96}
     answer = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=300)
@@ -167,6 +168,21 @@ def chat_answer(server: Server, content: str, response_format: dict[str, Any]) -
         "prompt"
     ]
     return answer.json()["choices"][0]["message"]["content"], prompt
+
+
+def streamed_chat_answer(server: Service, content: str, response_format: dict[str, Any]) -> str:
+    """The content deltas of a streamed chat completion under `response_format`, joined."""
+    messages = [{"role": "user", "content": content}]
+    body = {"messages": messages, "response_format": response_format, "temperature": 0, "max_tokens": 96,
+            "stream": True}  # fmt: skip
+    joined = ""
+    with httpx.stream("POST", server.url + "/v1/chat/completions", json=body, timeout=300) as answer:
+        assert answer.status_code == 200
+        for line in answer.iter_lines():
+            if line.startswith("data: {"):
+                choices = json.loads(line[len("data: ") :])["choices"]
+                joined += (choices[0]["delta"].get("content") or "") if choices else ""
+    return joined
 
 
 def completion_answer(url: str, prompt: str, json_schema: dict[str, Any]) -> str:
@@ -183,19 +199,42 @@ def test_a_schema_constrains_an_answer_as_llama_servers_converter_does(
     server: Server, reference: Service, name: str
 ) -> None:
     # The grammar is llama.cpp's own converter's (common/json-schema-to-grammar.cpp): the same
-    # prompt under the same schema answers alike here and in llama-server, greedy, on one model.
+    # prompt under the same schema answers alike here and in llama-server, greedy, on one model;
+    # in chat, as llama-server's chat grammar has it (the JSON bare or ```json fenced).
     content, schema = SCHEMAS[name]
     response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
     ours, prompt = chat_answer(server, content, response_format)
-    theirs = completion_answer(reference.url, prompt, schema)
-    assert ours == theirs == completion_answer(server.url, prompt, schema)
+    assert ours == chat_answer(reference, content, response_format)[0]
+    assert streamed_chat_answer(server, content, response_format) == ours
+    assert completion_answer(server.url, prompt, schema) == completion_answer(reference.url, prompt, schema)
     jsonschema.validate(json.loads(ours), schema)  # whole, within max_tokens: nothing derailed
+
+
+def test_a_fenced_json_answer_is_its_json_as_in_llama_servers_chat(
+    server: Server, reference: Service
+) -> None:
+    # The issue's case: SmolLM2 answers this one in a ```json fence when the grammar allows it, as
+    # llama-server's chat grammar does; both then answer the JSON alone, pretty-printed alike.
+    content, schema = "Extract the person: Alice is 31 years old.", SCHEMAS["person"][1]
+    response_format = {"type": "json_schema", "json_schema": {"name": "person", "schema": schema}}
+    ours, prompt = chat_answer(server, content, response_format)
+    assert ours == chat_answer(reference, content, response_format)[0]
+    assert ours == streamed_chat_answer(server, content, response_format)
+    assert json.loads(ours) == {"name": "Alice", "age": 31} and not ours.startswith("```")
+    gbnf = grammar.fenced_schema_grammar(schema)
+    fenced = {"prompt": prompt, "n_predict": 40, "temperature": 0, "grammar": gbnf}
+    raw = httpx.post(server.url + "/completion", json=fenced, timeout=120).json()["content"]
+    assert raw.startswith("```json") and ours in raw  # what the model wrote: the fence, read off
+    body = {"messages": [{"role": "user", "content": content}], "json_schema": schema, "temperature": 0}
+    field = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=120).json()
+    assert field["choices"][0]["message"]["content"] == ours  # llama-server's own field: the same grammar
 
 
 def test_json_object_is_llama_servers_empty_schema(server: Server, reference: Service) -> None:
     content = "Tom is a grey cat. Give his name and colour."
     ours, prompt = chat_answer(server, content, {"type": "json_object"})
-    assert ours == completion_answer(reference.url, prompt, {}) == completion_answer(server.url, prompt, {})
+    assert ours == chat_answer(reference, content, {"type": "json_object"})[0]
+    assert completion_answer(reference.url, prompt, {}) == completion_answer(server.url, prompt, {})
     assert isinstance(json.loads(ours), dict)
 
 

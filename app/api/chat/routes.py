@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -35,14 +36,15 @@ def create_chat_completion() -> Response:
         return relayed
     engine = generating_engine()
     prompt = conversation.prompt(engine.tokenizer, chat)
-    grammar, triggers, param = structured_output.answer_grammar(chat, prompt.profile)
+    # A JSON answer as llama-server's chat takes one: bare or ```json fenced, its content the JSON.
+    answer = structured_output.answer_grammar(chat, prompt.profile, fences=True)
     requests = plan_choices(
         chat,
         [prompt.tokens],
         prompt_param="messages",
         logprobs=chat.top_logprobs if chat.logprobs else None,
-        grammar=structured_output.checked(engine.tokenizer, grammar, param),
-        grammar_triggers=triggers,
+        grammar=structured_output.checked(engine.tokenizer, answer.gbnf, answer.param),
+        grammar_triggers=answer.triggers,
         thinking_budget=conversation.thinking_budget(engine.tokenizer, prompt, chat.reasoning_budget),
         vocabulary_size=engine.tokenizer.vocabulary_size,
     )
@@ -50,7 +52,7 @@ def create_chat_completion() -> Response:
         chat=True,
         prompt_tokens=len(prompt.tokens),
         include_usage=chat.include_usage,
-        reader=prompt.reader,
+        reader=replace(prompt.reader, json_answer=True) if answer.fenced_json else prompt.reader,
         choices_per_prompt=chat.n,
     )
     header = ObjectHeader(answering_as(chat.model), chat=True, fingerprint=engine.fingerprint)

@@ -194,14 +194,14 @@ def plan_chat_choice(
 ) -> list[GenerationRequest]:
     """The one choice of a chat-shaped request (Anthropic's, Ollama's): the grammar its answer follows
     (calls in the model's own syntax, or its response format), checked, then planned."""
-    grammar, triggers, param = structured_output.answer_grammar(chat, profile)
+    answer = structured_output.answer_grammar(chat, profile)
     return plan_choices(
         chat,
         [tokens],
         prompt_param=prompt_param,
         logprobs=chat.top_logprobs if chat.logprobs else None,
-        grammar=structured_output.checked(tokenizer, grammar, param),
-        grammar_triggers=triggers,
+        grammar=structured_output.checked(tokenizer, answer.gbnf, answer.param),
+        grammar_triggers=answer.triggers,
         thinking_budget=thinking_budget,
         vocabulary_size=tokenizer.vocabulary_size,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting import tools
@@ -49,21 +49,58 @@ def tag_grammar(tag: Mapping[str, Any], param: str) -> str:
         raise InvalidRequestError(f"{param}: {exc.message}", param=param) from None
 
 
-def answer_grammar(chat: ChatRequest, profile: TemplateProfile) -> tuple[str | None, tuple[str, ...], str]:
-    """The grammar an answer follows (calls in the model's own syntax, `response_format`, or
-    llama-server's or vLLM's constraint fields), its lazy triggers, and the field that asked for it."""
+class AnswerGrammar(NamedTuple):
+    """The grammar an answer follows, its lazy triggers, the field that asked for it, and whether the
+    answer is JSON a model may fence (```json, llama-server's chat: its content is the JSON alone)."""
+
+    gbnf: str | None
+    triggers: tuple[str, ...]
+    param: str
+    fenced_json: bool = False
+
+
+def answer_grammar(chat: ChatRequest, profile: TemplateProfile, fences: bool = False) -> AnswerGrammar:
+    """The grammar an answer follows: calls in the model's own syntax, `response_format`, or
+    llama-server's or vLLM's constraint fields. With `fences` (llama-server's chat completions), a
+    JSON schema from `response_format` or llama-server's `json_schema` field is its chat grammar."""
     if (constraint := chat.constraint) is not None:
         if chat.tools_active:  # as llama-server: "Cannot specify grammar with tools"
             param = constraint.param
             raise InvalidRequestError(f"{param}: cannot be used with tools.", param=param)
-        return constraint_grammar(constraint), (), constraint.param
+        if fences and constraint.param == "json_schema":
+            return AnswerGrammar(
+                fenced_grammar(constraint.value, constraint.param), (), constraint.param, True
+            )
+        return AnswerGrammar(constraint_grammar(constraint), (), constraint.param)
     calls = tools.grammar(chat, profile)
+    schema = json_schema_of(chat.response_format)
     answer = response_grammar(chat.response_format)
     # Under `auto`, an answer the client wants as JSON keeps its grammar: one grammar
     # holds a sequence, and llama.cpp's server refuses the pair outright.
     if calls is not None and not (calls.triggers and answer is not None):
-        return calls.gbnf, calls.triggers, "tools"
-    return answer, (), "response_format"
+        return AnswerGrammar(calls.gbnf, calls.triggers, "tools")
+    if fences and schema is not None:
+        return AnswerGrammar(fenced_grammar(*schema), (), "response_format", True)
+    return AnswerGrammar(answer, (), "response_format")
+
+
+def json_schema_of(response_format: Mapping[str, Any] | None) -> tuple[Any, str] | None:
+    """The JSON schema a `response_format` asks the answer to follow, with its field; None for others."""
+    response_format = response_format or {}
+    kind = response_format.get("type", "text")
+    if kind == "json_object":  # llama-server's form may carry a schema
+        return response_format.get("schema") or {"type": "object"}, "response_format.schema"
+    if kind == "json_schema":
+        return response_format["json_schema"].get("schema") or {"type": "object"}, SCHEMA_PARAM
+    return None
+
+
+def fenced_grammar(schema: Any, param: str) -> str:
+    """llama-server's chat grammar for a JSON answer following `schema` ({} or None: any object)."""
+    try:
+        return grammar.fenced_schema_grammar(schema or {"type": "object"})
+    except GrammarError as exc:
+        raise InvalidRequestError(f"{param}: {exc.message}", param=param) from None
 
 
 def constraint_grammar(constraint: Constraint) -> str:

@@ -95,7 +95,12 @@ static PyObject * schema_rules(PyObject *, PyObject * args) {
         }
         std::string rules = build_grammar([&](const common_grammar_builder & builder) {
             for (size_t i = 0; i < documents.size(); ++i) {
-                builder.add_schema(rule_names[i], *documents[i].root);
+                // A primitive schema is answered with the primitive's rule (`string`): named too,
+                // as llama-server's formats use the name add_schema returns in their own rules.
+                std::string rule = builder.add_schema(rule_names[i], *documents[i].root);
+                if (rule != rule_names[i]) {
+                    builder.add_rule(rule_names[i], rule);
+                }
             }
         });
         return PyUnicode_FromStringAndSize(rules.data(), (Py_ssize_t) rules.size());

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from collections.abc import Sequence as Listed
 from dataclasses import dataclass
 from typing import Protocol
 
 from app.engine.sequence import Sequence
+from app.settings.models import LoraSpec
 
 
 @dataclass(eq=False)
@@ -16,6 +18,25 @@ class AdapterChange:
 
     places: list[tuple[int, str | None]]
     done: Callable[[dict[int, str]], None]
+
+
+def changed_places(
+    places: list[str | None], loras: Listed[LoraSpec]
+) -> tuple[list[str | None], list[tuple[int, str | None]]]:
+    """The model's places once as `loras` say (each loaded or empty), and those that change."""
+    wanted = [lora.path if lora.loaded else None for lora in loras]
+    have = places + [None] * (len(wanted) - len(places))
+    changes = [(n, path) for n, path in enumerate(wanted) if path != have[n]]
+    for n, path in changes:  # a place that fails is not tried again: the change's result says why
+        have[n] = path
+    return have, changes
+
+
+def global_scales(scales: list[float], loras: Listed[LoraSpec]) -> list[float]:
+    """The global scales over `loras`' places: new ones at their own (0 for those loaded at run
+    time), unloaded ones at 0."""
+    extended = scales + [lora.scale for lora in loras[len(scales) :]]
+    return [scale if lora.loaded else 0.0 for scale, lora in zip(extended, loras, strict=False)]
 
 
 class HoldsAdapters(Protocol):

@@ -9,8 +9,7 @@ from dataclasses import replace
 
 import gevent.event
 
-from app.engine import scheduling
-from app.engine.adapter_places import AdapterChange
+from app.engine import adapter_places, scheduling
 from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.context import ContextShape
@@ -124,24 +123,17 @@ class Engine(LoadingEngine[LoadedModel]):
         """Make the model's adapters those of `loras` (a place loaded or empty as each says), between
         two steps and before any choice submitted after this; None if nothing changes (or the model
         is not loaded yet), else a result that gets {index: why} for each place that failed."""
-        wanted = [lora.path if lora.loaded else None for lora in loras]
-        have = self._places + [None] * (len(wanted) - len(self._places))
-        places = [(n, path) for n, path in enumerate(wanted) if path != have[n]]
-        if self._batcher is None or not places:
+        places, changes = adapter_places.changed_places(self._places, loras)
+        if self._batcher is None or not changes:
             return None
-        for n, path in places:  # a place that fails is not tried again: the result says why
-            have[n] = path
-        self._places = have
-        self.lora_scales += [lora.scale for lora in loras[len(self.lora_scales) :]]
-        self.lora_scales = [
-            s if lora.loaded else 0.0 for s, lora in zip(self.lora_scales, loras, strict=False)
-        ]
+        self._places = places
+        self.lora_scales = adapter_places.global_scales(self.lora_scales, loras)
         result: gevent.event.AsyncResult = gevent.event.AsyncResult()
 
         def done(failed: dict[int, str]) -> None:  # the batcher's thread
             self._hub.loop.run_callback_threadsafe(result.set, failed)
 
-        self._batcher.submit(AdapterChange(places, done))
+        self._batcher.submit(adapter_places.AdapterChange(changes, done))
         result.rawlink(_log_failures)
         return result
 

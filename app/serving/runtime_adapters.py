@@ -156,7 +156,10 @@ def allowed_path(directories: tuple[str, ...] | None, asked: str) -> str:
         raise PermissionError(
             "loading LoRA adapters at run time is off (the operator allows it with LLM_LORA_DIRS)"
         )
-    path = os.path.realpath(os.path.join(directories[0], os.path.expanduser(asked)))
+    try:
+        path = os.path.realpath(os.path.join(directories[0], os.path.expanduser(asked)))
+    except ValueError:  # a NUL byte, or text no file name can hold
+        raise FileNotFoundError(f"{asked!r} is not a file") from None
     if not any(os.path.commonpath([path, folder]) == folder for folder in directories):
         raise PermissionError(f"{asked} is outside the directories LLM_LORA_DIRS allows")
     if not os.path.isfile(path):

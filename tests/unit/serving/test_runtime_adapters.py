@@ -82,7 +82,8 @@ def test_only_files_inside_the_allowed_directories_load(tmp_path: Path) -> None:
     for escaping in ("../elsewhere/b.gguf", str(outside / "b.gguf"), "link.gguf"):
         with pytest.raises(PermissionError):
             runtime_adapters.allowed_path(dirs, escaping)
-    with pytest.raises(FileNotFoundError):
-        runtime_adapters.allowed_path(dirs, "missing.gguf")
+    for missing in ("missing.gguf", "a\x00.gguf", "\ud800.gguf"):
+        with pytest.raises(FileNotFoundError):
+            runtime_adapters.allowed_path(dirs, missing)
     with pytest.raises(PermissionError, match="LLM_LORA_DIRS"):
         runtime_adapters.allowed_path(None, "a.gguf")

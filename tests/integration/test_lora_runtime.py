@@ -106,6 +106,12 @@ def test_a_loaded_adapter_is_a_model_on_every_worker_until_unloaded(
     assert each_worker_answers(server, "runtime-a", prompt) == [with_a, with_a]
     listed = {m.id: m.model_dump() for m in sdk.models.list().data}
     assert listed["runtime-a"]["parent"] == "smol" and listed["runtime-a"]["root"].endswith("first.gguf")
+    tags = {m["name"]: m for m in httpx.get(server.url + "/api/tags", headers=AUTH).json()["models"]}
+    assert (
+        tags["runtime-a"]["details"]["parent_model"] == "smol"
+        and tags["a"]["details"]["parent_model"] == "smol"
+    )
+    assert tags["smol"]["details"]["parent_model"] == "" and tags["runtime-a"]["size"] > tags["smol"]["size"]
     llama_list = httpx.get(server.url + "/lora-adapters", headers=AUTH).json()
     assert [(a["id"], a["name"], a["scale"]) for a in llama_list] == [(0, "a", 0.0), (1, "runtime-a", 0.0)]
     # llama-server's per-request list reaches it by name or index too.
@@ -120,6 +126,9 @@ def test_a_loaded_adapter_is_a_model_on_every_worker_until_unloaded(
             with pytest.raises(openai.NotFoundError):
                 answer(fresh, "runtime-a", prompt)
     assert "runtime-a" not in {m.id for m in sdk.models.list().data}
+    assert "runtime-a" not in {
+        m["name"] for m in httpx.get(server.url + "/api/tags", headers=AUTH).json()["models"]
+    }
     again = unload(server, "runtime-a")
     assert (
         again.status_code == 404

@@ -49,6 +49,27 @@ def listed(spec: ModelSpec) -> dict[str, Any]:
     }
 
 
+def listed_adapters(spec: ModelSpec) -> list[dict[str, Any]]:
+    """The model's loaded LoRA adapters as entries of /api/tags: models of their own (a request names
+    them so), `details.parent_model` their base model, as Ollama's ADAPTER models."""
+    base = listed(spec)
+    entries = []
+    for _, lora in spec.live_adapters():
+        size = Path(lora.path).stat().st_size
+        digest = hashlib.sha256(f"{base['digest']}:{lora.path}:{size}".encode()).hexdigest()
+        entries.append(
+            {
+                **base,
+                "name": lora.id,
+                "model": lora.id,
+                "size": base["size"] + size,
+                "digest": digest,
+                "details": {**base["details"], "parent_model": spec.id},
+            }  # fmt: skip
+        )
+    return entries
+
+
 def template(spec: ModelSpec) -> str:
     """The chat template the model is served with: LLM_MODELS' own, else the GGUF's."""
     if spec.chat_template is not None:

@@ -182,7 +182,10 @@ def _vectors(texts: list[str], truncate: bool) -> np.ndarray | Response:
 @bp.get("/api/tags")
 def tags() -> Response:
     """Every model this server serves, as Ollama lists local models."""
-    return jsonify({"models": [catalog.listed(spec) for spec in current_config().models]})
+    served = current_config().models
+    listed = [catalog.listed(spec) for spec in served]
+    listed += [adapter for spec in served for adapter in catalog.listed_adapters(spec)]
+    return jsonify({"models": listed})
 
 
 @bp.post("/api/show")

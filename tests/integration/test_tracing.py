@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from app.settings.values import default_model_path
+from app.telemetry import tracing
 from harness.servers import Server, serving_models
 from tests.support.otlp_receiver import ReceivedSpan, Receiver
 from tests.support.procs import connection_to_each_worker
@@ -48,11 +49,17 @@ def traceparent() -> tuple[str, str, str]:
     return f"00-{trace_id}-{span_id}-01", trace_id, span_id
 
 
-def spans_of(receiver: Receiver, trace_id: str, wanted: set[str]) -> dict[str, list[ReceivedSpan]]:
-    """The trace's spans by name, once every name of `wanted` has arrived."""
+def spans_of(
+    receiver: Receiver, trace_id: str, wanted: set[str], client_span: str
+) -> dict[str, list[ReceivedSpan]]:
+    """The trace's spans by name, once every name of `wanted` has arrived and every span's parent
+    has too (each worker exports its own spans, in batches of its own: a relayed request's
+    peer may be heard from first)."""
 
     def arrived() -> bool:
-        return wanted <= {span.name for span in receiver.of_trace(trace_id)}
+        spans = receiver.of_trace(trace_id)
+        ids = {span.span_id for span in spans} | {client_span}
+        return wanted <= {span.name for span in spans} and all(span.parent_id in ids for span in spans)
 
     wait_until(arrived, 30, f"spans {sorted(wanted)}")
     by_name: dict[str, list[ReceivedSpan]] = {}
@@ -85,9 +92,8 @@ def test_a_streamed_chat_continues_the_clients_trace_with_its_stages(
             extra_headers={"traceparent": header},
         )
         usage = [chunk.usage for chunk in stream if chunk.usage is not None][0]
-    spans = spans_of(
-        receiver, trace_id, {"POST /v1/chat/completions", "chat a", "queue", "prefill", "decode"}
-    )
+    wanted = {"POST /v1/chat/completions", "chat a", "queue", "prefill", "decode"}
+    spans = spans_of(receiver, trace_id, wanted, client_span)
     (generation,) = spans["chat a"]
     # Served where it landed, or relayed first to the worker holding "a": the span that served
     # it is the generation's parent, and the first one's parent is the client's span.
@@ -128,7 +134,7 @@ def test_a_relayed_request_is_a_child_of_the_worker_that_relayed_it(
             connection.close()
     shapes = []
     for trace_id, client_span in traces:
-        spans = spans_of(receiver, trace_id, {"POST /v1/completions", "text_completion b"})
+        spans = spans_of(receiver, trace_id, {"POST /v1/completions", "text_completion b"}, client_span)
         requests = spans["POST /v1/completions"]
         (generation,) = spans["text_completion b"]
         outer = [span for span in requests if span.parent_id == client_span]
@@ -153,12 +159,17 @@ def test_a_stored_response_has_its_store_calls_in_the_trace(server: Server, rece
         timeout=60,
     )
     assert answer.status_code == 200, answer.text
-    spans = spans_of(receiver, trace_id, {"POST /v1/responses", "store ResponseStore.save"})
+    spans = spans_of(receiver, trace_id, {"POST /v1/responses", "store ResponseStore.save"}, client_span)
     (save,) = spans["store ResponseStore.save"]
     assert save.kind == CLIENT and save.attributes["db.system.name"] == "sqlite"
     ids = {span.span_id: span.name for span in receiver.of_trace(trace_id)}
     *within, client = ancestry(receiver, save)
     assert client == client_span and within and {ids[parent] for parent in within} == {"POST /v1/responses"}
+
+
+def test_every_route_given_an_operation_is_served(server: Server) -> None:
+    served = httpx.get(server.url + "/openapi.json", timeout=30).json()["paths"]
+    assert set(tracing.OPERATIONS) <= {path for path, ops in served.items() if "post" in ops}
 
 
 def test_probes_make_no_spans_and_a_request_without_traceparent_starts_a_trace(

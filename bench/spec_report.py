@@ -32,7 +32,9 @@ def markdown(
         f"Machine: {platform.machine()}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}.",
         "",
-        f"### The edit ({args.edit_tokens} tokens out, the answer mostly the prompt again)",
+        f"### The edit ({args.edit_tokens} tokens out, the answer mostly the prompt again"
+        + (f"; the module's first {args.edit_lines} lines" if args.edit_lines else "")
+        + ")",
         "",
         "| target | one stream, decode tokens/s | 4 at once, summed tokens/s | one stream vs ours without |",
         "|---|---|---|---|",

@@ -52,9 +52,12 @@ def start(args: argparse.Namespace) -> dict[str, Service]:
 def edits(args: argparse.Namespace, servers: dict[str, Service], index: Iterator[int]) -> dict:
     """Decode speed of the edit, alone and with 4 at once, for every target; rounds interleaved."""
     targets: dict[str, Callable[[int], dict[str, object]]] = {
-        OFF: lambda i: workloads.edit_request(i, args.edit_tokens, speculative=False),
-        ON: lambda i: workloads.edit_request(i, args.edit_tokens),
-        **{name: (lambda i: workloads.edit_request(i, args.edit_tokens)) for name in (CPP_OFF, *CPP_MODES)},
+        OFF: lambda i: workloads.edit_request(i, args.edit_tokens, args.edit_lines, speculative=False),
+        ON: lambda i: workloads.edit_request(i, args.edit_tokens, args.edit_lines),
+        **{
+            name: (lambda i: workloads.edit_request(i, args.edit_tokens, args.edit_lines))
+            for name in (CPP_OFF, *CPP_MODES)
+        },
     }
     url = {name: servers["ours" if name in (OFF, ON) else name].url for name in targets}
     alone: dict[str, list[measure.Stream]] = {name: [] for name in targets}
@@ -125,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=8)
     parser.add_argument("--n-ctx", type=int, default=2048, help="context per sequence")
     parser.add_argument("--edit-tokens", type=int, default=300)
+    parser.add_argument("--edit-lines", type=int, default=0, help="the module's first lines (0: all)")
     parser.add_argument("--max-tokens", type=int, default=96, help="the story prompts' length")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--markdown", type=Path)
@@ -133,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     servers = start(args)
     try:
         for service in servers.values():
-            workloads.chat_stream(service.url, workloads.edit_request(next(index), 4))  # warm-up
+            warm_up = workloads.edit_request(next(index), 4, args.edit_lines)
+            workloads.chat_stream(service.url, warm_up)
         progress("the edit, alone and 4 at once")
         edited = edits(args, servers, index)
         progress("story prompts, drafts on and off")

@@ -84,14 +84,16 @@ TEXTS = (
 )
 
 
-def edit_request(index: int, max_tokens: int, **fields: object) -> dict[str, object]:
-    """Edit number `index`: its own name to rename to (no server answers it from its cache)."""
+def edit_request(index: int, max_tokens: int, lines: int = 0, **fields: object) -> dict[str, object]:
+    """Edit number `index`: its own name to rename to (no server answers it from its cache), on the
+    module's first `lines` lines (0: all of it)."""
     name = NAMES[index % len(NAMES)]
     ask = (
         f"Request {index}. Rename `items` to `{name}` everywhere in this module; reply with the whole module:"
     )
+    code = "".join(CODE.splitlines(keepends=True)[: lines or None])
     return {
-        "messages": [{"role": "user", "content": f"{ask}\n\n```python\n{CODE}```"}],
+        "messages": [{"role": "user", "content": f"{ask}\n\n```python\n{code}```"}],
         "max_tokens": max_tokens,
         "temperature": 0,
         "ignore_eos": True,  # exactly max_tokens from both servers

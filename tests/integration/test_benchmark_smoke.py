@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.servers import ROOT
-from tests.support.bench_runs import bench
+from tests.support.bench_runs import ONE_THREAD, bench
 
 pytestmark = pytest.mark.slow
 
@@ -16,8 +16,9 @@ pytestmark = pytest.mark.slow
 def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown, png = tmp_path / "bench.md", tmp_path / "sweep.png"
     ran = bench(
-        "run", "--repeats", "1", "--max-tokens", "8", "--contention-tokens", "16", "--clients", "1,2",
-        "--slots", "2", "--per-client", "1", "--markdown", str(markdown), "--chart", str(png),
+        "run", *ONE_THREAD, "--repeats", "1", "--max-tokens", "8", "--contention-tokens", "16",
+        "--clients", "1,2", "--slots", "2", "--per-client", "1",
+        "--markdown", str(markdown), "--chart", str(png),
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
@@ -46,7 +47,7 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
 def test_embedding_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "embeddings.md"
     ran = bench(
-        "embeddings", "--repeats", "1", "--total", "4", "--sizes", "1,4", "--clients", "2",
+        "embeddings", *ONE_THREAD, "--repeats", "1", "--total", "4", "--sizes", "1,4", "--clients", "2",
         "--markdown", str(markdown),
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
@@ -87,7 +88,7 @@ def test_scrape_benchmark_runs_end_to_end(tmp_path: Path) -> None:
 @pytest.mark.timeout(3600)
 def test_cold_load_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "cold.md"
-    ran = bench("cold_load", "--repeats", "1", "--markdown", str(markdown))
+    ran = bench("cold_load", *ONE_THREAD, "--repeats", "1", "--markdown", str(markdown))
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
     assert text == ran.stdout
@@ -102,7 +103,8 @@ def test_cold_load_benchmark_runs_end_to_end(tmp_path: Path) -> None:
 @pytest.mark.timeout(3600)
 def test_lora_mix_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "lora.md"
-    ran = bench("lora_mix", "--repeats", "1", "--requests", "1", "--tokens", "8", "--markdown", str(markdown))
+    ran = bench("lora_mix", *ONE_THREAD, "--repeats", "1", "--requests", "1", "--tokens", "8",
+                "--markdown", str(markdown))  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
     assert text == ran.stdout
@@ -114,7 +116,7 @@ def test_lora_mix_benchmark_runs_end_to_end(tmp_path: Path) -> None:
 
 def test_request_priority_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "priority.md"
-    ran = bench("request_priority", "--repeats", "1", "--probes", "1", "--parallel", "1",
+    ran = bench("request_priority", *ONE_THREAD, "--repeats", "1", "--probes", "1", "--parallel", "1",
                 "--line-tokens", "8", "--gap", "0", "--markdown", str(markdown))  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.bench_runs import bench
+from tests.support.bench_runs import ONE_THREAD, bench
 
 pytestmark = pytest.mark.slow
 
 
 def test_speculation_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "speculation.md"
-    ran = bench("speculation", "--repeats", "1", "--edit-tokens", "8", "--max-tokens", "8", "--slots", "2",
-                "--markdown", str(markdown))  # fmt: skip
+    ran = bench("speculation", *ONE_THREAD, "--repeats", "1", "--edit-tokens", "8", "--edit-lines", "12",
+                "--max-tokens", "8", "--slots", "2", "--markdown", str(markdown))  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
     assert text == ran.stdout
@@ -36,7 +36,7 @@ def test_speculation_benchmark_runs_end_to_end(tmp_path: Path) -> None:
 
 def test_conversations_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "conversations.md"
-    ran = bench("conversations", "--repeats", "1", "--conversations", "2", "--turns", "2",
+    ran = bench("conversations", *ONE_THREAD, "--repeats", "1", "--conversations", "2", "--turns", "2",
                 "--max-tokens", "4", "--slots", "2", "--markdown", str(markdown))  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
@@ -49,7 +49,7 @@ def test_conversations_benchmark_runs_end_to_end(tmp_path: Path) -> None:
 
 def test_swa_turns_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "swa.md"
-    ran = bench("swa_turns", "--repeats", "1", "--conversations", "1", "--answer-tokens", "8",
+    ran = bench("swa_turns", *ONE_THREAD, "--repeats", "1", "--conversations", "1", "--answer-tokens", "8",
                 "--document-words", "60", "--n-ctx", "1024", "--markdown", str(markdown))  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
@@ -67,8 +67,8 @@ def test_swa_turns_benchmark_runs_end_to_end(tmp_path: Path) -> None:
 
 def test_turns_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "turns.md"
-    ran = bench("turns", "--repeats", "1", "--conversations", "1", "--turns", "2", "--max-tokens", "4",
-                "--markdown", str(markdown))  # fmt: skip
+    ran = bench("turns", *ONE_THREAD, "--repeats", "1", "--conversations", "1", "--turns", "2",
+                "--max-tokens", "4", "--markdown", str(markdown))  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
     assert text == ran.stdout
@@ -84,8 +84,8 @@ def test_turns_benchmark_runs_end_to_end(tmp_path: Path) -> None:
 
 def test_batch_priority_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "batch.md"
-    ran = bench("batch_priority", "--repeats", "1", "--probes", "1", "--parallel", "2", "--line-tokens", "16",
-                "--gap", "0", "--markdown", str(markdown))  # fmt: skip
+    ran = bench("batch_priority", *ONE_THREAD, "--repeats", "1", "--probes", "1", "--parallel", "2",
+                "--line-tokens", "16", "--gap", "0", "--markdown", str(markdown))  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
     assert text == ran.stdout

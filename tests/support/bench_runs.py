@@ -7,6 +7,11 @@ import sys
 
 from harness.servers import ROOT
 
+# The slow tier runs two pytest processes on two cores: a benchmark whose servers each spin two
+# llama.cpp threads beside the other process's work waits at every barrier for a thread that is
+# not running (the speculation benchmark's smoke run, beside one busy core: 322 s, 173 s so).
+ONE_THREAD = ("--threads", "1")
+
 
 def bench(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`python -m bench.<module>` with `args`, from the checkout, its output captured."""

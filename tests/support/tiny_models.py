@@ -255,10 +255,14 @@ if __name__ == "__main__":  # make test-models writes them all, outside any time
         print(path(name))
     # And the LoRA adapters the tests load on them and on the real models (Mamba 2 has no
     # attention weights for one): SmolLM2's two for test_lora, one for every other model.
-    from harness import real_models, tiny_lora
+    from harness import real_models, tiny_lora, tiny_projector
 
     bases = [default_model_path(), str(real_models.gemma3_path())]
     bases += [str(path(name)) for name in RECIPES if name != "mamba2"]
     for base in bases:
         print(tiny_lora.cached(base))
     print(tiny_lora.cached(default_model_path(), seed=1))
+    # A vision projector for each real text model, and llama.cpp's test media (harness/tiny_projector.py).
+    for base in (default_model_path(), str(real_models.gemma3_path())):
+        print(tiny_projector.cached(base))
+    print(*(tiny_projector.media(name) for name in tiny_projector.MEDIA))

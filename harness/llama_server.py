@@ -43,6 +43,18 @@ def cpu_options() -> list[str]:
     return shlex.split(printed.stdout)
 
 
+def sdist(folder: Path) -> Path:
+    """The pinned llama-cpp-python's source archive (llama.cpp inside), fetched into `folder` by pip."""
+    version = importlib.metadata.version("llama_cpp_python")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+         "--dest", str(folder), f"llama_cpp_python=={version}"],
+        check=True,
+    )  # fmt: skip
+    (archive,) = folder.glob("llama_cpp_python-*.tar.gz")
+    return archive
+
+
 def binary() -> Path:
     """The llama-server executable, built on first use (about ten minutes on two cores)."""
     version = importlib.metadata.version("llama_cpp_python")
@@ -55,13 +67,7 @@ def binary() -> Path:
         return built
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=CACHE) as work:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-             "--dest", work, f"llama_cpp_python=={version}"],
-            check=True,
-        )  # fmt: skip
-        (sdist,) = Path(work).glob("*.tar.gz")
-        with tarfile.open(sdist) as archive:
+        with tarfile.open(sdist(Path(work))) as archive:
             archive.extractall(work, filter="data")
         (source,) = Path(work).glob("*/vendor/llama.cpp")
         subprocess.run(

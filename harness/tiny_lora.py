@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFReader, GGUFWriter
 
+from harness.files import made_once
+
 TARGETS = ("attn_q.weight", "attn_v.weight", "ffn_down.weight")
 VERSION = 1  # a change to how adapters are written makes new cached files
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llm-server" / "loras"
@@ -28,12 +30,7 @@ def cached(base: str, seed: int = 0) -> Path:
     """The adapter `write` makes for `base` with `seed`, made once per machine (atomically)."""
     source = Path(base)
     target = CACHE / f"{source.stem}-{source.stat().st_size}-seed{seed}-v{VERSION}.gguf"
-    if not target.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(f".{os.getpid()}.partial")
-        write(partial, base, seed=seed)
-        partial.replace(target)  # two pytest processes may write it at once: the last one wins whole
-    return target
+    return made_once(target, lambda partial: write(partial, base, seed=seed))
 
 
 def write(path: Path, base: str, rank: int = 4, strength: float = 0.5, seed: int = 0) -> Path:

@@ -17,16 +17,16 @@ llama-cpp-python sdist (pip's download, cached by pip) into the same folder.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
-import subprocess
-import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
 import numpy as np
 from gguf import GGUFReader, GGUFWriter
+
+from harness import llama_server
+from harness.files import made_once
 
 VERSION = 1  # a change to the recipe makes new cached files
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llm-server" / "test-models"
@@ -48,6 +48,7 @@ def text_width(base: str) -> int:
 def write(path: Path, base: str, seed: int = 0) -> Path:
     """Write a Gemma 3 type projector for the text GGUF `base` to `path` and return the path."""
     rng = np.random.default_rng(seed)
+    width = text_width(base)
     writer = GGUFWriter(str(path), "clip")
 
     def tensor(name: str, *shape: int, f16: bool = False) -> None:  # numpy's shapes: ggml's reversed
@@ -67,7 +68,7 @@ def write(path: Path, base: str, seed: int = 0) -> Path:
     writer.add_vision_block_count(LAYERS)
     writer.add_vision_head_count(HEADS)
     writer.add_vision_attention_layernorm_eps(1e-6)
-    writer.add_vision_projection_dim(text_width(base))
+    writer.add_vision_projection_dim(width)
     writer.add_vision_image_mean([0.5, 0.5, 0.5])
     writer.add_vision_image_std([0.5, 0.5, 0.5])
     writer.add_vision_use_gelu(True)
@@ -88,7 +89,7 @@ def write(path: Path, base: str, seed: int = 0) -> Path:
         tensor(f"v.blk.{layer}.ffn_down.bias", EMBD)
     ones("v.post_ln.weight")
     tensor("v.post_ln.bias", EMBD)
-    tensor("mm.input_projection.weight", EMBD, text_width(base))  # transposed by the graph
+    tensor("mm.input_projection.weight", EMBD, width)  # transposed by the graph
     ones("mm.soft_emb_norm.weight")
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -101,12 +102,7 @@ def cached(base: str, seed: int = 0) -> Path:
     """The projector `write` makes for `base`, made once per machine (atomically)."""
     source = Path(base)
     target = CACHE / f"{source.stem}-{source.stat().st_size}-mmproj-seed{seed}-v{VERSION}.gguf"
-    if not target.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(f".{os.getpid()}.partial")
-        write(partial, base, seed)
-        partial.replace(target)  # two pytest processes may write it at once: the last one wins whole
-    return target
+    return made_once(target, lambda partial: write(partial, base, seed))
 
 
 def media(name: str) -> Path:
@@ -114,20 +110,13 @@ def media(name: str) -> Path:
     target = CACHE / name
     if target.exists():
         return target
-    version = importlib.metadata.version("llama_cpp_python")
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=CACHE) as work:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-             "--dest", work, f"llama_cpp_python=={version}"],
-            check=True,
-        )  # fmt: skip
-        (sdist,) = Path(work).glob("*.tar.gz")
-        with tarfile.open(sdist) as archive:
+        archive = llama_server.sdist(Path(work))
+        top = archive.name.removesuffix(".tar.gz")  # llama_cpp_python-<version>
+        with tarfile.open(archive) as sources:
             for wanted in MEDIA:
-                member = archive.extractfile(
-                    f"llama_cpp_python-{version}/vendor/llama.cpp/tools/mtmd/{wanted}"
-                )
+                member = sources.extractfile(f"{top}/vendor/llama.cpp/tools/mtmd/{wanted}")
                 assert member is not None, wanted
                 (Path(work) / wanted).write_bytes(member.read())
         for wanted in MEDIA:

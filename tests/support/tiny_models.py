@@ -22,6 +22,7 @@ import numpy as np
 from gguf import GGUFReader, GGUFValueType, GGUFWriter
 
 from app.settings.values import default_model_path
+from harness.files import made_once
 
 VERSION = 1
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llm-server" / "test-models"
@@ -242,12 +243,7 @@ RECIPES: dict[str, Callable[[Path], None]] = {
 def path(kind: str) -> Path:
     """The model of `kind` (a key of RECIPES), written on first use."""
     target = CACHE / f"tiny-{kind}-v{VERSION}.gguf"
-    if not target.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(f".{os.getpid()}.partial")
-        RECIPES[kind](partial)
-        partial.replace(target)
-    return target
+    return made_once(target, RECIPES[kind])
 
 
 if __name__ == "__main__":  # make test-models writes them all, outside any timed test

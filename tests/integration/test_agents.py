@@ -158,8 +158,11 @@ def test_the_lazy_grammar_completes_a_call_once_its_trigger_appears(
     assert call.function.name == "get_weather" and "city" in json.loads(call.function.arguments)
 
 
-def test_the_anthropic_sdk_round_trip_with_tool_use_and_tool_result(agents_server: Server) -> None:
+def test_the_anthropic_sdk_round_trip_with_tool_use_and_tool_result(
+    agents_server: Server, request: pytest.FixtureRequest
+) -> None:
     sdk = anthropic.Anthropic(base_url=agents_server.url, api_key="unused", max_retries=0)
+    request.addfinalizer(sdk.close)  # left to the garbage collector, its socket may warn in a later test
     tool = {
         "name": "get_weather",
         "description": "The weather",
@@ -221,7 +224,9 @@ def thinking_server() -> Iterator[Server]:
         yield server
 
 
-def test_a_thinking_budget_ends_the_thinking_and_the_answer_follows(thinking_server: Server) -> None:
+def test_a_thinking_budget_ends_the_thinking_and_the_answer_follows(
+    thinking_server: Server, request: pytest.FixtureRequest
+) -> None:
     with openai_client(thinking_server) as sdk:
         ask = {
             "model": "r1",
@@ -245,6 +250,7 @@ def test_a_thinking_budget_ends_the_thinking_and_the_answer_follows(thinking_ser
     assert len(bounded.reasoning_content) < len(unbounded.reasoning_content)
     assert "</think>" not in bounded.content + bounded.reasoning_content
     sdk_anthropic = anthropic.Anthropic(base_url=thinking_server.url, api_key="unused", max_retries=0)
+    request.addfinalizer(sdk_anthropic.close)
     message = sdk_anthropic.messages.create(
         model="r1", max_tokens=40, messages=ASK, thinking={"type": "enabled", "budget_tokens": 8},
         extra_body={"ignore_eos": True},

@@ -175,9 +175,12 @@ def test_tokens_per_minute_count_prompt_and_completion(limited: Server) -> None:
     assert prompt + value(samples, "llm_key_completion_tokens_total", key="tpm") == used
 
 
-def test_the_openai_sdk_retries_on_its_own_after_a_limit(limited: Server) -> None:
+def test_the_openai_sdk_retries_on_its_own_after_a_limit(
+    limited: Server, request: pytest.FixtureRequest
+) -> None:
     # conc's one generation is held by a stream; the SDK's retry waits Retry-After and gets in.
     client = openai.OpenAI(base_url=limited.url + "/v1", api_key="sk-conc-7d1", max_retries=4)
+    request.addfinalizer(client.close)
     model = client.models.list().data[0].id
     raw = None
     with model_busy(limited.port, headers=auth("sk-conc-7d1")):

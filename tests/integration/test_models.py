@@ -284,12 +284,15 @@ def test_concurrent_embedding_requests_share_a_decode(start_server: Callable[...
     assert np.allclose(together, alone, atol=1e-3)
 
 
-def test_a_bert_like_embedding_model(start_server: Callable[..., Server], tmp_path: Path) -> None:
+def test_a_bert_like_embedding_model(
+    start_server: Callable[..., Server], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """The encoder-only path real embedding models take: no causal mask, no KV cache, [CLS] pooling
     from the GGUF, a trained context shorter than LLM_N_CTX."""
     bert = str(tiny_bert.write(tmp_path / "tiny-bert.gguf"))
     server = start_server(LLM_MODELS=json.dumps([{"id": "bert", "path": bert, "embedding": True}]))
     client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+    request.addfinalizer(client.close)
     texts = ["the cat sat on the mat", "hello world", "the quick brown fox jumps over the lazy dog"]
     batch = np.array([d.embedding for d in client.embeddings.create(model="bert", input=texts).data])
     assert batch.shape == (3, tiny_bert.EMBD)

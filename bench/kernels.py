@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.run import progress, publish, rotate
+from harness.files import machine_cache
 from harness.real_models import gemma3_path
 from harness.servers import ROOT
 
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llm-server" / "kernel-builds"
+CACHE = machine_cache("kernel-builds")
 CHECKS = ("threads", "neighbour", "cached prefix", "next turn", "drafts")
 
 

@@ -7,6 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def machine_cache(name: str) -> Path:
+    """The folder of ~/.cache/llm-server (or $XDG_CACHE_HOME's) where files of one kind are kept."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llm-server" / name
+
+
 def made_once(target: Path, write: Callable[[Path], object]) -> Path:
     """`target`, made by `write(path)` on first use: into a file of this process's own, then renamed
     over it, so two pytest processes making it at once each leave a whole file (the last one wins)."""

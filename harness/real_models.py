@@ -12,7 +12,9 @@ import os
 import shutil
 from pathlib import Path
 
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llm-server" / "models"
+from harness.files import machine_cache
+
+CACHE = machine_cache("models")
 GEMMA3_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 
 

@@ -13,17 +13,16 @@ Gemma 3 takes about 20 s of numpy): named by the base file, its size, the seed a
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 from gguf import GGUFReader, GGUFWriter
 
-from harness.files import made_once
+from harness.files import machine_cache, made_once
 
 TARGETS = ("attn_q.weight", "attn_v.weight", "ffn_down.weight")
 VERSION = 1  # a change to how adapters are written makes new cached files
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llm-server" / "loras"
+CACHE = machine_cache("loras")
 
 
 def cached(base: str, seed: int = 0) -> Path:

@@ -17,7 +17,6 @@ llama-cpp-python sdist (pip's download, cached by pip) into the same folder.
 
 from __future__ import annotations
 
-import os
 import tarfile
 import tempfile
 from pathlib import Path
@@ -26,10 +25,10 @@ import numpy as np
 from gguf import GGUFReader, GGUFWriter
 
 from harness import llama_server
-from harness.files import made_once
+from harness.files import machine_cache, made_once
 
 VERSION = 1  # a change to the recipe makes new cached files
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llm-server" / "test-models"
+CACHE = machine_cache("test-models")
 IMAGE, PATCH, MERGE = 64, 4, 4  # (64 / 4)^2 patches, pooled 4 x 4: 16 image tokens
 EMBD, FF, LAYERS, HEADS = 32, 64, 2, 2  # FF != EMBD: clip.cpp swaps up and down when they are equal
 IMAGE_TOKENS = (IMAGE // PATCH // MERGE) ** 2

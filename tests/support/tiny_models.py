@@ -14,7 +14,6 @@ named by their kind and VERSION, so a change to a recipe makes new files.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,10 +21,10 @@ import numpy as np
 from gguf import GGUFReader, GGUFValueType, GGUFWriter
 
 from app.settings.values import default_model_path
-from harness.files import made_once
+from harness.files import machine_cache, made_once
 
 VERSION = 1
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "llm-server" / "test-models"
+CACHE = machine_cache("test-models")
 EMBD, FF, CONTEXT = 64, 128, 4096
 SWA = 32  # a window short enough that a test's prompts and answers cross it many times
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from gevent import monkey
 
-from app.engine import draft_step, recovery, resumption, scheduling, shared_prompt
+from app.engine import draft_step, media, media_step, recovery, resumption, scheduling, shared_prompt
 from app.engine.adapter_places import AdapterChange, AdapterPlaces
 from app.engine.adapter_turns import AdapterTurns
 from app.engine.batch import TokenBatch
@@ -131,9 +131,13 @@ class Batcher:
         return True
 
     def _admit(self, job: Job) -> None:
-        prompt = job.request.prompt_tokens
+        prompt, runs = job.request.prompt_tokens, job.request.media
         # Scoring a prompt needs every one of its tokens evaluated: nothing reused or shared.
         scoring = job.request.prompt_logprobs
+        if runs:
+            media.check_prompt(prompt, runs)
+            if scoring:
+                raise ValueError("prompt log-probabilities are not given for prompts with media")
         # Cells evaluated with other LoRA scales hold other values: never reused, shared or led.
         adapters = job.request.adapters or ()
         missing = [n for n, scale in enumerate(adapters) if scale and not self.model.has_adapter(n)]
@@ -151,7 +155,9 @@ class Batcher:
             for s in self.sequences
         ]
         reuse = self.settings.reuse_cache and not scoring
-        placement = scheduling.place(views, prompt, reuse, self.model.shape.unified, self.memory.plain)
+        placement = scheduling.place(
+            views, prompt, reuse, self.model.shape.unified, self.memory.plain, lambda n: media.snap(runs, n)
+        )
         target = self.sequences[placement.seq_id]
         self._tick += 1
         deadline = time.monotonic() + self.settings.max_seconds if self.settings.max_seconds else float("inf")
@@ -195,6 +201,8 @@ class Batcher:
         batch = self._batch
         batch.clear()
         holding = self.adapter_turns.pick(self._holding())
+        if media_step.evaluate_due(holding, self.model, delivery):
+            holding = [(s, choice) for s, choice in holding if s.choice is choice]  # some may have ended
         generating = {s.seq_id for s, choice in holding if choice.generating and choice.row < 0}
         prefilling = sorted(((s, c) for s, c in holding if c.prefilling), key=lambda pair: pair[0].last_used)
         budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))

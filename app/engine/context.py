@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from app.engine.batch import TokenBatch
+from app.engine.media import MediaRun
 from app.engine.memory import MemoryKind
 from app.engine.types import GenerationRequest, TokenLogprob
 
@@ -77,6 +78,10 @@ class BatchContext(Protocol):
 
     def decode(self, batch: TokenBatch) -> int:
         """llama_decode's code: 0 done, 1 no room in the KV cache, else a failure."""
+
+    def evaluate_media(self, run: MediaRun, seq_id: int, first: int) -> int:
+        """Encode an image or audio clip and decode it into the sequence from position `first`:
+        llama_decode's code (0 done, 1 no room in the KV cache)."""
 
     def forget(self, seq_id: int, start: int, end: int) -> bool:
         """Drop the sequence's cells for positions start..end (-1: to the end); False if the memory

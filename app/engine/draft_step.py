@@ -22,10 +22,17 @@ def drafter_for(
     memory: MemoryKind,
 ) -> Drafter | None:
     """The request's own draft limits, else the server's; none for one token, or when off, or on a
-    memory that cannot drop refused draft tokens (a recurrent state). With a draft model loaded,
-    it drafts; else the choice's own n-grams do."""
+    memory that cannot drop refused draft tokens (a recurrent state), or for a prompt with media.
+    With a draft model loaded, it drafts; else the choice's own n-grams do."""
     limits = request.drafts if request.drafts is not None else default
-    if limits is None or limits.n_max <= 0 or request.max_tokens < 2 or not memory.rolls_back:
+    # Drafts come from the prompt's tokens (n-grams, or a draft model reading them): media have none.
+    if (
+        limits is None
+        or limits.n_max <= 0
+        or request.max_tokens < 2
+        or not memory.rolls_back
+        or request.media
+    ):
         return None
     kind = ModelDrafter if draft_model is not None else NgramDrafter
     return kind(request.prompt_tokens, len(request.prompt_tokens) + request.max_tokens, limits)

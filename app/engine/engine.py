@@ -222,7 +222,7 @@ class Engine(LoadingEngine[LoadedModel]):
         )  # fmt: skip
         loras = tuple(self._places)
         model = LoadedModel(
-            cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split, cfg.chat_template, loras
+            cfg.model_path, shape, cfg.n_gpu_layers, cfg.tensor_split, cfg.chat_template, loras, cfg.mmproj
         )
         self.drafts_off = drafts_off(model.memory_kind, cfg.spec_type)
         if self.drafts_off:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.engine import scheduling
+from app.engine import media, scheduling
 from app.engine.batch import TokenBatch
 from app.engine.context import BatchContext
 from app.engine.sequence import Choice, Sequence
@@ -57,7 +57,9 @@ def _add_prompt_chunk(
     first, row = len(s.cached), batch.size
     if first in choice.stops:  # the cells hold the prompt up to here: keep what cannot be cut
         s.checkpoint(model)
-    tokens = s.take_prompt(scheduling.chunk_size(share, [p - first for p in choice.stops]))
+    # A chunk ends where a checkpoint is taken or a medium starts (the batcher evaluates media whole).
+    pauses = [*choice.stops, *media.starts(choice.request.media)]
+    tokens = s.take_prompt(scheduling.chunk_size(share, [p - first for p in pauses]))
     every = choice.request.prompt_logprobs
     done = len(choice.pending) == 0
     last = batch.add_run(tokens, first, s.seq_id, logits_last=done, logits_all=every)

@@ -16,7 +16,9 @@ from llama_cpp._logger import set_verbose
 from app.engine.batch import TokenBatch
 from app.engine.context import ContextShape
 from app.engine.kv_memory import KvMemory, bytes_per_cell, ggml_type
+from app.engine.media import MediaRun
 from app.engine.memory import MemoryKind
+from app.engine.projector import Projector
 from app.engine.sampler import SequenceSampler, logprob_at
 from app.engine.tokenizer import Tokenizer
 from app.engine.types import GenerationRequest, TokenLogprob
@@ -53,6 +55,7 @@ class LoadedModel:
         tensor_split: Any = None,
         chat_template: str | None = None,
         loras: tuple[str | None, ...] = (),
+        mmproj: str | None = None,
     ) -> None:
         set_verbose(False)  # llama.cpp's own log: errors only, not a line per layer
         invariant = shape.batch_invariant
@@ -67,6 +70,7 @@ class LoadedModel:
             self._split = (ctypes.c_float * len(tensor_split))(*tensor_split)
             model_params.tensor_split = self._split
         self.model = internals.LlamaModel(path_model=path, params=model_params, verbose=False)
+        self.projector: Projector | None = None
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = shape.kv_size
         params.n_batch = shape.n_batch
@@ -99,6 +103,13 @@ class LoadedModel:
         self.kv_cells = llama_cpp.llama_n_ctx(self.ctx)  # padded by llama.cpp
         self.kv_memory = KvMemory(self.kv_cells, shape.type_k, shape.type_v, self._cell_bytes(shape))
         self.tokenizer = Tokenizer(self.model, chat_template)
+        if mmproj:  # the multimodal projector (LLM_MMPROJ), loaded beside the weights it projects into
+            try:
+                self.projector = Projector(mmproj, self.model.model, shape.n_threads, invariant)
+            except ValueError:
+                self.close()
+                raise
+        self.tokenizer.projector = self.projector
         self.fingerprint = fingerprint(
             path, shape.n_batch, shape.unified, shape.type_k, shape.type_v, shape.batch_invariant
         )
@@ -192,6 +203,11 @@ class LoadedModel:
         """llama_decode on the batch: 0 done, 1 no room in the KV cache, else a failure."""
         return batch.decode(self.ctx)
 
+    def evaluate_media(self, run: MediaRun, seq_id: int, first: int) -> int:
+        if self.projector is None:
+            raise RuntimeError("a prompt with media reached a model without a projector")
+        return self.projector.evaluate(self.ctx, run, seq_id, first, self.n_batch)
+
     def forget(self, seq_id: int, start: int, end: int) -> bool:
         return bool(llama_cpp.llama_memory_seq_rm(self.cells, seq_id, start, end))
 
@@ -224,7 +240,9 @@ class LoadedModel:
         return logprob_at(self.ctx, row, self.n_vocab, token, top, self.tokenizer.piece)
 
     def close(self) -> None:
-        """Free the context, then the weights."""
+        """Free the projector and the context, then the weights."""
+        if self.projector is not None:
+            self.projector.close()
         self.context.close()
         self.model.close()
 

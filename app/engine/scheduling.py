@@ -3,7 +3,7 @@ prompt budget."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from app.engine.memory import Resumable
@@ -22,6 +22,11 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return limit
 
 
+def anywhere(prefix: int) -> int:
+    """A prompt with no media may be resumed after any of its tokens."""
+    return prefix
+
+
 @dataclass(frozen=True)
 class CacheView:
     """What the scheduler knows of one sequence: its id, the tokens its KV holds, when it was last used."""
@@ -32,9 +37,9 @@ class CacheView:
     free: bool
     resumable: Resumable | None = None  # where its cache can be picked up (None: anywhere)
 
-    def reusable(self, prompt: Sequence[int], most: int) -> int:
-        """How many leading prompt tokens (at most `most`) it can resume from its cache."""
-        shared = min(common_prefix(self.cached, prompt), most)
+    def reusable(self, prompt: Sequence[int], most: int, cut: Callable[[int], int] = anywhere) -> int:
+        """How many leading prompt tokens (at most `most`, where `cut` allows) it can resume."""
+        shared = cut(min(common_prefix(self.cached, prompt), most))
         return shared if self.resumable is None else self.resumable.best(shared)
 
 
@@ -54,7 +59,12 @@ class Placement:
 
 
 def place(
-    views: Sequence[CacheView], prompt: Sequence[int], reuse_cache: bool, pooled: bool, borrow: bool = True
+    views: Sequence[CacheView],
+    prompt: Sequence[int],
+    reuse_cache: bool,
+    pooled: bool,
+    borrow: bool = True,
+    cut: Callable[[int], int] = anywhere,
 ) -> Placement:
     """Pick a free sequence for `prompt`, and the longest cached prefix it may start from.
 
@@ -67,7 +77,8 @@ def place(
     busy or not, is borrowed (sharing cells of one pool costs nothing) if `borrow` (a
     memory whose cells can be cut anywhere). At least one prompt token is always left to
     evaluate, so that there are logits to sample from. A prefix counts only as far as the
-    sequence can resume it exactly (its `resumable`).
+    sequence can resume it exactly (its `resumable`), and only where `cut` allows (a prefix
+    ending inside an image resumes at the image's start).
     """
     free = [v for v in views if v.free]
     if not free:
@@ -80,10 +91,10 @@ def place(
     if not reuse_cache or not prompt:
         return Placement(fallback.seq_id, 0)
     most = len(prompt) - 1
-    shared = {v.seq_id: v.reusable(prompt, most) for v in views}
+    shared = {v.seq_id: v.reusable(prompt, most, cut) for v in views}
     best = max(free, key=lambda v: (shared[v.seq_id], -v.last_used))
     target = best if shared[best.seq_id] > MIN_SIMILARITY * len(prompt) else fallback
-    held = min(common_prefix(target.cached, prompt), most)
+    held = cut(min(common_prefix(target.cached, prompt), most))
     donor = max(views, key=lambda v: shared[v.seq_id])
     if pooled and borrow and donor.seq_id != target.seq_id and shared[donor.seq_id] > shared[target.seq_id]:
         return Placement(target.seq_id, shared[donor.seq_id], donor.seq_id, held)

@@ -12,6 +12,7 @@ from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from app.engine.errors import PromptRejectedError
 from app.engine.grammar import grammar_is_valid
+from app.engine.projector import Projector
 
 # ChatML, for a model whose GGUF carries no chat template.
 FALLBACK_TEMPLATE = (
@@ -55,6 +56,8 @@ class Tokenizer:
             "suf": llama_cpp.llama_vocab_fim_suf(self._vocab),
             "mid": llama_cpp.llama_vocab_fim_mid(self._vocab),
         }
+        # The model's multimodal projector, if it has one (set once loaded: it needs the context's model).
+        self.projector: Projector | None = None
         # Both are asked once per generated token: a dictionary beats a foreign call.
         self._pieces: dict[int, bytes] = {}
         self._end_of_generation: dict[int, bool] = {}

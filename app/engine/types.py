@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.engine.media import MediaRun
+
 # llama-server's sampler names (common/sampling.cpp), with the aliases it takes, to ours.
 SAMPLER_NAMES = {
     "penalties": "penalties", "dry": "dry", "top_n_sigma": "top_n_sigma", "top_k": "top_k",
@@ -91,6 +93,8 @@ class GenerationRequest:
     adapters: tuple[float, ...] | None = None
     # vLLM's `priority`: a waiting request with a lower value gets the next free sequence first.
     priority: int = 0
+    # Images and audio clips among the prompt's tokens (their positions hold placeholders).
+    media: tuple[MediaRun, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ class Config:
         "",
         'Several models: a JSON list of {"id", "path", "workers"} (and optional n_ctx, parallel, '
         "chat_template, chat_format, pooling, embedding, cache_type_k, cache_type_v, spec_type, spec_max, "
-        "draft, aliases, load, ttl, loras, swa_full, ctx_checkpoints); "
+        "draft, aliases, load, ttl, loras, swa_full, ctx_checkpoints, mmproj); "
         "default: LLM_MODEL_PATH on every worker",
         optional=True,
     )
@@ -121,6 +121,14 @@ class Config:
         "",
         "GGUF of a smaller model with the same vocabulary that drafts for LLM_SPEC_TYPE=draft "
         '(llama-server\'s --model-draft; "draft" in an LLM_MODELS entry)',
+        optional=True,
+    )
+    mmproj: str | None = setting(
+        "LLM_MMPROJ",
+        values.model_file,
+        "",
+        "GGUF of the model's multimodal projector (llama-server's --mmproj), so that it takes images "
+        'and audio the projector reads; with LLM_MODELS, "mmproj" in an entry instead',
         optional=True,
     )
     spec_max: int = setting(

@@ -46,7 +46,16 @@ def _models(parsed: Parsed) -> None:
     parsed["models_given"] = parsed["models"] is not None
     if parsed["models"] is None:
         parsed["models"] = (
-            ModelSpec(id=parsed["model_id"], path=parsed["model_path"], workers=parsed["workers"] or 1),
+            ModelSpec(
+                id=parsed["model_id"],
+                path=parsed["model_path"],
+                workers=parsed["workers"] or 1,
+                mmproj=parsed["mmproj"],
+            ),
+        )
+    elif parsed["mmproj"]:
+        raise ConfigError(
+            'LLM_MMPROJ applies to LLM_MODEL_PATH; with LLM_MODELS, give the entry its "mmproj"'
         )
 
 
@@ -84,12 +93,14 @@ def _worker_model(parsed: Parsed) -> None:
     """The settings of the model this worker holds: its own where its LLM_MODELS entry gives them."""
     if parsed["model_index"] == POOL:  # a pool worker holding none: the server-wide settings
         parsed.update(model_id="", chat_template=None, pooling=None, embedding=False, chat_format=None)
+        parsed.update(mmproj=None)
         _speculation(parsed, ModelSpec(id="", path=parsed["model_path"]))
         return
     spec: ModelSpec = parsed["models"][parsed["model_index"]]
     parsed.update(model_path=spec.path, model_id=spec.id, n_ctx=spec.n_ctx or parsed["n_ctx"])
     parsed.update(parallel=spec.parallel or parsed["parallel"], chat_template=spec.chat_template)
     parsed.update(pooling=spec.pooling, embedding=spec.embedding, chat_format=spec.chat_format)
+    parsed.update(mmproj=spec.mmproj)
     parsed.update(cache_type_k=spec.cache_type_k or parsed["cache_type_k"])
     parsed.update(cache_type_v=spec.cache_type_v or parsed["cache_type_v"])
     if spec.swa_full is not None:

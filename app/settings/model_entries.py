@@ -130,6 +130,7 @@ class ModelEntrySchema(Schema):
     )
     swa_full = _flag("swa_full")
     ctx_checkpoints = _integer("ctx_checkpoints", 0, 256)
+    mmproj = _ModelFile(allow_none=True)
 
     @pre_load
     def an_object_with_an_id(self, data: Any, **kwargs: Any) -> Any:

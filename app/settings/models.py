@@ -50,6 +50,7 @@ class ModelSpec:
     loras: tuple[LoraSpec, ...] = ()  # LoRA adapters loaded with it (llama-server's --lora)
     swa_full: bool | None = None  # else LLM_SWA_FULL
     ctx_checkpoints: int | None = None  # else LLM_CTX_CHECKPOINTS
+    mmproj: str | None = None  # its multimodal projector GGUF (llama-server's --mmproj)
 
     def describe(self, index: int) -> str:
         return f"entry {index} ({self.id!r})" if self.id else f"entry {index}"

@@ -47,6 +47,7 @@ def create_chat_completion() -> Response:
         grammar_triggers=answer.triggers,
         thinking_budget=conversation.thinking_budget(engine.tokenizer, prompt, chat.reasoning_budget),
         vocabulary_size=engine.tokenizer.vocabulary_size,
+        media=prompt.media,
     )
     options = CompletionOptions(
         chat=True,

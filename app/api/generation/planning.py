@@ -13,6 +13,7 @@ from app.api.prompting import structured_output
 from app.api.requests.chat import ChatRequest
 from app.api.requests.generation import AdapterScale, GenerationOptions
 from app.chat_formats.profile import TemplateProfile
+from app.engine.media import MediaRun
 from app.engine.tokenizer import Tokenizer
 from app.engine.types import DraftLimits, GenerationRequest, ThinkingBudget
 from app.settings.current import current_config
@@ -139,6 +140,7 @@ def plan_choices(
     thinking_budget: ThinkingBudget | None = None,
     vocabulary_size: int,
     prompt_logprobs: bool = False,
+    media: tuple[MediaRun, ...] = (),
 ) -> list[GenerationRequest]:
     """One request per choice: `n` for each prompt, indexed prompt by prompt, as OpenAI orders them.
 
@@ -162,6 +164,7 @@ def plan_choices(
             grammar_triggers=grammar_triggers if grammar else (),
             thinking_budget=thinking_budget,
             prompt_logprobs=prompt_logprobs,
+            media=media,
         )
         for j in range(n):
             seed = base.sampling.seed

@@ -6,6 +6,9 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate
 
+from app.api.http import media
+from app.api.http.media import MediaError
+
 
 class StrictFloat(fields.Float):
     """A JSON number, as OpenAI takes it: no numeric strings, no booleans."""
@@ -93,9 +96,40 @@ class ContentField(fields.Field[str]):
             {
                 "type": "array",
                 "items": {
-                    "type": "object",
-                    "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
-                    "required": ["type", "text"],
+                    "anyOf": [
+                        {
+                            "type": "object",
+                            "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
+                            "required": ["type", "text"],
+                        },
+                        {
+                            "type": "object",
+                            "properties": {
+                                "type": {"const": "image_url"},
+                                "image_url": {
+                                    "type": "object",
+                                    "properties": {"url": {"type": "string"}, "detail": {"type": "string"}},
+                                    "required": ["url"],
+                                },
+                            },
+                            "required": ["type", "image_url"],
+                        },
+                        {
+                            "type": "object",
+                            "properties": {
+                                "type": {"const": "input_audio"},
+                                "input_audio": {
+                                    "type": "object",
+                                    "properties": {
+                                        "data": {"type": "string"},
+                                        "format": {"enum": ["wav", "mp3"]},
+                                    },
+                                    "required": ["data", "format"],
+                                },
+                            },
+                            "required": ["type", "input_audio"],
+                        },
+                    ]
                 },
             },
             {"type": "null"},
@@ -109,15 +143,38 @@ class ContentField(fields.Field[str]):
             raise ValidationError("must be a string or a list of content parts")
         texts = []
         for index, part in enumerate(value):
-            if not isinstance(part, dict) or part.get("type") != "text":
-                kind = part.get("type") if isinstance(part, dict) else None
+            kind = part.get("type") if isinstance(part, dict) else None
+            try:
+                texts.append(_part_text(kind, part))
+            except MediaError as exc:
                 raise ValidationError(
-                    {index: {"type": [f"content part type {kind!r} is not supported; use 'text'"]}}
-                )
-            if not isinstance(part.get("text"), str):
-                raise ValidationError({index: {"text": ["must be a string"]}})
-            texts.append(part["text"])
+                    {index: {exc.field: [str(exc)]}} if exc.field else {index: [str(exc)]}
+                ) from None
         return "".join(texts)
+
+
+def _part_text(kind: Any, part: Any) -> str:
+    """One chat completions content part as text: media as the markers that carry them."""
+    if kind == "text":
+        if not isinstance(part.get("text"), str):
+            raise MediaError("must be a string", "text")
+        return str(part["text"])
+    if kind == "image_url":
+        image = part.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else image
+        if not isinstance(url, str):
+            raise MediaError('must be {"url": a data URL}', "image_url")
+        return media.embed("image", media.from_data_url(url, "image_url"))
+    if kind == "input_audio":
+        audio = part.get("input_audio")
+        if not isinstance(audio, dict) or not isinstance(audio.get("data"), str):
+            raise MediaError('must be {"data": base64, "format": "wav" or "mp3"}', "input_audio")
+        if audio.get("format") not in media.AUDIO_FORMATS:
+            raise MediaError("format must be 'wav' or 'mp3'", "input_audio")
+        return media.embed("audio", media.from_base64(audio["data"], "input_audio"))
+    raise MediaError(
+        f"content part type {kind!r} is not supported; use 'text', 'image_url' or 'input_audio'", "type"
+    )
 
 
 class TextsOrTokensField(fields.Field[list[str | list[int]]]):

@@ -7,11 +7,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from app.api.http import media
+from app.api.http.errors import InvalidRequestError
 from app.api.prompting import prefill, tools
 from app.api.requests.chat import ChatRequest
 from app.chat_formats.answer import AnswerReader
 from app.chat_formats.detect import by_name
 from app.chat_formats.profile import TemplateProfile, profile
+from app.engine.media import MediaRun
 from app.engine.tokenizer import Tokenizer
 from app.engine.types import ThinkingBudget
 from app.settings.current import current_config
@@ -31,6 +34,7 @@ class ChatPrompt:
     tokens: list[int]
     reader: AnswerReader
     profile: TemplateProfile
+    media: tuple[MediaRun, ...] = ()  # images and audio among the tokens
 
 
 def template_profile(tokenizer: Tokenizer, named_format: str | None = None) -> TemplateProfile:
@@ -80,7 +84,33 @@ def prompt(tokenizer: Tokenizer, chat: ChatRequest) -> ChatPrompt:
         chat.tools_forced,
         inline_reasoning=chat.reasoning_format == "deepseek-legacy",
     )
-    return ChatPrompt(text, tokenizer.chat_tokens(text), reader, shape)
+    if not media.has_media(text):
+        return ChatPrompt(text, tokenizer.chat_tokens(text), reader, shape)
+    tokens, runs = media_tokens(tokenizer, text)
+    return ChatPrompt(media.shown(text), tokens, reader, shape, runs)
+
+
+def media_tokens(tokenizer: Tokenizer, text: str) -> tuple[list[int], tuple[MediaRun, ...]]:
+    """A rendered prompt with media as tokens and media runs, through the model's projector; media a
+    text-only model cannot read, or a kind its projector does not take, are the client's error."""
+    cut, found, kinds = media.extract(text)
+    projector = tokenizer.projector
+    model = current_config().model_id
+    if projector is None:
+        raise InvalidRequestError(
+            f"The model {model!r} reads text only: it cannot take the {kinds[0]} in this request "
+            '(serve it with a multimodal projector: LLM_MMPROJ, or "mmproj" in LLM_MODELS).',
+            param="messages",
+        )
+    able = {"image": projector.capabilities.vision, "audio": projector.capabilities.audio}
+    for kind in kinds:
+        if not able[kind]:
+            raise InvalidRequestError(
+                f"The model {model!r} cannot take {kind}: its projector reads "
+                f"{'images' if able['image'] else 'audio'} only.",
+                param="messages",
+            )
+    return projector.prompt(cut, found)
 
 
 def template_dates(now: datetime) -> dict[str, str]:

@@ -21,6 +21,7 @@ from typing import Any
 from app.engine.batch import TokenBatch
 from app.engine.context import ContextShape
 from app.engine.generation import Generation
+from app.engine.media import MediaRun
 from app.engine.memory import MemoryKind
 from app.engine.sequence import Job
 from app.engine.types import GenerationRequest, TokenLogprob
@@ -95,6 +96,8 @@ class FakeContext:
     lost: dict[int, int] = field(default_factory=dict)  # sliding window: oldest position still held
     folded: dict[int, int] = field(default_factory=dict)  # recurrent: tokens folded into the state
     partial_loads: list[int] = field(default_factory=list)  # positions of checkpoints restored
+    media_evaluated: list[tuple[int, int, int]] = field(default_factory=list)  # seq_id, first, length
+    media_full: int = 0  # the next this many media evaluations find the KV cache full
 
     @property
     def memory_kind(self) -> MemoryKind:
@@ -129,6 +132,20 @@ class FakeContext:
         self.decodes.append(rows)
         self.decoded_with.append(self.adapters)
         self.logits_rows = {i for i in range(batch.size) if batch.logits[i]}
+        return 0
+
+    def evaluate_media(self, run: MediaRun, seq_id: int, first: int) -> int:
+        """A medium's positions hold its placeholder; its evaluation leaves no logits to sample."""
+        if self.media_full:
+            self.media_full -= 1
+            return 1
+        cells = self.cells.setdefault(seq_id, {})
+        assert first == len(cells), f"sequence {seq_id}: a medium at {first} leaves a gap"
+        for position in range(first, first + run.length):
+            self._check_memory(seq_id, position)
+            cells[position] = run.placeholder
+        self.media_evaluated.append((seq_id, first, run.length))
+        self.logits_rows = set()
         return 0
 
     def next_token(self, row: int) -> int:

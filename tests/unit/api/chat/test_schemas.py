@@ -107,7 +107,12 @@ def test_bad_field_is_named(field: str, value: Any) -> None:
         ([{"role": "user"}], "messages[0].content"),
         ([{"role": "user", "content": None}], "messages[0].content"),
         ([{"role": "user", "content": 5}], "messages[0].content"),
-        ([USER[0], {"role": "user", "content": [{"type": "image_url"}]}], "messages[1].content[0].type"),
+        ([USER[0], {"role": "user", "content": [{"type": "video"}]}], "messages[1].content[0].type"),
+        ([USER[0], {"role": "user", "content": [{"type": "image_url"}]}], "messages[1].content[0].image_url"),
+        (
+            [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:x"}}]}],
+            "messages[0].content[0].image_url",
+        ),
         ([{"role": "user", "content": [{"type": "text", "text": 3}]}], "messages[0].content[0].text"),
         (["hi"], "messages[0]"),
     ],

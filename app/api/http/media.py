@@ -1,0 +1,87 @@
+"""Media in messages: decoded from each protocol's parts, carried in the content text, cut out again.
+
+A content part with an image or audio clip becomes a marker in the message's text that holds
+the medium itself (base64): it travels through every copy, edit and chat template a message
+goes through, and the rendered prompt gives the media back in the order the template wrote
+them. The marker's tag is random per process, so a client's text cannot pose as one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import secrets
+
+from app.engine.projector import MARKER
+
+_TAG = secrets.token_hex(6)
+_EMBEDDED = re.compile(rf"<\|media-{_TAG}:(image|audio):([A-Za-z0-9+/=]*)\|>")
+
+# llama-server's marker, shown where a medium sits in a prompt's text (/apply-template).
+SHOWN = "<__media__>"
+
+# What chat completions' input_audio says a clip is; llama.cpp's mtmd decodes these two.
+AUDIO_FORMATS = ("wav", "mp3")
+
+
+class MediaError(ValueError):
+    """A medium a client sent that cannot be used: the message says why, `field` names the part's key."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def embed(kind: str, data: bytes) -> str:
+    """The marker that stands for an image or audio clip in a message's text."""
+    return f"<|media-{_TAG}:{kind}:{base64.b64encode(data).decode()}|>"
+
+
+def extract(text: str) -> tuple[str, list[bytes], list[str]]:
+    """A rendered prompt with each embedded medium replaced by the projector's marker: the text, the
+    media in order, and their kinds."""
+    media: list[bytes] = []
+    kinds: list[str] = []
+
+    def cut(found: re.Match[str]) -> str:
+        kinds.append(found.group(1))
+        media.append(base64.b64decode(found.group(2)))
+        return MARKER
+
+    return _EMBEDDED.sub(cut, text), media, kinds
+
+
+def shown(text: str) -> str:
+    """The prompt's text as llama-server shows it: its marker where each medium is."""
+    return _EMBEDDED.sub(SHOWN, text)
+
+
+def has_media(text: str) -> bool:
+    return _EMBEDDED.search(text) is not None
+
+
+def from_base64(data: str, field: str) -> bytes:
+    """Base64 (standard or URL-safe, padded or not) to bytes; `field` names where it came from."""
+    cleaned = re.sub(r"\s+", "", data)
+    try:
+        if "-" in cleaned or "_" in cleaned:
+            return base64.urlsafe_b64decode(cleaned + "=" * (-len(cleaned) % 4))
+        return base64.b64decode(cleaned + "=" * (-len(cleaned) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise MediaError("is not valid base64", field) from None
+
+
+def from_data_url(url: str, field: str) -> bytes:
+    """The bytes of a `data:<type>;base64,<data>` URL (an http(s) URL is fetched only where an
+    operator allows it: not yet, so it is refused)."""
+    if url.startswith(("http://", "https://")):
+        raise MediaError(
+            "this server does not fetch media URLs (LLM_MEDIA_FETCH is off); send the image as a "
+            "data URL (data:image/png;base64,...)",
+            field,
+        )
+    head, comma, data = url.partition(",")
+    if not head.startswith("data:") or not comma or not head.endswith(";base64"):
+        raise MediaError("must be a data URL with base64 data (data:image/png;base64,...)", field)
+    return from_base64(data, field)

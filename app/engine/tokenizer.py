@@ -145,8 +145,15 @@ class Tokenizer:
 
     def chat_tokens(self, prompt: str) -> list[int]:
         """A rendered chat prompt's tokens, its template markers read as the special tokens they are."""
-        # The template writes the BOS marker itself when the model wants one.
-        return self._encode(prompt, add_special=False, parse_special=True)
+        return self._encode(self.chat_text(prompt), add_special=True, parse_special=True)
+
+    def chat_text(self, prompt: str) -> str:
+        """A rendered chat prompt as it is tokenized with the model's special tokens added: as llama-server
+        (common/chat.cpp), a BOS the template wrote is dropped, so a model that wants one gets it once
+        whether its template writes it (Gemma's own) or not (ChatML in a Gemma GGUF)."""
+        if self._adds_bos and self.bos_text and prompt.startswith(self.bos_text):
+            return prompt[len(self.bos_text) :]
+        return prompt
 
     def text(self, prompt: str) -> list[int]:
         """Tokenize a raw completion prompt as llama.cpp's server does (BOS, no special parsing)."""

@@ -75,12 +75,26 @@ class Projector:
             self.ctx = None
 
     def prompt(self, text: str, media: list[bytes]) -> tuple[list[int], tuple[MediaRun, ...]]:
-        """`text` (MARKER where each medium goes) as tokens and media runs, worked out in a native
-        thread: decoding an image is llama.cpp's work, which never runs on the hub."""
+        """`text` (MARKER where each medium goes; a chat prompt as Tokenizer.chat_text gives it) as tokens
+        and media runs, worked out in a native thread: decoding an image is llama.cpp's work, which
+        never runs on the hub."""
         if self._pool is None:
             self._pool = ThreadPool(1)
-        result: tuple[list[int], tuple[MediaRun, ...]] = self._pool.apply(self._tokenize, (text, media))
-        return result
+        # An exception raised in a pool's thread is printed there as a traceback: it comes back as a value.
+        outcome: tuple[list[int], tuple[MediaRun, ...]] | PromptRejectedError = self._pool.apply(
+            self._tokenize_or_refuse, (text, media)
+        )
+        if isinstance(outcome, PromptRejectedError):
+            raise outcome
+        return outcome
+
+    def _tokenize_or_refuse(
+        self, text: str, media: list[bytes]
+    ) -> tuple[list[int], tuple[MediaRun, ...]] | PromptRejectedError:
+        try:
+            return self._tokenize(text, media)
+        except PromptRejectedError as refused:
+            return refused
 
     def _tokenize(self, text: str, media: list[bytes]) -> tuple[list[int], tuple[MediaRun, ...]]:
         bitmaps: list[Any] = []
@@ -96,7 +110,7 @@ class Projector:
                 bitmaps.append(bitmap)
                 mtmd.mtmd_bitmap_set_id(bitmap, hashlib.sha256(data).hexdigest().encode())
             encoded = text.encode()
-            given = mtmd.mtmd_input_text(encoded, len(encoded), False, True)
+            given = mtmd.mtmd_input_text(encoded, len(encoded), True, True)  # as Tokenizer.chat_tokens
             array = (mtmd.mtmd_bitmap_p_ctypes * len(bitmaps))(*bitmaps)
             code = mtmd.mtmd_tokenize(self.ctx, chunks, ctypes.byref(given), array, len(bitmaps))
             if code != 0:

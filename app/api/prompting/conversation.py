@@ -110,7 +110,7 @@ def media_tokens(tokenizer: Tokenizer, text: str) -> tuple[list[int], tuple[Medi
                 f"{'images' if able['image'] else 'audio'} only.",
                 param="messages",
             )
-    return projector.prompt(cut, found)
+    return projector.prompt(tokenizer.chat_text(cut), found)
 
 
 def template_dates(now: datetime) -> dict[str, str]:

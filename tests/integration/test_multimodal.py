@@ -1,0 +1,206 @@
+"""Images in chat completions: the real server with a projector beside SmolLM2 and Gemma 3 270M, the
+openai SDK, and llama-server built from the same sdist answering the same requests.
+
+The projectors are random-weight (harness/tiny_projector.py), so the answers are nonsense: what is
+compared is their equality with llama-server's at temperature 0 (the image's tokens counted the same,
+the same answer whole and streamed), what the prompt cache reuses (the same image again: past it;
+another image: up to it), and the errors a client can cause.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from PIL import Image
+
+from app.settings.values import default_model_path
+from harness import llama_server, tiny_projector
+from harness.real_models import gemma3_path
+from harness.servers import Server, Service, serving_models
+from tests.support.clients import openai_client
+
+QUESTION = "What is in this picture?"
+IMAGE_TOKENS = tiny_projector.IMAGE_TOKENS
+
+
+def bases() -> dict[str, str]:
+    return {"smol": default_model_path(), "gemma": str(gemma3_path())}
+
+
+def data_url(data: bytes, kind: str = "image/jpeg") -> str:
+    return f"data:{kind};base64,{base64.b64encode(data).decode()}"
+
+
+def png(colour: tuple[int, int, int]) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (80, 60), colour).save(out, format="PNG")
+    return out.getvalue()
+
+
+JPEG = tiny_projector.media("test-1.jpeg").read_bytes()
+RED, BLUE = png((200, 30, 30)), png((30, 30, 200))
+
+
+def asking(*images: bytes, text: str = QUESTION) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    parts += [
+        {"type": "image_url", "image_url": {"url": data_url(image), "detail": "auto"}} for image in images
+    ]
+    return [{"role": "user", "content": parts}]
+
+
+@pytest.fixture(scope="module")
+def vision() -> Iterator[Server]:
+    """Each model with its projector, on a worker of its own, two sequences each."""
+    models = [
+        {"id": name, "path": path, "mmproj": str(tiny_projector.cached(path)), "parallel": 2}
+        for name, path in bases().items()
+    ]
+    with serving_models(models) as server:
+        yield server
+
+
+@pytest.fixture(scope="module", params=["smol", "gemma"])
+def reference(request: pytest.FixtureRequest) -> Iterator[tuple[str, Service]]:
+    """llama-server on the same model and projector, with the kernels and the full-size sliding-window
+    cache ours runs by default."""
+    path = bases()[request.param]
+    extra = ("--mmproj", str(tiny_projector.cached(path)), "--swa-full")
+    service = llama_server.start(path, 1, 2, 2048, extra, same_kernels=True)
+    yield request.param, service
+    service.stop()
+
+
+@pytest.fixture
+def sdk(vision: Server) -> Iterator[openai.OpenAI]:
+    with openai_client(vision) as client:
+        yield client
+
+
+def theirs(service: Service, messages: list[dict[str, Any]], tokens: int = 16) -> dict[str, Any]:
+    body = {"messages": messages, "max_tokens": tokens, "temperature": 0}
+    answer = httpx.post(service.url + "/v1/chat/completions", json=body, timeout=120)
+    answer.raise_for_status()
+    result: dict[str, Any] = answer.json()
+    return result
+
+
+def ours(sdk: openai.OpenAI, model: str, messages: list[dict[str, Any]], tokens: int = 16) -> Any:
+    return sdk.chat.completions.create(model=model, messages=messages, max_tokens=tokens, temperature=0)
+
+
+@pytest.mark.parametrize("images", [(JPEG,), (RED, BLUE)], ids=["one image", "two images"])
+def test_an_answer_about_images_equals_llama_servers_whole_and_streamed(
+    sdk: openai.OpenAI, reference: tuple[str, Service], images: tuple[bytes, ...]
+) -> None:
+    model, service = reference
+    messages = asking(*images)
+    expected = theirs(service, messages)
+    whole = ours(sdk, model, messages)
+    assert whole.choices[0].message.content == expected["choices"][0]["message"]["content"]
+    assert whole.usage.prompt_tokens == expected["usage"]["prompt_tokens"]
+    text_only = ours(sdk, model, [{"role": "user", "content": QUESTION}], tokens=1).usage.prompt_tokens
+    assert whole.usage.prompt_tokens >= text_only + len(images) * IMAGE_TOKENS
+    stream = sdk.chat.completions.create(
+        model=model,
+        messages=messages,
+        max_tokens=16,
+        temperature=0,
+        stream=True,
+    )
+    streamed = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    assert streamed == whole.choices[0].message.content
+
+
+def test_a_second_turn_about_the_same_image_is_served_from_the_cache_and_answers_as_llama_server(
+    sdk: openai.OpenAI, reference: tuple[str, Service]
+) -> None:
+    model, service = reference
+    first = asking(RED, text="Describe it.")
+    answer = ours(sdk, model, first).choices[0].message.content
+    follow_up = [
+        *first,
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": "And its colour?"},
+    ]
+    again = ours(sdk, model, follow_up)
+    cached = again.usage.prompt_tokens_details.cached_tokens
+    # Past the image: its cells were reused, not evaluated again (a sliding window resumes from a
+    # checkpoint a few tokens before the prompt's end at the latest, which lies past the image).
+    text_before = ours(
+        sdk, model, [{"role": "user", "content": "Describe it."}], tokens=1
+    ).usage.prompt_tokens
+    assert cached > text_before + IMAGE_TOKENS - 4, (cached, text_before)
+    assert again.choices[0].message.content == theirs(service, follow_up)["choices"][0]["message"]["content"]
+
+
+def test_another_image_is_never_answered_from_the_cache_of_the_first(
+    sdk: openai.OpenAI, reference: tuple[str, Service]
+) -> None:
+    model, service = reference
+    ours(sdk, model, asking(RED, text="Which colour?"))
+    theirs(service, asking(RED, text="Which colour?"))
+    other = ours(sdk, model, asking(BLUE, text="Which colour?"))
+    expected = theirs(service, asking(BLUE, text="Which colour?"))
+    # As llama-server's: the text before the image (the image's opening marker included) comes from
+    # the cache, the image itself and all after it are evaluated anew.
+    cached = other.usage.prompt_tokens_details.cached_tokens
+    assert cached == expected["usage"]["prompt_tokens_details"]["cached_tokens"]
+    assert cached < other.usage.prompt_tokens - IMAGE_TOKENS
+    assert other.choices[0].message.content == expected["choices"][0]["message"]["content"]
+
+
+def test_several_choices_and_logprobs_on_an_image_prompt(sdk: openai.OpenAI) -> None:
+    answer = sdk.chat.completions.create(
+        model="smol",
+        messages=asking(JPEG),
+        max_tokens=8,
+        temperature=0,
+        n=2,
+        logprobs=True,
+        top_logprobs=2,
+    )
+    first, second = answer.choices
+    assert first.message.content == second.message.content
+    assert first.logprobs is not None and len(first.logprobs.content or []) > 0
+    assert all(len(entry.top_logprobs) == 2 for entry in first.logprobs.content or [])
+
+
+def bad_request(url: str, model: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+    body = {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": 4}
+    answer = httpx.post(url + "/v1/chat/completions", json=body, timeout=60)
+    assert answer.status_code == 400, answer.text
+    error: dict[str, Any] = answer.json()["error"]
+    return error
+
+
+def test_media_a_client_gets_wrong_are_clear_400s_and_the_worker_goes_on(vision: Server) -> None:
+    text = {"type": "text", "text": "Look:"}
+    noise = {"type": "image_url", "image_url": {"url": data_url(b"not an image at all" * 10)}}
+    assert "decode" in bad_request(vision.url, "smol", [text, noise])["message"]
+    broken = {"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}
+    error = bad_request(vision.url, "smol", [text, broken])
+    assert "base64" in error["message"] and error["param"] == "messages[0].content[1].image_url"
+    remote = {"type": "image_url", "image_url": {"url": "http://127.0.0.1:9/cat.png"}}
+    assert "LLM_MEDIA_FETCH" in bad_request(vision.url, "smol", [text, remote])["message"]
+    audio = {
+        "type": "input_audio",
+        "input_audio": {"data": base64.b64encode(b"RIFF").decode(), "format": "wav"},
+    }
+    assert "cannot take audio" in bad_request(vision.url, "smol", [text, audio])["message"]
+    with openai_client(vision) as client:
+        assert ours(client, "smol", asking(JPEG), tokens=2).choices[0].finish_reason == "length"
+
+
+def test_a_text_only_model_refuses_an_image_naming_itself(server: Server) -> None:
+    image = {"type": "image_url", "image_url": {"url": data_url(JPEG)}}
+    model = httpx.get(server.url + "/v1/models", timeout=30).json()["data"][0]["id"]
+    error = bad_request(server.url, model, [{"type": "text", "text": QUESTION}, image])
+    assert "reads text only" in error["message"] and "image" in error["message"]
+    assert "SmolLM2" in error["message"]

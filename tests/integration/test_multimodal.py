@@ -14,7 +14,9 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic
 import httpx
+import ollama
 import openai
 import pytest
 from PIL import Image
@@ -204,3 +206,76 @@ def test_a_text_only_model_refuses_an_image_naming_itself(server: Server) -> Non
     error = bad_request(server.url, model, [{"type": "text", "text": QUESTION}, image])
     assert "reads text only" in error["message"] and "image" in error["message"]
     assert "SmolLM2" in error["message"]
+
+
+def image_first(image: bytes, text: str) -> list[dict[str, Any]]:
+    """The OpenAI form of a message whose image comes before its text (as Ollama places images)."""
+    parts = [{"type": "image_url", "image_url": {"url": data_url(image)}}, {"type": "text", "text": text}]
+    return [{"role": "user", "content": parts}]
+
+
+def test_each_family_takes_an_image_in_its_own_form_and_answers_as_chat_completions(
+    sdk: openai.OpenAI, vision: Server
+) -> None:
+    expected = ours(sdk, "smol", asking(RED)).choices[0].message.content
+    with anthropic.Anthropic(base_url=vision.url, api_key="unused", max_retries=0) as claude:
+        source = {"type": "base64", "media_type": "image/png", "data": base64.b64encode(RED).decode()}
+        message = claude.messages.create(
+            model="smol",
+            max_tokens=16,
+            extra_body={"temperature": 0},
+            messages=[
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": QUESTION}, {"type": "image", "source": source}],
+                }
+            ],
+        )
+    assert message.content[0].text == expected
+    # Anthropic's input_tokens leave out what was read from the cache.
+    read = message.usage.cache_read_input_tokens or 0
+    assert message.usage.input_tokens + read == ours(sdk, "smol", asking(RED), tokens=1).usage.prompt_tokens
+    response = sdk.responses.create(
+        model="smol",
+        max_output_tokens=16,
+        temperature=0,
+        input=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": QUESTION},
+                    {"type": "input_image", "image_url": data_url(RED), "detail": "auto"},
+                ],
+            }
+        ],
+    )
+    assert response.output_text == expected
+    options = {"temperature": 0, "num_predict": 16}
+    with ollama.Client(host=vision.url) as client:
+        answered = client.chat(
+            model="smol", messages=[{"role": "user", "content": QUESTION, "images": [RED]}], options=options
+        )
+        generated = client.generate(model="smol", prompt=QUESTION, images=[RED], options=options)
+    first = ours(sdk, "smol", image_first(RED, QUESTION)).choices[0].message.content
+    assert answered.message.content == first
+    assert generated.response == first
+
+
+def test_a_stored_response_keeps_its_image_for_the_next_turn_and_lists_it(sdk: openai.OpenAI) -> None:
+    content = [{"type": "input_text", "text": "Look."}, {"type": "input_image", "image_url": data_url(BLUE)}]
+    first = sdk.responses.create(
+        model="smol",
+        max_output_tokens=8,
+        temperature=0,
+        store=True,
+        input=[{"role": "user", "content": content}],
+    )
+    items = sdk.responses.input_items.list(first.id).data
+    parts = [part.type for part in items[0].content]
+    assert parts == ["input_text", "input_image"]
+    assert items[0].content[1].image_url == data_url(BLUE).replace("image/jpeg", "image/png")
+    second = sdk.responses.create(
+        model="smol", max_output_tokens=8, temperature=0, previous_response_id=first.id, input="Again?"
+    )
+    assert second.usage is not None and second.usage.input_tokens > IMAGE_TOKENS
+    assert second.usage.input_tokens_details.cached_tokens > IMAGE_TOKENS

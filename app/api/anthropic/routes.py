@@ -29,7 +29,13 @@ def create_message() -> Response:
     prompt = conversation.prompt(engine.tokenizer, chat)
     budget = conversation.thinking_budget(engine.tokenizer, prompt, chat.reasoning_budget)
     requests = plan_chat_choice(
-        chat, prompt.tokens, prompt.profile, engine.tokenizer, prompt_param="messages", thinking_budget=budget
+        chat,
+        prompt.tokens,
+        prompt.profile,
+        engine.tokenizer,
+        prompt_param="messages",
+        thinking_budget=budget,
+        media=prompt.media,
     )
     model = current_config().model_id
     presenter = MessagesPresenter(model, len(prompt.tokens), prompt.reader)

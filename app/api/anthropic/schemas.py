@@ -7,7 +7,9 @@ from typing import Any
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app.api.anthropic import conversion
+from app.api.http import media
 from app.api.http.fields import StrictBoolean, count, number
+from app.api.http.media import MediaError
 from app.api.http.schemas import BaseSchema
 from app.api.requests.chat import ChatRequest
 
@@ -29,6 +31,21 @@ def _text_blocks(content: Any, where: str) -> str:
             raise ValidationError(f"{where}[{index}]: block type {kind!r} is not supported here; use text")
         texts.append(block["text"])
     return "".join(texts)
+
+
+def _image_source(source: Any, where: str) -> bytes:
+    """An image block's bytes: {"type": "base64", "media_type", "data"} or {"type": "url", "url"}."""
+    kind = source.get("type") if isinstance(source, dict) else None
+    try:
+        if kind == "base64" and isinstance(source.get("data"), str):
+            return media.from_base64(source["data"], "source.data")
+        if kind == "url" and isinstance(source.get("url"), str):
+            return media.from_data_url(source["url"], "source.url")
+    except MediaError as exc:
+        raise ValidationError(f"{where}.{exc.field}: {exc}") from None
+    raise ValidationError(
+        f'{where}.source: must be {{"type": "base64", "media_type", "data"}} or {{"type": "url", "url"}}'
+    )
 
 
 class SystemField(fields.Field[str]):
@@ -74,6 +91,8 @@ class ContentField(fields.Field[list[dict[str, Any]]]):
             }
         if kind == "redacted_thinking":  # encrypted by Anthropic: nothing a local model can read
             return {"type": kind}
+        if kind == "image":  # as text that carries it (app/api/http/media.py), where the block stood
+            return {"type": "text", "text": media.embed("image", _image_source(block.get("source"), where))}
         raise ValidationError(f"{where}.type: content block type {kind!r} is not supported by this server")
 
 

@@ -194,6 +194,7 @@ def plan_chat_choice(
     *,
     prompt_param: str,
     thinking_budget: ThinkingBudget | None = None,
+    media: tuple[MediaRun, ...] = (),
 ) -> list[GenerationRequest]:
     """The one choice of a chat-shaped request (Anthropic's, Ollama's): the grammar its answer follows
     (calls in the model's own syntax, or its response format), checked, then planned."""
@@ -207,4 +208,5 @@ def plan_chat_choice(
         grammar_triggers=answer.triggers,
         thinking_budget=thinking_budget,
         vocabulary_size=tokenizer.vocabulary_size,
+        media=media,
     )

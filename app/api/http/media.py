@@ -52,6 +52,31 @@ def extract(text: str) -> tuple[str, list[bytes], list[str]]:
     return _EMBEDDED.sub(cut, text), media, kinds
 
 
+def pieces(text: str) -> list[tuple[str, str]]:
+    """Text with embedded media as (kind, value) in order: ("text", text), ("image", data URL) or
+    ("audio", base64): how a stored message's content is handed back in a protocol's parts."""
+    found: list[tuple[str, str]] = []
+    last = 0
+    for match in _EMBEDDED.finditer(text):
+        if match.start() > last:
+            found.append(("text", text[last : match.start()]))
+        kind, data = match.group(1), match.group(2)
+        found.append((kind, f"data:{_image_type(data)};base64,{data}" if kind == "image" else data))
+        last = match.end()
+    if last < len(text) or not found:
+        found.append(("text", text[last:]))
+    return found
+
+
+def _image_type(data: str) -> str:
+    """The media type an image's first bytes say (base64 of them)."""
+    head = base64.b64decode(data[:16])
+    for magic, kind in ((b"\x89PNG", "image/png"), (b"\xff\xd8", "image/jpeg"), (b"GIF8", "image/gif")):
+        if head.startswith(magic):
+            return kind
+    return "image/webp" if head[8:12] == b"WEBP" else "application/octet-stream"
+
+
 def shown(text: str) -> str:
     """The prompt's text as llama-server shows it: its marker where each medium is."""
     return _EMBEDDED.sub(SHOWN, text)

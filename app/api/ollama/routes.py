@@ -20,6 +20,7 @@ from marshmallow import Schema
 from app.api.generation.embed import embedded
 from app.api.generation.loop import generate
 from app.api.generation.planning import plan_chat_choice
+from app.api.http import media
 from app.api.http.body import generating_engine, model_index, parse_body, parse_json, vector_engine
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.ollama import catalog, conversion, errors
@@ -29,6 +30,7 @@ from app.api.prompting import conversation
 from app.api.routing import on_demand
 from app.api.routing.route import route_here_or_relay
 from app.chat_formats.answer import AnswerReader
+from app.engine.media import MediaRun
 from app.settings.current import config_of, current_config
 
 bp = Blueprint("ollama", __name__)
@@ -51,7 +53,13 @@ def chat() -> Response:
     chat = conversion.fit_context(chat, body, len(prompt.tokens), current_config())
     budget = conversation.thinking_budget(engine.tokenizer, prompt, None)
     requests = plan_chat_choice(
-        chat, prompt.tokens, prompt.profile, engine.tokenizer, prompt_param="messages", thinking_budget=budget
+        chat,
+        prompt.tokens,
+        prompt.profile,
+        engine.tokenizer,
+        prompt_param="messages",
+        thinking_budget=budget,
+        media=prompt.media,
     )
     presenter = OllamaPresenter(
         body["named"], len(prompt.tokens), prompt.reader, chat=True, logprobs=chat.logprobs
@@ -69,6 +77,7 @@ def generate_text() -> Response:
     tokenizer = engine.tokenizer
     chat = conversion.as_chat(body, conversion.generate_messages(body))
     profile = conversation.template_profile(tokenizer, current_config().chat_format)
+    runs: tuple[MediaRun, ...] = ()
     if body.get("suffix"):
         if not tokenizer.supports_infill:
             raise InvalidRequestError(
@@ -78,12 +87,16 @@ def generate_text() -> Response:
     elif body.get("raw"):
         # As Ollama tokenizes every prompt: the model's BOS, and the special tokens in the text
         # parsed, so a prompt the client templated itself reads as the template's own.
-        tokens, reader = tokenizer.parsed(body["prompt"]), AnswerReader(profile.format)
+        if media.has_media(body["prompt"]):
+            tokens, runs = conversation.media_tokens(tokenizer, body["prompt"], "images")
+        else:
+            tokens = tokenizer.parsed(body["prompt"])
+        reader = AnswerReader(profile.format)
     else:
         prompt = conversation.prompt(tokenizer, chat)
-        tokens, reader, profile = prompt.tokens, prompt.reader, prompt.profile
+        tokens, reader, profile, runs = prompt.tokens, prompt.reader, prompt.profile, prompt.media
     chat = conversion.fit_context(chat, body, len(tokens), current_config())
-    requests = plan_chat_choice(chat, tokens, profile, tokenizer, prompt_param="prompt")
+    requests = plan_chat_choice(chat, tokens, profile, tokenizer, prompt_param="prompt", media=runs)
     presenter = OllamaPresenter(body["named"], len(tokens), reader, chat=False, logprobs=chat.logprobs)
     return generate(engine, chat.stream, requests, presenter, len(tokens))
 

@@ -7,7 +7,9 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, pre_load, validate, validates_schema
 
+from app.api.http import media
 from app.api.http.fields import StrictBoolean, StrictInteger, count, number
+from app.api.http.media import MediaError
 from app.api.http.schemas import BaseSchema
 from app.settings.current import current_config
 
@@ -97,19 +99,40 @@ class OllamaToolCallSchema(BaseSchema):
     function = fields.Nested(OllamaCalledFunctionSchema, required=True)
 
 
+class ImagesField(fields.Field[str]):
+    """`images`: base64 strings, loaded as the markers that carry them (app/api/http/media.py), to go
+    before the text as Ollama puts a message's images."""
+
+    OPENAPI = {"type": "array", "items": {"type": "string", "contentEncoding": "base64"}}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ValidationError("must be a list of base64 strings")
+        markers = []
+        for index, item in enumerate(value):
+            try:
+                markers.append(media.embed("image", media.from_base64(item, str(index))))
+            except MediaError as exc:
+                raise ValidationError({index: [str(exc)]}) from None
+        return "".join(markers)
+
+
 class OllamaMessageSchema(BaseSchema):
-    """One Ollama chat message; images are refused (the server's models read text)."""
+    """One Ollama chat message; its images go before its text."""
 
     role = fields.String(required=True, validate=validate.OneOf(["system", "user", "assistant", "tool"]))
     content = fields.String(load_default="")
     thinking = fields.String(allow_none=True)
-    images = fields.List(
-        fields.Raw(),
-        allow_none=True,
-        validate=validate.Length(max=0, error="images are not supported: this server's models read text"),
-    )
+    images = ImagesField(allow_none=True)
     tool_calls = fields.List(fields.Nested(OllamaToolCallSchema), allow_none=True)
     tool_name = fields.String(allow_none=True)
+
+    @post_load
+    def images_in_content(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        images = data.pop("images", None)
+        if images:
+            data["content"] = images + data["content"]
+        return data
 
 
 class OllamaFunctionSchema(BaseSchema):
@@ -161,7 +184,7 @@ class GenerateSchema(GenerationBase):
     template = fields.String(allow_none=True)
     raw = StrictBoolean(allow_none=True)
     context = fields.List(fields.Integer(), allow_none=True)
-    images = fields.List(fields.Raw(), allow_none=True)
+    images = ImagesField(allow_none=True)
 
     @validates_schema
     def what_is_refused(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -171,8 +194,15 @@ class GenerateSchema(GenerationBase):
             )
         if data.get("context"):
             raise ValidationError("is not supported: send the conversation to /api/chat instead", "context")
-        if data.get("images"):
-            raise ValidationError("are not supported: this server's models read text", "images")
+        if data.get("images") and data.get("suffix"):
+            raise ValidationError("cannot go with a suffix (fill-in-the-middle reads text)", "images")
+
+    @post_load
+    def images_in_prompt(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        images = data.pop("images", None)
+        if images:
+            data["prompt"] = images + data["prompt"]
+        return data
 
 
 class EmbedSchema(ModelNamed):

@@ -90,7 +90,9 @@ def prompt(tokenizer: Tokenizer, chat: ChatRequest) -> ChatPrompt:
     return ChatPrompt(media.shown(text), tokens, reader, shape, runs)
 
 
-def media_tokens(tokenizer: Tokenizer, text: str) -> tuple[list[int], tuple[MediaRun, ...]]:
+def media_tokens(
+    tokenizer: Tokenizer, text: str, param: str = "messages"
+) -> tuple[list[int], tuple[MediaRun, ...]]:
     """A rendered prompt with media as tokens and media runs, through the model's projector; media a
     text-only model cannot read, or a kind its projector does not take, are the client's error."""
     cut, found, kinds = media.extract(text)
@@ -100,7 +102,7 @@ def media_tokens(tokenizer: Tokenizer, text: str) -> tuple[list[int], tuple[Medi
         raise InvalidRequestError(
             f"The model {model!r} reads text only: it cannot take the {kinds[0]} in this request "
             '(serve it with a multimodal projector: LLM_MMPROJ, or "mmproj" in LLM_MODELS).',
-            param="messages",
+            param=param,
         )
     able = {"image": projector.capabilities.vision, "audio": projector.capabilities.audio}
     for kind in kinds:
@@ -108,7 +110,7 @@ def media_tokens(tokenizer: Tokenizer, text: str) -> tuple[list[int], tuple[Medi
             raise InvalidRequestError(
                 f"The model {model!r} cannot take {kind}: its projector reads "
                 f"{'images' if able['image'] else 'audio'} only.",
-                param="messages",
+                param=param,
             )
     return projector.prompt(tokenizer.chat_text(cut), found)
 

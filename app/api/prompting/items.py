@@ -12,6 +12,9 @@ from typing import Any
 
 from marshmallow import ValidationError
 
+from app.api.http import media
+from app.api.http.media import MediaError
+
 _ROLES = ("user", "assistant", "system", "developer")
 _TEXT_PARTS = ("input_text", "output_text")
 
@@ -25,14 +28,37 @@ def _text_of(content: Any, where: str) -> str:
     texts = []
     for index, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
+        if kind in _MEDIA_PARTS:
+            texts.append(_media_of(part, f"{where}[{index}]"))
+            continue
         if kind not in _TEXT_PARTS:
             raise ValidationError(
-                f"{where}[{index}]: content part type {kind!r} is not supported; use input_text"
+                f"{where}[{index}]: content part type {kind!r} is not supported; "
+                "use input_text or input_image"
             )
         if not isinstance(part.get("text"), str):
             raise ValidationError(f"{where}[{index}].text: must be a string")
         texts.append(part["text"])
     return "".join(texts)
+
+
+_MEDIA_PARTS = ("input_image", "input_file")
+
+
+def _media_of(part: dict[str, Any], where: str) -> str:
+    """An input_image part (a data URL), or an input_file whose file_data is an image's data URL, as
+    the marker that carries it in the text."""
+    key = "image_url" if part["type"] == "input_image" else "file_data"
+    url = part.get(key)
+    if not isinstance(url, str):
+        other = "file_id" if part.get("file_id") else key
+        raise ValidationError(f"{where}.{other}: send the image inline, as a data URL in {key}")
+    if key == "file_data" and not url.startswith("data:image/"):
+        raise ValidationError(f"{where}.file_data: only images are read from input_file (data:image/...)")
+    try:
+        return media.embed("image", media.from_data_url(url, key))
+    except MediaError as exc:
+        raise ValidationError(f"{where}.{exc.field}: {exc}") from None
 
 
 _TEXT_PART = {
@@ -85,6 +111,20 @@ def _normalized_item(item: Any, where: str) -> dict[str, Any]:
     raise ValidationError(f"{where}.type: item type {kind!r} is not supported by this server")
 
 
+def _parts(role: str, content: str) -> list[dict[str, Any]]:
+    """A stored message's content as OpenAI's parts: its text, and each image as an input_image."""
+    parts: list[dict[str, Any]] = []
+    for kind, value in media.pieces(content):
+        if kind == "image":
+            parts.append({"type": "input_image", "image_url": value, "detail": "auto"})
+            continue
+        part: dict[str, Any] = {"type": _TEXT_PART[role], "text": value}
+        if part["type"] == "output_text":
+            part["annotations"] = []
+        parts.append(part)
+    return parts
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
@@ -93,14 +133,11 @@ def with_id(item: dict[str, Any], item_id: str | None = None) -> dict[str, Any]:
     """A normalised input item in OpenAI's shape, with an id (`item_id`, else a new one), to keep and list."""
     kind = item["type"]
     if kind == "message":
-        part = {"type": _TEXT_PART[item["role"]], "text": item["content"]}
-        if part["type"] == "output_text":
-            part["annotations"] = []
         return {
             "type": "message",
             "id": item_id or new_id("msg"),
             "role": item["role"],
-            "content": [part],
+            "content": _parts(item["role"], item["content"]),
             "status": "completed",
         }
     if kind == "function_call":

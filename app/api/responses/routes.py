@@ -47,6 +47,7 @@ def create_response() -> Response:
         grammar=structured_output.checked(engine.tokenizer, grammar, param),
         grammar_triggers=triggers,
         vocabulary_size=engine.tokenizer.vocabulary_size,
+        media=prompt.media,
     )
     keeper = history.Keeper(body, new_input)
     header = ResponseHeader(

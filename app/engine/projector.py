@@ -14,6 +14,7 @@ from gevent.threadpool import ThreadPool
 from llama_cpp import mtmd_cpp as mtmd
 from llama_cpp._logger import llama_log_callback
 
+from app.engine import gguf_metadata
 from app.engine.errors import PromptRejectedError
 from app.engine.media import MediaRun, placeholder
 
@@ -30,6 +31,21 @@ class Capabilities:
     vision: bool
     audio: bool
     audio_sample_rate: int | None
+
+    def as_json(self) -> dict[str, bool]:
+        """llama-server's `modalities`."""
+        return {"vision": self.vision, "audio": self.audio}
+
+
+def capabilities_of(path: str | None) -> Capabilities:
+    """What a projector file takes in, read from its header alone (no model loaded); the audio sample
+    rate is known once it is loaded (`Projector.capabilities`). None: a text-only model."""
+    if path is None:
+        return Capabilities(False, False, None)
+    header = gguf_metadata.of(path)
+    return Capabilities(
+        bool(header.get("clip.has_vision_encoder")), bool(header.get("clip.has_audio_encoder")), None
+    )
 
 
 class _Chunk:

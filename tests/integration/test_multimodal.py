@@ -279,3 +279,21 @@ def test_a_stored_response_keeps_its_image_for_the_next_turn_and_lists_it(sdk: o
     )
     assert second.usage is not None and second.usage.input_tokens > IMAGE_TOKENS
     assert second.usage.input_tokens_details.cached_tokens > IMAGE_TOKENS
+
+
+def test_the_models_say_what_they_take_in(vision: Server, server: Server) -> None:
+    listed = {m["id"]: m for m in httpx.get(vision.url + "/v1/models", timeout=30).json()["data"]}
+    assert listed["smol"]["modalities"] == listed["gemma"]["modalities"] == {"vision": True, "audio": False}
+    props = httpx.get(vision.url + "/props", params={"model": "gemma"}, timeout=30).json()
+    assert props["modalities"] == {"vision": True, "audio": False} and props["audio_sample_rate"] is None
+    shown = httpx.post(vision.url + "/api/show", json={"model": "smol"}, timeout=30).json()
+    assert "vision" in shown["capabilities"]
+    # A text-only model says so everywhere.
+    plain = httpx.get(server.url + "/v1/models", timeout=30).json()["data"][0]
+    assert plain["modalities"] == {"vision": False, "audio": False}
+    assert httpx.get(server.url + "/props", timeout=30).json()["modalities"] == {
+        "vision": False,
+        "audio": False,
+    }
+    shown = httpx.post(server.url + "/api/show", json={"model": plain["id"]}, timeout=30).json()
+    assert "vision" not in shown["capabilities"]

@@ -29,6 +29,7 @@ class FakeTokenizer:
     vocabulary_size = 1000
     chat_template = FALLBACK_TEMPLATE  # a test may give it a real model's template
     bos_text, eos_text = "<s>", "</s>"
+    projector = None  # text only
 
     def accepts_grammar(self, gbnf: str) -> bool:
         return True

@@ -22,6 +22,7 @@ from app.api.requests.chat import ChatRequest
 from app.api.requests.completion import CompletionRequest, LlamaCompletionRequest
 from app.api.routing import waking
 from app.api.routing.route import route_here_or_relay
+from app.engine.projector import capabilities_of
 from app.engine.tokenizer import Tokenizer
 from app.settings.current import current_config
 
@@ -170,6 +171,8 @@ def props_answer() -> dict[str, Any]:
     tokenizer = engine.tokenizer
     profile = conversation.template_profile(tokenizer, config.chat_format)
     memory = getattr(engine, "memory_kind", None)  # none for an embedding model
+    projector = tokenizer.projector
+    modalities = projector.capabilities if projector is not None else capabilities_of(None)
     answer = {
         "model_alias": config.model_id,
         "model_path": config.model_path,
@@ -180,7 +183,8 @@ def props_answer() -> dict[str, Any]:
         "chat_format": profile.format.name if profile.native_tools else "Generic",
         "bos_token": tokenizer.bos_text,
         "eos_token": tokenizer.eos_text,
-        "modalities": {"vision": False, "audio": False},
+        "modalities": modalities.as_json(),
+        "audio_sample_rate": modalities.audio_sample_rate,
         "is_sleeping": False,
         "memory": memory_json(memory, config.ctx_checkpoints) if memory is not None else None,
         "batch_invariant": bool(getattr(engine, "batch_invariant", False)),

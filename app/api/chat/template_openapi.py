@@ -21,7 +21,15 @@ _PROPERTIES = {
         "chat_format": {"type": "string", "description": "The tool-call format answers are read in"},
         "bos_token": {"type": "string"},
         "eos_token": {"type": "string"},
-        "modalities": {"type": "object"},
+        "modalities": {
+            "type": "object",
+            "description": "What the model's projector takes in (LLM_MMPROJ): images, audio",
+            "properties": {"vision": {"type": "boolean"}, "audio": {"type": "boolean"}},
+        },
+        "audio_sample_rate": {
+            "type": ["integer", "null"],
+            "description": "The rate audio is resampled to before the projector hears it",
+        },
         "is_sleeping": {"type": "boolean"},
         "memory": MEMORY_SCHEMA,
         "batch_invariant": {

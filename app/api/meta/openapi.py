@@ -51,6 +51,12 @@ class ModelSchema(Schema):
     )
     status = fields.Nested(ModelStatusSchema, required=True)
     workers = fields.List(fields.Nested(HolderSchema), required=True)
+    modalities = fields.Dict(
+        keys=fields.String(),
+        values=fields.Boolean(),
+        required=True,
+        metadata={"description": "What it takes in besides text, from its projector: vision, audio"},
+    )
     parent = fields.String(
         required=True,
         allow_none=True,

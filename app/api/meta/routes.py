@@ -10,6 +10,7 @@ from flask import Blueprint, Response, current_app, jsonify
 from app import workers as worker_state
 from app.api.generation.memory_view import memory_json, speculative_json
 from app.api.http.errors import ModelNotFoundError, ServiceUnavailableError
+from app.engine.projector import capabilities_of
 from app.serving import peers
 from app.settings.config import Config
 from app.settings.current import current_config
@@ -49,6 +50,9 @@ def _model_object(index: int, holders: list[peers.Peer]) -> dict[str, Any]:
         "ttl": spec.ttl,
         "status": {"value": state},
         "workers": [{"slot": p.slot, "pid": p.pid, "ready": p.ready, "asleep": p.asleep} for p in held],
+        "modalities": capabilities_of(
+            spec.mmproj
+        ).as_json(),  # llama-server's /props names, from the projector
         "parent": None,  # vLLM's: a LoRA adapter names its base model here
         "root": spec.path,
     }

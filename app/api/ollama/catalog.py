@@ -9,6 +9,7 @@ from typing import Any
 
 from app.chat_formats import detect
 from app.engine import gguf_metadata
+from app.engine.projector import capabilities_of
 from app.settings.models import ModelSpec
 
 # llama.cpp's file types (general.file_type), as Ollama names quantization levels.
@@ -87,6 +88,8 @@ def capabilities(spec: ModelSpec) -> list[str]:
         found.append("tools")
     if detect.thinks(text, detect.by_name(spec.chat_format) if spec.chat_format else detect.detect(text)):
         found.append("thinking")
+    takes = capabilities_of(spec.mmproj)
+    found += ["vision"] * takes.vision + ["audio"] * takes.audio  # Ollama's names
     return found
 
 

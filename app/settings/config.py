@@ -227,6 +227,40 @@ class Config:
         str(1024 * 1024),
         "Largest request body accepted (larger is a 413)",
     )
+    max_media_bytes: int = setting(
+        "LLM_MAX_MEDIA_BYTES",
+        values.positive_int,
+        str(20 * 1024 * 1024),
+        "Largest image or audio file a request may send or have fetched (larger is a 413); an inline "
+        "medium also counts toward LLM_MAX_BODY_BYTES, as base64",
+    )
+    max_media_parts: int = setting(
+        "LLM_MAX_MEDIA_PARTS",
+        values.int_between(1, 1024),
+        "16",
+        "Most images and audio clips one prompt may hold (more is a 400)",
+    )
+    max_image_pixels: int = setting(
+        "LLM_MAX_IMAGE_PIXELS",
+        values.positive_int,
+        str(7680 * 4320),
+        "Largest image, in pixels once decoded (larger is a 400); the projector resizes what it takes",
+    )
+    media_fetch: tuple[str, ...] | None = setting(
+        "LLM_MEDIA_FETCH",
+        values.fetch_allowlist,
+        "",
+        "Where image URLs may be fetched from: comma-separated hosts (host or host:port) or URL prefixes; "
+        "empty: none (requests send data URLs). A private or loopback address is fetched only when "
+        "listed as an IP address itself; redirects only to the same host",
+        optional=True,
+    )
+    media_fetch_timeout: float = setting(
+        "LLM_MEDIA_FETCH_TIMEOUT",
+        values.positive_float,
+        "10",
+        "Seconds a media URL may take to fetch, all of it (longer is a 400)",
+    )
     max_tokens_limit: int = setting(
         "LLM_MAX_TOKENS_LIMIT",
         values.non_negative_int,

@@ -206,6 +206,18 @@ def origins(raw: str) -> tuple[str, ...]:
     return items
 
 
+def fetch_allowlist(raw: str) -> tuple[str, ...]:
+    """Comma-separated hosts (host or host:port) or URL prefixes (http(s)://host/path...)."""
+    items = text_list(raw)
+    for item in items:
+        if "://" in item:
+            if not re.fullmatch(r"https?://[^/\s]+(/\S*)?", item):
+                raise ValueError(f"{item!r} is not a URL prefix like https://cdn.example.com/images/")
+        elif not re.fullmatch(r"[A-Za-z0-9.\-\[\]:]+", item):
+            raise ValueError(f"{item!r} is not a host like images.example.com or 127.0.0.1:8080")
+    return items
+
+
 def choice(*allowed: str) -> Callable[[str], str]:
     """A parser accepting one of `allowed`."""
 

@@ -10,7 +10,11 @@ another image: up to it), and the errors a client can cause.
 from __future__ import annotations
 
 import base64
+import http.server
 import io
+import json
+import random
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -57,14 +61,77 @@ def asking(*images: bytes, text: str = QUESTION) -> list[dict[str, Any]]:
     return [{"role": "user", "content": parts}]
 
 
+class ImageHost:
+    """A local HTTP server of images, for the URL tests: an image, redirects, an endless one."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+        host = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                port = self.server.server_address[1]
+                routes = {
+                    "/red.png": (200, RED, {}),
+                    "/same-host": (302, b"", {"Location": "/red.png"}),
+                    "/other-host": (302, b"", {"Location": f"http://localhost:{port}/red.png"}),
+                    "/missing": (404, b"", {}),
+                }
+                if self.path == "/stalls":  # headers, then nothing until the test ends
+                    self.send_response(200)
+                    self.send_header("Content-Length", "1000")
+                    self.end_headers()
+                    self.wfile.flush()
+                    host.released.wait(60)
+                    return
+                status, body, headers = routes.get(self.path, (404, b"", {}))
+                self.send_response(status)
+                for name, value in {**headers, "Content-Length": str(len(body))}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def close(self) -> None:
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
 @pytest.fixture(scope="module")
-def vision() -> Iterator[Server]:
-    """Each model with its projector, on a worker of its own, two sequences each."""
+def image_host() -> Iterator[ImageHost]:
+    host = ImageHost()
+    yield host
+    host.close()
+
+
+@pytest.fixture(scope="module")
+def vision(image_host: ImageHost) -> Iterator[Server]:
+    """Each model with its projector, on a worker of its own, two sequences each; media limits just
+    above what the tests send, and URLs fetched from the local image host (by address, and by a name
+    that resolves to loopback, which is refused)."""
     models = [
         {"id": name, "path": path, "mmproj": str(tiny_projector.cached(path)), "parallel": 2}
         for name, path in bases().items()
     ]
-    with serving_models(models) as server:
+    limits = {
+        "LLM_MAX_MEDIA_BYTES": str(len(JPEG) + 1000),
+        "LLM_MAX_IMAGE_PIXELS": str(640 * 488),  # the JPEG's own size
+        "LLM_MAX_MEDIA_PARTS": "3",
+        "LLM_MEDIA_FETCH": f"127.0.0.1:{image_host.port},localhost:{image_host.port}",
+        "LLM_MEDIA_FETCH_TIMEOUT": "2",
+    }
+    with serving_models(models, **limits) as server:
         yield server
 
 
@@ -182,20 +249,28 @@ def bad_request(url: str, model: str, content: list[dict[str, Any]]) -> dict[str
     return error
 
 
-def test_media_a_client_gets_wrong_are_clear_400s_and_the_worker_goes_on(vision: Server) -> None:
-    text = {"type": "text", "text": "Look:"}
-    noise = {"type": "image_url", "image_url": {"url": data_url(b"not an image at all" * 10)}}
-    assert "decode" in bad_request(vision.url, "smol", [text, noise])["message"]
-    broken = {"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}
-    error = bad_request(vision.url, "smol", [text, broken])
-    assert "base64" in error["message"] and error["param"] == "messages[0].content[1].image_url"
-    remote = {"type": "image_url", "image_url": {"url": "http://127.0.0.1:9/cat.png"}}
-    assert "LLM_MEDIA_FETCH" in bad_request(vision.url, "smol", [text, remote])["message"]
-    audio = {
-        "type": "input_audio",
-        "input_audio": {"data": base64.b64encode(b"RIFF").decode(), "format": "wav"},
-    }
-    assert "cannot take audio" in bad_request(vision.url, "smol", [text, audio])["message"]
+def test_media_a_client_gets_wrong_are_clear_400s_and_a_stream_beside_them_goes_on(vision: Server) -> None:
+    body = {"model": "smol", "messages": asking(JPEG), "max_tokens": 24, "temperature": 0, "stream": True}
+    with httpx.stream("POST", vision.url + "/v1/chat/completions", json=body, timeout=120) as stream:
+        events = stream.iter_lines()
+        assert next(line for line in events if line.startswith("data: {"))  # it has started
+        text = {"type": "text", "text": "Look:"}
+        noise = {"type": "image_url", "image_url": {"url": data_url(b"not an image at all" * 10)}}
+        assert "not an image this server reads" in bad_request(vision.url, "smol", [text, noise])["message"]
+        truncated = {"type": "image_url", "image_url": {"url": data_url(RED[:60])}}  # a PNG header, no pixels
+        assert "llama.cpp can decode" in bad_request(vision.url, "smol", [text, truncated])["message"]
+        broken = {"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}
+        error = bad_request(vision.url, "smol", [text, broken])
+        assert "base64" in error["message"] and error["param"] == "messages[0].content[1].image_url"
+        audio = {
+            "type": "input_audio",
+            "input_audio": {"data": base64.b64encode(b"RIFF").decode(), "format": "wav"},
+        }
+        assert "cannot take audio" in bad_request(vision.url, "smol", [text, audio])["message"]
+        rest = [line for line in events if line.startswith("data: ")]
+    assert rest[-1] == "data: [DONE]"
+    endings = [choice["finish_reason"] for line in rest[:-1] for choice in json.loads(line[6:])["choices"]]
+    assert "length" in endings  # all its 24 tokens
     with openai_client(vision) as client:
         assert ours(client, "smol", asking(JPEG), tokens=2).choices[0].finish_reason == "length"
 
@@ -297,3 +372,55 @@ def test_the_models_say_what_they_take_in(vision: Server, server: Server) -> Non
     }
     shown = httpx.post(server.url + "/api/show", json={"model": plain["id"]}, timeout=30).json()
     assert "vision" not in shown["capabilities"]
+
+
+def image_part(url: str) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def test_media_urls_are_fetched_only_from_listed_hosts_at_public_or_listed_addresses(
+    sdk: openai.OpenAI, vision: Server, server: Server, image_host: ImageHost
+) -> None:
+    text = {"type": "text", "text": QUESTION}
+    # Off by default: the server without LLM_MEDIA_FETCH says how to turn it on.
+    model = httpx.get(server.url + "/v1/models", timeout=30).json()["data"][0]["id"]
+    assert (
+        "LLM_MEDIA_FETCH"
+        in bad_request(server.url, model, [text, image_part(image_host.url("/red.png"))])["message"]
+    )
+    # Listed by address: fetched, and answered as the same image sent inline.
+    fetched = ours(sdk, "smol", [{"role": "user", "content": [text, image_part(image_host.url("/red.png"))]}])
+    assert fetched.choices[0].message.content == ours(sdk, "smol", asking(RED)).choices[0].message.content
+    redirected = [text, image_part(image_host.url("/same-host"))]
+    assert ours(sdk, "smol", [{"role": "user", "content": redirected}]).choices[0].message.content
+    refusals = {
+        image_host.url("/other-host"): "another host",
+        image_host.url("/red.png", host="localhost"): "private or loopback",
+        f"http://127.0.0.2:{image_host.port}/red.png": "LLM_MEDIA_FETCH",
+        image_host.url("/missing"): "404",
+        image_host.url("/stalls"): "LLM_MEDIA_FETCH_TIMEOUT",
+        "ftp://127.0.0.1/red.png": "data URL",
+    }
+    for url, says in refusals.items():
+        assert says in bad_request(vision.url, "smol", [text, image_part(url)])["message"], url
+
+
+def test_each_media_limit_is_a_clear_error_naming_it(vision: Server) -> None:
+    text = {"type": "text", "text": QUESTION}
+    noise = random.Random(0).randbytes(320 * 240 * 3)
+    big = io.BytesIO()
+    Image.frombytes("RGB", (320, 240), noise).save(big, format="PNG")  # noise does not compress
+    body = {
+        "model": "smol",
+        "messages": [{"role": "user", "content": [text, image_part(data_url(big.getvalue()))]}],
+    }
+    answer = httpx.post(vision.url + "/v1/chat/completions", json=body, timeout=60)
+    assert answer.status_code == 413 and "LLM_MAX_MEDIA_BYTES" in answer.json()["error"]["message"]
+    wide = io.BytesIO()
+    Image.new("RGB", (2000, 2000), (1, 2, 3)).save(wide, format="PNG")
+    assert (
+        "LLM_MAX_IMAGE_PIXELS"
+        in bad_request(vision.url, "smol", [text, image_part(data_url(wide.getvalue()))])["message"]
+    )
+    many = [text, *[image_part(data_url(RED))] * 4]
+    assert "LLM_MAX_MEDIA_PARTS" in bad_request(vision.url, "smol", many)["message"]

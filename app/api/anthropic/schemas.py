@@ -7,7 +7,7 @@ from typing import Any
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app.api.anthropic import conversion
-from app.api.http import media
+from app.api.http import fetch, media
 from app.api.http.fields import StrictBoolean, count, number
 from app.api.http.media import MediaError
 from app.api.http.schemas import BaseSchema
@@ -40,7 +40,7 @@ def _image_source(source: Any, where: str) -> bytes:
         if kind == "base64" and isinstance(source.get("data"), str):
             return media.from_base64(source["data"], "source.data")
         if kind == "url" and isinstance(source.get("url"), str):
-            return media.from_data_url(source["url"], "source.url")
+            return fetch.media_at(source["url"], "source.url")
     except MediaError as exc:
         raise ValidationError(f"{where}.{exc.field}: {exc}") from None
     raise ValidationError(
@@ -92,7 +92,13 @@ class ContentField(fields.Field[list[dict[str, Any]]]):
         if kind == "redacted_thinking":  # encrypted by Anthropic: nothing a local model can read
             return {"type": kind}
         if kind == "image":  # as text that carries it (app/api/http/media.py), where the block stood
-            return {"type": "text", "text": media.embed("image", _image_source(block.get("source"), where))}
+            try:
+                return {
+                    "type": "text",
+                    "text": media.embed("image", _image_source(block.get("source"), where)),
+                }
+            except MediaError as exc:
+                raise ValidationError(f"{where}.source: {exc}") from None
         raise ValidationError(f"{where}.type: content block type {kind!r} is not supported by this server")
 
 

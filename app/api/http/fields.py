@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate
 
-from app.api.http import media
+from app.api.http import fetch, media
 from app.api.http.media import MediaError
 
 
@@ -164,7 +164,7 @@ def _part_text(kind: Any, part: Any) -> str:
         url = image.get("url") if isinstance(image, dict) else image
         if not isinstance(url, str):
             raise MediaError('must be {"url": a data URL}', "image_url")
-        return media.embed("image", media.from_data_url(url, "image_url"))
+        return media.embed("image", fetch.media_at(url, "image_url"), "image_url")
     if kind == "input_audio":
         audio = part.get("input_audio")
         if not isinstance(audio, dict) or not isinstance(audio.get("data"), str):

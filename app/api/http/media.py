@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import re
 import secrets
 
+import imagesize
+
+from app.api.http.errors import PayloadTooLargeError
 from app.engine.projector import MARKER
+from app.settings.current import current_config
 
 _TAG = secrets.token_hex(6)
 _EMBEDDED = re.compile(rf"<\|media-{_TAG}:(image|audio):([A-Za-z0-9+/=]*)\|>")
@@ -33,9 +38,24 @@ class MediaError(ValueError):
         self.field = field
 
 
-def embed(kind: str, data: bytes) -> str:
-    """The marker that stands for an image or audio clip in a message's text."""
+def embed(kind: str, data: bytes, field: str = "") -> str:
+    """The marker that stands for an image or audio clip in a message's text (an image checked first)."""
+    if kind == "image":
+        _check_image(data, field)
     return f"<|media-{_TAG}:{kind}:{base64.b64encode(data).decode()}|>"
+
+
+def _check_image(data: bytes, field: str) -> None:
+    """An image's size from its header, before anything decodes it: a few bytes can declare pixels
+    enough to fill the memory (LLM_MAX_IMAGE_PIXELS)."""
+    width, height = imagesize.get(io.BytesIO(data))
+    if width <= 0 or height <= 0:
+        raise MediaError("is not an image this server reads (PNG, JPEG, GIF or BMP)", field)
+    limit = current_config().max_image_pixels
+    if width * height > limit:
+        raise MediaError(
+            f"is {width}x{height} pixels, more than this server takes (LLM_MAX_IMAGE_PIXELS={limit})", field
+        )
 
 
 def extract(text: str) -> tuple[str, list[bytes], list[str]]:
@@ -87,26 +107,38 @@ def has_media(text: str) -> bool:
 
 
 def from_base64(data: str, field: str) -> bytes:
-    """Base64 (standard or URL-safe, padded or not) to bytes; `field` names where it came from."""
+    """Base64 (standard or URL-safe, padded or not) to bytes, within LLM_MAX_MEDIA_BYTES (a 413)."""
     cleaned = re.sub(r"\s+", "", data)
     try:
         if "-" in cleaned or "_" in cleaned:
-            return base64.urlsafe_b64decode(cleaned + "=" * (-len(cleaned) % 4))
-        return base64.b64decode(cleaned + "=" * (-len(cleaned) % 4), validate=True)
+            decoded = base64.urlsafe_b64decode(cleaned + "=" * (-len(cleaned) % 4))
+        else:
+            decoded = base64.b64decode(cleaned + "=" * (-len(cleaned) % 4), validate=True)
     except (binascii.Error, ValueError):
         raise MediaError("is not valid base64", field) from None
+    return within_limit(decoded, field)
+
+
+def within_limit(data: bytes, field: str) -> bytes:
+    limit = current_config().max_media_bytes
+    if len(data) > limit:
+        raise too_large(field, limit)
+    return data
+
+
+def too_large(field: str, limit: int) -> PayloadTooLargeError:
+    return PayloadTooLargeError(
+        f"{field}: the medium is larger than this server takes (LLM_MAX_MEDIA_BYTES={limit})",
+        param=field,
+        code="media_too_large",
+    )
 
 
 def from_data_url(url: str, field: str) -> bytes:
-    """The bytes of a `data:<type>;base64,<data>` URL (an http(s) URL is fetched only where an
-    operator allows it: not yet, so it is refused)."""
-    if url.startswith(("http://", "https://")):
-        raise MediaError(
-            "this server does not fetch media URLs (LLM_MEDIA_FETCH is off); send the image as a "
-            "data URL (data:image/png;base64,...)",
-            field,
-        )
+    """The bytes of a `data:<type>;base64,<data>` URL."""
     head, comma, data = url.partition(",")
     if not head.startswith("data:") or not comma or not head.endswith(";base64"):
-        raise MediaError("must be a data URL with base64 data (data:image/png;base64,...)", field)
+        raise MediaError(
+            "must be a data URL with base64 data (data:image/png;base64,...) or an http(s) URL", field
+        )
     return from_base64(data, field)

@@ -111,7 +111,7 @@ class ImagesField(fields.Field[str]):
         markers = []
         for index, item in enumerate(value):
             try:
-                markers.append(media.embed("image", media.from_base64(item, str(index))))
+                markers.append(media.embed("image", media.from_base64(item, str(index)), str(index)))
             except MediaError as exc:
                 raise ValidationError({index: [str(exc)]}) from None
         return "".join(markers)

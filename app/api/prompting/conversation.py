@@ -97,7 +97,14 @@ def media_tokens(
     text-only model cannot read, or a kind its projector does not take, are the client's error."""
     cut, found, kinds = media.extract(text)
     projector = tokenizer.projector
-    model = current_config().model_id
+    config = current_config()
+    model = config.model_id
+    if len(found) > config.max_media_parts:
+        raise InvalidRequestError(
+            f"The prompt holds {len(found)} images and audio clips; this server takes at most "
+            f"{config.max_media_parts} in one (LLM_MAX_MEDIA_PARTS).",
+            param=param,
+        )
     if projector is None:
         raise InvalidRequestError(
             f"The model {model!r} reads text only: it cannot take the {kinds[0]} in this request "

@@ -12,7 +12,7 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from app.api.http import media
+from app.api.http import fetch, media
 from app.api.http.media import MediaError
 
 _ROLES = ("user", "assistant", "system", "developer")
@@ -56,7 +56,7 @@ def _media_of(part: dict[str, Any], where: str) -> str:
     if key == "file_data" and not url.startswith("data:image/"):
         raise ValidationError(f"{where}.file_data: only images are read from input_file (data:image/...)")
     try:
-        return media.embed("image", media.from_data_url(url, key))
+        return media.embed("image", fetch.media_at(url, key), key)
     except MediaError as exc:
         raise ValidationError(f"{where}.{exc.field}: {exc}") from None
 

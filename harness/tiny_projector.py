@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import tarfile
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +30,31 @@ from harness.files import machine_cache, made_once
 
 VERSION = 1  # a change to the recipe makes new cached files
 CACHE = machine_cache("test-models")
-IMAGE, PATCH, MERGE = 64, 4, 4  # (64 / 4)^2 patches, pooled 4 x 4: 16 image tokens
-EMBD, FF, LAYERS, HEADS = 32, 64, 2, 2  # FF != EMBD: clip.cpp swaps up and down when they are equal
-IMAGE_TOKENS = (IMAGE // PATCH // MERGE) ** 2
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A projector's size: image side, patch side, pooling, and its encoder's width and depth."""
+
+    image: int
+    patch: int
+    merge: int
+    embd: int
+    ff: int  # != embd: clip.cpp swaps up and down when they are equal
+    layers: int
+    heads: int
+
+    @property
+    def image_tokens(self) -> int:
+        return (self.image // self.patch // self.merge) ** 2
+
+
+# The tests' projector: (64 / 4)^2 patches, pooled 4 x 4: 16 image tokens, made in a second.
+TINY = Shape(64, 4, 4, 32, 64, 2, 2)
+# The benchmark's: a ViT-B-sized encoder over 448 px (1,024 patches, 64 image tokens), so that
+# encoding an image costs what a small real projector's does (f16 matrices, ~170 MB).
+BENCH = Shape(448, 14, 4, 768, 3072, 12, 12)
+IMAGE_TOKENS = TINY.image_tokens
 MEDIA = ("test-1.jpeg", "test-2.mp3")
 
 
@@ -44,15 +67,20 @@ def text_width(base: str) -> int:
     return int(field.parts[field.data[0]][0])
 
 
-def write(path: Path, base: str, seed: int = 0) -> Path:
+def write(path: Path, base: str, seed: int = 0, shape: Shape = TINY) -> Path:
     """Write a Gemma 3 type projector for the text GGUF `base` to `path` and return the path."""
     rng = np.random.default_rng(seed)
     width = text_width(base)
     writer = GGUFWriter(str(path), "clip")
+    IMAGE, PATCH, MERGE, EMBD, FF, LAYERS, HEADS = (  # noqa: N806 - the header's names
+        shape.image, shape.patch, shape.merge, shape.embd, shape.ff, shape.layers, shape.heads
+    )  # fmt: skip
+    big = shape != TINY  # the benchmark's: its matrices in f16, as real projectors ship them
 
-    def tensor(name: str, *shape: int, f16: bool = False) -> None:  # numpy's shapes: ggml's reversed
-        values = rng.standard_normal(shape) * 0.1
-        writer.add_tensor(name, values.astype(np.float16 if f16 else np.float32))
+    def tensor(name: str, *dims: int, f16: bool = False) -> None:  # numpy's shapes: ggml's reversed
+        values = rng.standard_normal(dims, dtype=np.float32 if big else np.float64) * 0.1
+        matrix = big and len(dims) > 1 and "position" not in name  # a product's weights, not an addend
+        writer.add_tensor(name, values.astype(np.float16 if f16 or matrix else np.float32))
 
     def ones(name: str) -> None:  # a norm's weight: random ones would only rescale the noise
         writer.add_tensor(name, np.ones(EMBD, np.float32))
@@ -97,11 +125,12 @@ def write(path: Path, base: str, seed: int = 0) -> Path:
     return path
 
 
-def cached(base: str, seed: int = 0) -> Path:
+def cached(base: str, seed: int = 0, shape: Shape = TINY) -> Path:
     """The projector `write` makes for `base`, made once per machine (atomically)."""
     source = Path(base)
-    target = CACHE / f"{source.stem}-{source.stat().st_size}-mmproj-seed{seed}-v{VERSION}.gguf"
-    return made_once(target, lambda partial: write(partial, base, seed))
+    size = "" if shape == TINY else f"-{shape.image}px-{shape.layers}x{shape.embd}"
+    target = CACHE / f"{source.stem}-{source.stat().st_size}-mmproj{size}-seed{seed}-v{VERSION}.gguf"
+    return made_once(target, lambda partial: write(partial, base, seed, shape))
 
 
 def media(name: str) -> Path:

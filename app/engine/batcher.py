@@ -22,6 +22,7 @@ from app.engine.context import BatchContext, Sampler
 from app.engine.filling import Filled, fill
 from app.engine.generation import Delivery
 from app.engine.host_cache import PUBLISHED, HostCache
+from app.engine.media_encoder import MediaEncoder
 from app.engine.memory import checkpoint_stops
 from app.engine.sequence import Choice, Job, Sequence
 from app.engine.speculative.draft_model import DraftModel
@@ -33,7 +34,15 @@ log = logging.getLogger(__name__)
 
 # gevent swaps queue.SimpleQueue for a greenlet one once patched; this thread is not a
 # greenlet, so it blocks on the real one (and releases the GIL while it waits).
-NativeQueue: type[queue.SimpleQueue[Job | AdapterChange | None]] = monkey.get_original("queue", "SimpleQueue")
+
+
+class Wake:
+    """Put in the inbox by the media encoder when an encoding is done."""
+
+
+NativeQueue: type[queue.SimpleQueue[Job | AdapterChange | Wake | None]] = monkey.get_original(
+    "queue", "SimpleQueue"
+)
 
 
 class Batcher:
@@ -75,9 +84,11 @@ class Batcher:
         self.governor = ThreadGovernor(model.shape.n_threads, model.set_threads)
         self.adapter_turns = AdapterTurns(model.set_adapters)
         self.adapter_places = AdapterPlaces(model)
+        self.encoder = MediaEncoder(model.encode_media, lambda: self._inbox.put(Wake()))
 
     def close(self) -> None:
         """Free the context and weights (and the draft model's); the loop must have stopped."""
+        self.encoder.close()
         if self.draft_model is not None:
             self.draft_model.close()
         self.model.close()
@@ -99,7 +110,7 @@ class Batcher:
         """
         delivery: Delivery = []
         try:
-            if not self._busy() and wait and not self._take(self._inbox.get(), delivery):  # GIL released
+            if wait and not self._steppable() and not self._take(self._inbox.get(), delivery):  # GIL released
                 return False
             while not self._inbox.empty():
                 if not self._take(self._inbox.get(), delivery):
@@ -116,10 +127,12 @@ class Batcher:
         self._deliver(delivery, replace(report, blocks=blocks, cells_in_use=in_use))
         return True
 
-    def _take(self, job: Job | AdapterChange | None, delivery: Delivery) -> bool:
+    def _take(self, job: Job | AdapterChange | Wake | None, delivery: Delivery) -> bool:
         """Admit one choice (False: the loop is told to stop); a choice that cannot start fails alone."""
         if job is None:
             return False
+        if isinstance(job, Wake):  # an image came back from the encoder: the next step decodes it
+            return True
         if isinstance(job, AdapterChange):
             self.adapter_places.change(job, self.sequences)
             return True
@@ -201,8 +214,9 @@ class Batcher:
         batch = self._batch
         batch.clear()
         holding = self.adapter_turns.pick(self._holding())
-        if media_step.evaluate_due(holding, self.model, delivery):
-            holding = [(s, choice) for s, choice in holding if s.choice is choice]  # some may have ended
+        waiting = media_step.evaluate_due(holding, self.model, self.encoder, delivery)
+        # Those waiting for an image's encoding sit this step out; some may have ended meanwhile.
+        holding = [(s, choice) for s, choice in holding if s.choice is choice and s.seq_id not in waiting]
         generating = {s.seq_id for s, choice in holding if choice.generating and choice.row < 0}
         prefilling = sorted(((s, c) for s, c in holding if c.prefilling), key=lambda pair: pair[0].last_used)
         budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))
@@ -253,6 +267,10 @@ class Batcher:
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)
+
+    def _steppable(self) -> bool:
+        """Some choice has work for a step (not all of them wait for the encoder)."""
+        return any(s.choice is not None and not s.choice.awaiting_media for s in self.sequences)
 
     def _retire_cancelled(self, delivery: Delivery) -> None:
         for s, choice in self._holding():

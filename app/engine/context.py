@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 from app.engine.batch import TokenBatch
 from app.engine.media import MediaRun
 from app.engine.memory import MemoryKind
@@ -79,9 +81,13 @@ class BatchContext(Protocol):
     def decode(self, batch: TokenBatch) -> int:
         """llama_decode's code: 0 done, 1 no room in the KV cache, else a failure."""
 
-    def evaluate_media(self, run: MediaRun, seq_id: int, first: int) -> int:
-        """Encode an image or audio clip and decode it into the sequence from position `first`:
-        llama_decode's code (0 done, 1 no room in the KV cache)."""
+    def encode_media(self, run: MediaRun) -> np.ndarray | None:
+        """An image's or audio clip's embeddings (None: it could not be encoded); called from the media
+        encoder's thread, while the batcher decodes."""
+
+    def decode_media(self, run: MediaRun, embeddings: np.ndarray, seq_id: int, first: int) -> int:
+        """Decode a run's embeddings into the sequence from position `first`: llama_decode's code (0
+        done, 1 no room in the KV cache)."""
 
     def forget(self, seq_id: int, start: int, end: int) -> bool:
         """Drop the sequence's cells for positions start..end (-1: to the end); False if the memory

@@ -1,23 +1,31 @@
-"""A batcher step's media: each image or audio clip that comes next in a prompt, evaluated whole.
+"""A batcher step's media: each image or audio clip that comes next in a prompt, encoded aside and
+evaluated whole.
 
 llama.cpp decodes a medium as embeddings, which a batch of tokens cannot carry, and a
 projector whose attention over an image is bidirectional (Gemma 3's) needs the image in
-one decode: so a run is evaluated on its own, between the steps that carry text, as
-llama-server evaluates a slot's image chunk.
+one decode: so a run's embeddings are decoded on their own, between the steps that carry
+text. They are made first by the media encoder's thread (media_encoder.py), while the
+choice waits and the others step on.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from app.engine import media
 from app.engine.context import BatchContext
 from app.engine.generation import Delivery
+from app.engine.media_encoder import Encoded, MediaEncoder
 from app.engine.sequence import Choice, Sequence
 
 
-def evaluate_due(holding: list[tuple[Sequence, Choice]], model: BatchContext, delivery: Delivery) -> int:
-    """Evaluate the media run each prefilling choice reaches next; returns the positions evaluated.
-    A run the KV cache has no room for ends its choice with `kv_full`."""
-    evaluated = 0
+def evaluate_due(
+    holding: list[tuple[Sequence, Choice]], model: BatchContext, encoder: MediaEncoder, delivery: Delivery
+) -> set[int]:
+    """Decode the media run each prefilling choice has reached, once encoded; send it to the encoder if
+    it is not. Returns the sequences that wait for an encoding (they sit this step out). A run the
+    KV cache has no room for ends its choice with `kv_full`, one that failed to encode with `error`."""
+    waiting: set[int] = set()
     for s, choice in holding:
         if not choice.prefilling or choice.pending[0] >= 0:
             continue
@@ -25,9 +33,22 @@ def evaluate_due(holding: list[tuple[Sequence, Choice]], model: BatchContext, de
         run = media.run_at(choice.request.media, first)
         if run is None:
             raise RuntimeError(f"sequence {s.seq_id}: a media placeholder at {first} starts no run")
+        if first not in choice.encoded:
+            if first not in choice.encoding:
+                choice.encoding.add(first)
+                encoder.submit(run, _keeper(choice, first))
+            waiting.add(s.seq_id)
+            continue
+        choice.encoding.discard(first)
+        embeddings = choice.encoded.pop(first)
+        if embeddings is None:
+            delivery.append(
+                (choice.job.generation, s.finish("error", error=f"llama.cpp could not encode an {run.kind}"))
+            )
+            continue
         if first in choice.stops:  # the checkpoint this position asked for, before the medium
             s.checkpoint(model)
-        code = model.evaluate_media(run, s.seq_id, first)
+        code = model.decode_media(run, embeddings, s.seq_id, first)
         if code != 0:
             model.forget(s.seq_id, first, -1)
             reason = "kv_full" if code == 1 else "error"
@@ -35,5 +56,13 @@ def evaluate_due(holding: list[tuple[Sequence, Choice]], model: BatchContext, de
             delivery.append((choice.job.generation, s.finish(reason, error=why)))
             continue
         s.take_prompt(run.length)
-        evaluated += run.length
-    return evaluated
+    return waiting
+
+
+def _keeper(choice: Choice, start: int) -> Encoded:
+    """Where the encoder's thread leaves the embeddings of the run at `start`."""
+
+    def keep(embeddings: np.ndarray | None) -> None:
+        choice.encoded[start] = embeddings
+
+    return keep

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import llama_cpp
+import numpy as np
 from llama_cpp import _internals as internals
 from llama_cpp._logger import set_verbose
 
@@ -203,10 +204,16 @@ class LoadedModel:
         """llama_decode on the batch: 0 done, 1 no room in the KV cache, else a failure."""
         return batch.decode(self.ctx)
 
-    def evaluate_media(self, run: MediaRun, seq_id: int, first: int) -> int:
+    def encode_media(self, run: MediaRun) -> np.ndarray | None:
+        return self._projector().encode(run)
+
+    def decode_media(self, run: MediaRun, embeddings: np.ndarray, seq_id: int, first: int) -> int:
+        return self._projector().decode(self.ctx, run, embeddings, seq_id, first, self.n_batch)
+
+    def _projector(self) -> Projector:
         if self.projector is None:
             raise RuntimeError("a prompt with media reached a model without a projector")
-        return self.projector.evaluate(self.ctx, run, seq_id, first, self.n_batch)
+        return self.projector
 
     def forget(self, seq_id: int, start: int, end: int) -> bool:
         return bool(llama_cpp.llama_memory_seq_rm(self.cells, seq_id, start, end))

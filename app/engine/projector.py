@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import llama_cpp
+import numpy as np
 from gevent.threadpool import ThreadPool
 from llama_cpp import mtmd_cpp as mtmd
 from llama_cpp._logger import llama_log_callback
@@ -21,6 +22,7 @@ from app.engine.media import MediaRun, placeholder
 # Where a medium goes in a rendered prompt: random per process, so no client text can pose as one.
 MARKER = f"<__media_{secrets.token_hex(8)}__>"
 
+_NO_CALLBACK = mtmd.mtmd_helper_post_decode_callback()  # a null function pointer: nothing after each batch
 _KINDS = {mtmd.MTMD_INPUT_CHUNK_TYPE_IMAGE: "image", mtmd.MTMD_INPUT_CHUNK_TYPE_AUDIO: "audio"}
 
 
@@ -75,6 +77,7 @@ class Projector:
         if exact:  # LLM_BATCH_INVARIANT: the same attention kernels as the text model's
             params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
         self.ctx = mtmd.mtmd_init_from_file(path.encode(), model, params)
+        self._width = int(llama_cpp.llama_model_n_embd_inp(model))  # an embedding row, as the model reads it
         if not self.ctx:
             raise ValueError(f"projector {path}: llama.cpp's mtmd could not load it for this model")
         if mtmd.mtmd_decode_use_mrope(self.ctx):
@@ -142,12 +145,32 @@ class Projector:
                 mtmd.mtmd_bitmap_free(bitmap)
             mtmd.mtmd_input_chunks_free(chunks)
 
-    def evaluate(self, context: Any, run: MediaRun, seq_id: int, first: int, n_batch: int) -> int:
-        """Encode the run and decode its embeddings into `seq_id`'s cells from position `first` (the
-        batcher's thread); llama_decode's code (0: done, 1: no room in the KV cache)."""
+    def encode(self, run: MediaRun) -> np.ndarray | None:
+        """The run's embeddings, one row per position (the encoder's thread: the projector's own
+        graph, apart from the text model's context); None if llama.cpp could not encode it."""
+        if mtmd.mtmd_encode_chunk(self.ctx, run.chunk.pointer) != 0:
+            return None
+        output = mtmd.mtmd_get_output_embd(self.ctx)
+        return np.ctypeslib.as_array(output, shape=(run.length * self._width,)).copy()
+
+    def decode(
+        self, context: Any, run: MediaRun, embeddings: np.ndarray, seq_id: int, first: int, n_batch: int
+    ) -> int:
+        """Decode a run's embeddings into `seq_id`'s cells from position `first` (the batcher's thread);
+        llama_decode's code (0: done, 1: no room in the KV cache)."""
         after = llama_cpp.llama_pos(0)
-        code = mtmd.mtmd_helper_eval_chunk_single(
-            self.ctx, context, run.chunk.pointer, first, seq_id, n_batch, False, ctypes.byref(after)
+        rows = embeddings.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+        code = mtmd.mtmd_helper_decode_image_chunk(
+            self.ctx,
+            context,
+            run.chunk.pointer,
+            rows,
+            first,
+            seq_id,
+            n_batch,
+            ctypes.byref(after),
+            _NO_CALLBACK,
+            None,
         )
         return int(code)
 

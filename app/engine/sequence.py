@@ -49,6 +49,10 @@ class Choice:
     count: int = 0  # tokens generated
     held_logprobs: list[TokenLogprob] = field(default_factory=list)
     prompt_entries: list[TokenLogprob] = field(default_factory=list)  # prompt_logprobs
+    # Media runs (by first position) handed to the encoder, and the embeddings it gave back (None:
+    # it failed); the encoder's thread fills `encoded`, the batcher's reads it.
+    encoding: set[int] = field(default_factory=set)
+    encoded: dict[int, np.ndarray | None] = field(default_factory=dict)
 
     @property
     def request(self) -> GenerationRequest:
@@ -61,6 +65,11 @@ class Choice:
     @property
     def generating(self) -> bool:
         return self.last_token >= 0
+
+    @property
+    def awaiting_media(self) -> bool:
+        """A medium of its prompt is with the encoder: nothing to do for it until it is back."""
+        return any(start not in self.encoded for start in self.encoding)
 
 
 @dataclass(eq=False)  # identity: two idle sequences are not the same sequence

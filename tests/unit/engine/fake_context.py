@@ -15,8 +15,11 @@ resumes where the memory cannot fails the test.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from app.engine.batch import TokenBatch
 from app.engine.context import ContextShape
@@ -98,6 +101,9 @@ class FakeContext:
     partial_loads: list[int] = field(default_factory=list)  # positions of checkpoints restored
     media_evaluated: list[tuple[int, int, int]] = field(default_factory=list)  # seq_id, first, length
     media_full: int = 0  # the next this many media evaluations find the KV cache full
+    media_encoded: list[int] = field(default_factory=list)  # each encoding's placeholder
+    encode_fails: bool = False
+    encode_gate: threading.Event = field(default_factory=lambda: _open_gate())
 
     @property
     def memory_kind(self) -> MemoryKind:
@@ -134,7 +140,13 @@ class FakeContext:
         self.logits_rows = {i for i in range(batch.size) if batch.logits[i]}
         return 0
 
-    def evaluate_media(self, run: MediaRun, seq_id: int, first: int) -> int:
+    def encode_media(self, run: MediaRun) -> np.ndarray | None:
+        """The encoder's thread: one 'embedding' per position, the placeholder itself."""
+        self.encode_gate.wait(10)  # a test holds the encoder here to see what goes on meanwhile
+        self.media_encoded.append(run.placeholder)
+        return None if self.encode_fails else np.full(run.length, run.placeholder, dtype=np.float64)
+
+    def decode_media(self, run: MediaRun, embeddings: np.ndarray, seq_id: int, first: int) -> int:
         """A medium's positions hold its placeholder; its evaluation leaves no logits to sample."""
         if self.media_full:
             self.media_full -= 1
@@ -143,7 +155,7 @@ class FakeContext:
         assert first == len(cells), f"sequence {seq_id}: a medium at {first} leaves a gap"
         for position in range(first, first + run.length):
             self._check_memory(seq_id, position)
-            cells[position] = run.placeholder
+            cells[position] = int(embeddings[position - first])
         self.media_evaluated.append((seq_id, first, run.length))
         self.logits_rows = set()
         return 0
@@ -239,6 +251,12 @@ class FakeContext:
 
     def close(self) -> None:
         self.clear()
+
+
+def _open_gate() -> threading.Event:
+    gate = threading.Event()
+    gate.set()
+    return gate
 
 
 def job(prompt: list[int], max_tokens: int = 3, index: int = 0, **fields: Any) -> Job:

@@ -41,7 +41,8 @@ class Run:
 
     def until_idle(self, most: int = 100) -> None:
         for _ in range(most):
-            self.step()
+            # While a choice is busy the loop may wait: for the media encoder's thread, and only then.
+            assert self.batcher.cycle(wait=any(s.busy for s in self.batcher.sequences))
             if not any(s.busy for s in self.batcher.sequences):
                 return
         raise AssertionError("the batcher never went idle")

@@ -109,3 +109,38 @@ def test_snap_moves_a_cut_inside_a_run_to_its_start_and_leaves_others(position: 
     _, image = with_image([1, 2], IMAGE_A, 3, [4])
     expected = 2 if 2 < position < 5 else position
     assert media.snap([image], position) == expected
+
+
+def test_other_streams_keep_stepping_while_an_image_is_with_the_encoder() -> None:
+    context = FakeContext(parallel=2)
+    context.encode_gate.clear()  # the encoder holds the image until the test lets it go
+    run = Run(context)
+    streaming = job([1, 2], max_tokens=30)
+    run.submit(streaming)
+    run.step(2)
+    prompt, image = with_image([10, 11], IMAGE_B, 4, [12, 13])
+    asking = job(prompt, max_tokens=2, media=(image,))
+    run.submit(asking)
+    run.step(6)
+    assert run.context.media_evaluated == [] and len(run.text(streaming)) > 0
+    before = run.text(streaming)
+    run.step(4)
+    assert len(run.text(streaming)) > len(before)  # it kept generating
+    assert run.batcher.sequences[1].cached == [10, 11]  # the text before the image, no further
+    context.encode_gate.set()
+    run.until_idle()
+    assert run.context.media_evaluated == [(1, 2, 4)] and run.text(asking) == "<14><15>"
+
+
+def test_an_image_the_encoder_cannot_encode_ends_its_choice_with_an_error_alone() -> None:
+    context = FakeContext(parallel=2, encode_fails=True)
+    run = Run(context)
+    streaming = job([1, 2], max_tokens=6)
+    prompt, image = with_image([10], IMAGE_A, 3, [12])
+    asking = job(prompt, max_tokens=2, media=(image,))
+    run.submit(streaming, asking)
+    run.until_idle()
+    assert run.ending(asking).finish_reason == "error" and "encode" in (run.ending(asking).error or "")
+    assert run.ending(streaming).finish_reason == "length"
+    run.batcher.encoder.close()  # its thread stops (and a second close is nothing)
+    run.batcher.encoder.close()

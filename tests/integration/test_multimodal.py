@@ -424,3 +424,30 @@ def test_each_media_limit_is_a_clear_error_naming_it(vision: Server) -> None:
     )
     many = [text, *[image_part(data_url(RED))] * 4]
     assert "LLM_MAX_MEDIA_PARTS" in bad_request(vision.url, "smol", many)["message"]
+
+
+def test_structured_output_and_tool_calls_hold_on_an_image_prompt(sdk: openai.OpenAI) -> None:
+    schema = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}
+    shaped = sdk.chat.completions.create(
+        model="smol",
+        messages=asking(RED, text="Which colour is it? Answer in JSON."),
+        max_tokens=40,
+        temperature=0,
+        response_format={"type": "json_schema", "json_schema": {"name": "colour", "schema": schema}},
+    )
+    assert isinstance(json.loads(shaped.choices[0].message.content or "")["colour"], str)
+    tool = {
+        "type": "function",
+        "function": {"name": "name_colour", "parameters": schema},
+    }
+    called = sdk.chat.completions.create(
+        model="smol",
+        messages=asking(RED, text="Name its colour with the tool."),
+        max_tokens=40,
+        temperature=0,
+        tools=[tool],
+        tool_choice="required",
+    )
+    (call,) = called.choices[0].message.tool_calls or []
+    assert call.function.name == "name_colour"
+    assert isinstance(json.loads(call.function.arguments)["colour"], str)

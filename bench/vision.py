@@ -3,7 +3,7 @@
     python -m bench.vision --repeats 3 --markdown docs/performance/vision-result.md
 
 SmolLM2 with a random-weight projector of llama.cpp's Gemma 3 type, as big as a small real one
-(harness/tiny_projector.BENCH: a ViT-B-sized encoder over 448 px images, 64 image tokens), on
+(BENCH in harness/tiny_projector.py: a ViT-B-sized encoder over 448 px images, 64 image tokens), on
 ours and on llama-server built from the pinned sdist, the same kernels, interleaved repeats:
 - time to first token of a one-image question, cold (an image neither has seen) and as a
   follow-up (the same image, a second question: its cells come from the cache);

@@ -92,6 +92,7 @@ def start(
     n_ctx: int,
     extra: tuple[str, ...] = (),
     same_kernels: bool = False,
+    environment: dict[str, str] | None = None,
 ) -> Service:
     """llama-server with `slots` slots of `n_ctx` tokens each (as ours: a whole context per sequence);
     `same_kernels`: with the batch-invariant kernels ours runs by default, to compare answers."""
@@ -110,4 +111,4 @@ def start(
         *extra,
     ]  # fmt: skip
     env = {"GGML_CPU_TILED_MM": "0"} if same_kernels else {}
-    return Service(command, port, env).wait_ready("/health")
+    return Service(command, port, {**env, **(environment or {})}).wait_ready("/health")

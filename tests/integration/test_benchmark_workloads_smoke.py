@@ -97,3 +97,16 @@ def test_batch_priority_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         line for line in text.splitlines() if line.startswith(("| interactive TTFT", "| beside a batch"))
     ]
     assert len(verdicts) == 2 and all(v.endswith(("| met |", "| missed |")) for v in verdicts), text
+
+
+def test_vision_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "vision.md"
+    ran = bench("vision", *ONE_THREAD, "--tiny", "--repeats", "1", "--questions", "1",
+                "--stream-tokens", "40", "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for row in ("| ours |", "| llama-server |", "64 px"):
+        assert row in text, row
+    targets = [line for line in text.splitlines() if line.endswith(("| met |", "| missed |"))]
+    assert len(targets) == 3, text

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
+from PIL import Image
 from playwright.sync_api import expect
 
+from app.settings.values import default_model_path
+from harness import tiny_projector
 from harness.servers import Server
 from tests.support.busy import model_busy
 from tests.support.waits import generations_in_flight, wait_for_log, wait_until
@@ -212,3 +217,35 @@ def test_an_error_after_the_200_is_told_too(start_server: Callable[..., Server],
         expect(answer).to_have_attribute("data-state", "error")
     expect(answer).to_contain_text("The answer broke off: The request waited")
     expect(page.locator("#notice")).to_contain_text("The answer broke off")
+
+
+def test_an_image_attached_on_the_page_is_sent_shown_and_answered(page: Any, start_server: Any) -> None:
+    vision = start_server(LLM_MMPROJ=str(tiny_projector.cached(default_model_path())))
+    open_chat(page, vision, max_tokens="16")
+    expect(page.locator("#attach")).to_be_visible()  # this model sees
+    red = io.BytesIO()
+    Image.new("RGB", (80, 60), (200, 30, 30)).save(red, format="PNG")
+    page.set_input_files(
+        "#attach-input", files=[{"name": "red.png", "mimeType": "image/png", "buffer": red.getvalue()}]
+    )
+    expect(page.locator("#attachments img")).to_have_count(1)
+    answer = ask(page, "What is in this picture?")
+    expect(answer).to_have_attribute("data-state", "done")
+    expect(page.locator(".message.user img.attached")).to_have_count(1)
+    expect(page.locator("#attachments img")).to_have_count(0)  # sent, no longer pending
+    # The page sent the image as chat completions' image_url part: the SDK's request counts the same.
+    url = "data:image/png;base64," + base64.b64encode(red.getvalue()).decode()
+    parts = [
+        {"type": "text", "text": "What is in this picture?"},
+        {"type": "image_url", "image_url": {"url": url}},
+    ]
+    body = {"messages": [{"role": "user", "content": parts}], "max_tokens": 1}
+    expected = httpx.post(vision.url + "/v1/chat/completions", json=body, timeout=60).json()["usage"][
+        "prompt_tokens"
+    ]
+    assert f"{expected} prompt" in answer.locator("footer").inner_text()
+
+
+def test_a_text_only_model_offers_no_image_button(server: Server, page: Any) -> None:
+    open_chat(page, server)
+    expect(page.locator("#attach")).to_be_hidden()

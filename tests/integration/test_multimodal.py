@@ -141,7 +141,9 @@ def reference(request: pytest.FixtureRequest) -> Iterator[tuple[str, Service]]:
     cache ours runs by default."""
     path = bases()[request.param]
     extra = ("--mmproj", str(tiny_projector.cached(path)), "--swa-full")
-    service = llama_server.start(path, 1, 2, 2048, extra, same_kernels=True)
+    # Its media marker pinned to mtmd's default, which ours takes in /completion's multimodal form.
+    marker = {"LLAMA_MEDIA_MARKER": "<__media__>"}
+    service = llama_server.start(path, 1, 2, 2048, extra, same_kernels=True, environment=marker)
     yield request.param, service
     service.stop()
 
@@ -361,6 +363,7 @@ def test_the_models_say_what_they_take_in(vision: Server, server: Server) -> Non
     assert listed["smol"]["modalities"] == listed["gemma"]["modalities"] == {"vision": True, "audio": False}
     props = httpx.get(vision.url + "/props", params={"model": "gemma"}, timeout=30).json()
     assert props["modalities"] == {"vision": True, "audio": False} and props["audio_sample_rate"] is None
+    assert props["media_marker"] == "<__media__>"
     shown = httpx.post(vision.url + "/api/show", json={"model": "smol"}, timeout=30).json()
     assert "vision" in shown["capabilities"]
     # A text-only model says so everywhere.
@@ -451,3 +454,25 @@ def test_structured_output_and_tool_calls_hold_on_an_image_prompt(sdk: openai.Op
     (call,) = called.choices[0].message.tool_calls or []
     assert call.function.name == "name_colour"
     assert isinstance(json.loads(call.function.arguments)["colour"], str)
+
+
+def test_llama_servers_own_multimodal_completion_form_answers_as_llama_server(
+    vision: Server, reference: tuple[str, Service]
+) -> None:
+    model, service = reference
+    data = base64.b64encode(RED).decode()
+    body = {
+        "prompt": {"prompt_string": "An image: <__media__> It shows", "multimodal_data": [data]},
+        "n_predict": 12,
+        "temperature": 0,
+    }
+    theirs = httpx.post(service.url + "/completion", json=body, timeout=120).json()
+    mine = httpx.post(vision.url + "/completion", json={**body, "model": model}, timeout=120).json()
+    assert mine["content"] == theirs["content"]
+    assert mine["tokens_evaluated"] == theirs["tokens_evaluated"]
+    two_markers = {
+        **body,
+        "prompt": {"prompt_string": "<__media__> and <__media__>", "multimodal_data": [data]},
+    }
+    refused = httpx.post(vision.url + "/completion", json={**two_markers, "model": model}, timeout=60)
+    assert refused.status_code == 400 and "markers" in refused.json()["error"]["message"]

@@ -7,21 +7,62 @@ from typing import Any
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app.api.chat.schemas import GenerationSchema
+from app.api.http import media
 from app.api.http.fields import StrictBoolean, StrictInteger, count
+from app.api.http.media import MediaError
 from app.api.requests.completion import LlamaCompletionRequest, llama_completion_request
 
 
 class PromptField(fields.Field[str | list[int]]):
-    """One prompt: a string, or a list of token ids (llama-server's several-prompt forms are refused)."""
+    """One prompt: a string, a list of token ids, or llama-server's multimodal object
+    (`prompt_string` with its `<__media__>` markers, `multimodal_data` as base64, one per marker);
+    llama-server's several-prompt forms are refused."""
 
-    OPENAPI = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer", "minimum": 0}}]}
+    OPENAPI = {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"type": "integer", "minimum": 0}},
+            {
+                "type": "object",
+                "properties": {
+                    "prompt_string": {"type": "string"},
+                    "multimodal_data": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["prompt_string"],
+            },
+        ]
+    }
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | list[int]:
         if isinstance(value, str):
             return value
         if isinstance(value, list) and value and all(type(t) is int and t >= 0 for t in value):
             return value
-        raise ValidationError("must be a string or a non-empty list of token ids (one prompt per request)")
+        if isinstance(value, dict) and isinstance(value.get("prompt_string"), str):
+            return _multimodal(value["prompt_string"], value.get("multimodal_data") or [])
+        raise ValidationError(
+            "must be a string, a non-empty list of token ids or {prompt_string, multimodal_data} "
+            "(one prompt per request)"
+        )
+
+
+def _multimodal(text: str, data: Any) -> str:
+    """llama-server's multimodal prompt as text carrying its media: each marker, in order, one item."""
+    pieces = text.split(media.SHOWN)
+    if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
+        raise ValidationError("multimodal_data must be a list of base64 strings")
+    if len(data) != len(pieces) - 1:
+        raise ValidationError(
+            f"has {len(pieces) - 1} {media.SHOWN} markers in prompt_string "
+            f"for {len(data)} multimodal_data items"
+        )
+    out = [pieces[0]]
+    for index, (item, after) in enumerate(zip(data, pieces[1:], strict=True)):
+        try:
+            out += [media.embed("image", media.from_base64(item, f"multimodal_data[{index}]")), after]
+        except MediaError as exc:
+            raise ValidationError(f"multimodal_data[{index}] {exc}") from None
+    return "".join(out)
 
 
 class LlamaCompletionSchema(GenerationSchema):

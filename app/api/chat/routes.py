@@ -15,6 +15,7 @@ from app.api.chat.schemas import chat_completion_schema, completion_schema
 from app.api.generation.loop import generate
 from app.api.generation.memory_view import memory_json, speculative_json
 from app.api.generation.planning import plan_choices
+from app.api.http import media
 from app.api.http.body import generating_engine, loaded_engine, parse_request
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting import conversation, structured_output
@@ -22,6 +23,7 @@ from app.api.requests.chat import ChatRequest
 from app.api.requests.completion import CompletionRequest, LlamaCompletionRequest
 from app.api.routing import waking
 from app.api.routing.route import route_here_or_relay
+from app.engine.media import MediaRun
 from app.engine.projector import capabilities_of
 from app.engine.tokenizer import Tokenizer
 from app.settings.current import current_config
@@ -108,7 +110,11 @@ def create_llama_completion() -> Response:
     if (relayed := route_here_or_relay(asked.model, streams=asked.stream)) is not None:
         return relayed
     engine = generating_engine()
-    if isinstance(asked.prompt, str):  # as llama-server tokenizes it here: BOS, control tokens parsed
+    runs: tuple[MediaRun, ...] = ()
+    if isinstance(asked.prompt, str) and media.has_media(asked.prompt):  # llama-server's multimodal form
+        tokens, runs = conversation.media_tokens(engine.tokenizer, asked.prompt, "prompt")
+        text = media.shown(asked.prompt)
+    elif isinstance(asked.prompt, str):  # as llama-server tokenizes it here: BOS, control tokens parsed
         tokens, text = engine.tokenizer.parsed(asked.prompt), asked.prompt
     else:
         tokens, text = _prompt(engine.tokenizer, asked.prompt, None)
@@ -120,6 +126,7 @@ def create_llama_completion() -> Response:
         # Each streamed event carries its token ids, as llama-server's do: the entries hold them.
         logprobs=asked.n_probs if asked.n_probs or asked.return_tokens or asked.stream else None,
         vocabulary_size=engine.tokenizer.vocabulary_size,
+        media=runs,
     )
     first = requests[0]
     settings = {"n_predict": first.max_tokens, "seed": asked.seed, "n_probs": asked.n_probs,
@@ -185,6 +192,8 @@ def props_answer() -> dict[str, Any]:
         "eos_token": tokenizer.eos_text,
         "modalities": modalities.as_json(),
         "audio_sample_rate": modalities.audio_sample_rate,
+        # Where /completion's multimodal prompt_string puts each medium (llama-server's key).
+        "media_marker": media.SHOWN,
         "is_sleeping": False,
         "memory": memory_json(memory, config.ctx_checkpoints) if memory is not None else None,
         "batch_invariant": bool(getattr(engine, "batch_invariant", False)),

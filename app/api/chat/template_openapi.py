@@ -26,6 +26,10 @@ _PROPERTIES = {
             "description": "What the model's projector takes in (LLM_MMPROJ): images, audio",
             "properties": {"vision": {"type": "boolean"}, "audio": {"type": "boolean"}},
         },
+        "media_marker": {
+            "type": "string",
+            "description": "Where each multimodal_data item goes in /completion's prompt_string",
+        },
         "audio_sample_rate": {
             "type": ["integer", "null"],
             "description": "The rate audio is resampled to before the projector hears it",

@@ -17,10 +17,79 @@ const ui = {
   messages: $("messages"), notice: $("notice"), composer: $("composer"), prompt: $("prompt"),
   send: $("send"), stop: $("stop"), model: $("model"), system: $("system"),
   temperature: $("temperature"), maxTokens: $("max-tokens"), settings: $("settings"),
-  settingsToggle: $("settings-toggle"), newChat: $("new-chat"),
+  settingsToggle: $("settings-toggle"), newChat: $("new-chat"), attach: $("attach"),
+  attachInput: $("attach-input"), attachments: $("attachments"),
 };
 const conversation = []; // {role, content}: what the model is sent next time
 let running = null; // the AbortController of the answer streaming now
+let models = []; // /v1/models' entries: which ones see images
+const pending = []; // data URLs of the images attached to the next message
+
+// The longest side an attached image is sent at: bigger ones are scaled down (and re-encoded as
+// JPEG) in the page, so that a phone's photo fits the server's request size limit.
+const LONGEST_SIDE = 1536;
+
+function seesImages() {
+  const model = models.find((entry) => entry.id === ui.model.value) || models[0];
+  return Boolean(model && model.modalities && model.modalities.vision);
+}
+
+function showAttach() {
+  ui.attach.hidden = !seesImages();
+}
+
+function readImage(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onerror = () => reject(reader.error);
+    reader.onload = () => {
+      const picture = new Image();
+      picture.onerror = () => reject(new Error(`${file.name || "the image"} is not an image the browser reads`));
+      picture.onload = () => {
+        const scale = Math.min(1, LONGEST_SIDE / Math.max(picture.width, picture.height));
+        if (scale === 1 && file.size < 700 * 1024 && file.type !== "image/webp") return resolve(reader.result);
+        const canvas = document.createElement("canvas");
+        canvas.width = Math.round(picture.width * scale);
+        canvas.height = Math.round(picture.height * scale);
+        canvas.getContext("2d").drawImage(picture, 0, 0, canvas.width, canvas.height);
+        resolve(canvas.toDataURL("image/jpeg", 0.9));
+      };
+      picture.src = reader.result;
+    };
+    reader.readAsDataURL(file);
+  });
+}
+
+function showPending() {
+  ui.attachments.replaceChildren(...pending.map((url, index) => {
+    const remove = document.createElement("button");
+    remove.type = "button";
+    remove.className = "thumb";
+    remove.title = "Remove this image";
+    const picture = document.createElement("img");
+    picture.src = url;
+    picture.alt = `image ${index + 1}`;
+    remove.append(picture);
+    remove.addEventListener("click", () => {
+      pending.splice(index, 1);
+      showPending();
+    });
+    return remove;
+  }));
+  ui.attachments.hidden = pending.length === 0;
+}
+
+async function attach(files) {
+  for (const file of files) {
+    if (!file.type.startsWith("image/")) continue;
+    try {
+      pending.push(await readImage(file));
+    } catch (error) {
+      showNotice(error.message);
+    }
+  }
+  showPending();
+}
 
 function showNotice(text) {
   ui.notice.textContent = text;
@@ -33,7 +102,7 @@ function atBottom() {
   return box.scrollHeight - box.scrollTop - box.clientHeight < 40;
 }
 
-function addMessage(role, text) {
+function addMessage(role, text, images = []) {
   const empty = ui.messages.querySelector(".empty");
   if (empty) empty.remove();
   const item = document.createElement("article");
@@ -43,6 +112,13 @@ function addMessage(role, text) {
   const footer = document.createElement("footer");
   footer.className = "stats";
   if (role === "user") body.textContent = text; // the user's words, exactly as typed
+  for (const url of images) {
+    const picture = document.createElement("img");
+    picture.className = "attached";
+    picture.src = url;
+    picture.alt = "an attached image";
+    body.append(picture);
+  }
   item.append(body, footer);
   ui.messages.append(item);
   ui.messages.scrollTop = ui.messages.scrollHeight;
@@ -130,11 +206,16 @@ function describe(usage, started, firstAt, ended) {
 
 async function send() {
   const text = ui.prompt.value.trim();
-  if (!text || running) return;
+  if ((!text && !pending.length) || running) return;
   showNotice("");
   ui.prompt.value = "";
-  conversation.push({ role: "user", content: text });
-  addMessage("user", text);
+  const images = pending.splice(0);
+  showPending();
+  const content = images.length
+    ? [{ type: "text", text }, ...images.map((url) => ({ type: "image_url", image_url: { url } }))]
+    : text;
+  conversation.push({ role: "user", content });
+  addMessage("user", text, images);
   const answer = addMessage("assistant", "");
   answer.item.dataset.state = "waiting";
   answer.footer.textContent = "…";
@@ -143,7 +224,7 @@ async function send() {
   setRunning(controller);
   const started = performance.now();
   let firstAt = null;
-  let content = "";
+  let answerText = "";
   let usage = null;
   let finish = null;
   let failure = null;
@@ -170,8 +251,8 @@ async function send() {
               firstAt = performance.now();
               answer.item.dataset.state = "streaming";
             }
-            content += piece;
-            paint.update(content);
+            answerText += piece;
+            paint.update(answerText);
           }
           if (choice.finish_reason) finish = choice.finish_reason;
         }
@@ -181,13 +262,18 @@ async function send() {
     failure = error.name === "AbortError" ? null : `The connection broke: ${error.message}`;
   }
   const ended = performance.now();
-  paint.now(content);
+  paint.now(answerText);
   const stopped = controller.signal.aborted;
-  if (content) {
-    conversation.push({ role: "assistant", content }); // a stopped answer's part too: it is on screen
+  if (answerText) {
+    // A stopped answer's part too: it is on screen.
+    conversation.push({ role: "assistant", content: answerText });
   } else {
     conversation.pop(); // nothing came back: the question is not part of the conversation
-    if (failure) ui.prompt.value = text; // ready to send again
+    if (failure) { // ready to send again
+      ui.prompt.value = text;
+      pending.push(...images);
+      showPending();
+    }
   }
   let note = describe(usage, started, firstAt, ended);
   if (stopped) note = `Stopped${note ? ` · ${note}` : ""}`;
@@ -195,7 +281,7 @@ async function send() {
   answer.footer.textContent = note;
   if (failure) {
     answer.item.dataset.state = "error";
-    if (!content) answer.body.replaceChildren();
+    if (!answerText) answer.body.replaceChildren();
     const error = document.createElement("p");
     error.className = "error";
     error.textContent = failure;
@@ -220,12 +306,13 @@ async function loadModels() {
     return;
   }
   const chosen = sessionStorage.getItem("llm-server-model");
-  const models = (await response.json()).data.filter((model) => model.kind !== "embedding");
+  models = (await response.json()).data.filter((model) => model.kind !== "embedding");
   ui.model.replaceChildren(...models.map((model) => {
     const option = new Option(model.ready ? model.id : `${model.id} (loading)`, model.id);
     option.selected = model.id === chosen;
     return option;
   }));
+  showAttach();
 }
 
 ui.composer.addEventListener("submit", (event) => {
@@ -242,10 +329,26 @@ document.addEventListener("keydown", (event) => {
   if (event.key === "Escape" && running) running.abort();
 });
 ui.stop.addEventListener("click", () => running && running.abort());
-ui.model.addEventListener("change", () => sessionStorage.setItem("llm-server-model", ui.model.value));
+ui.model.addEventListener("change", () => {
+  sessionStorage.setItem("llm-server-model", ui.model.value);
+  showAttach();
+});
+ui.attachInput.addEventListener("change", () => {
+  attach([...ui.attachInput.files]);
+  ui.attachInput.value = ""; // the same file may be attached again
+});
+ui.prompt.addEventListener("paste", (event) => {
+  const files = [...(event.clipboardData ? event.clipboardData.files : [])];
+  if (files.length && seesImages()) {
+    event.preventDefault();
+    attach(files);
+  }
+});
 ui.newChat.addEventListener("click", () => {
   if (running) running.abort();
   conversation.length = 0;
+  pending.length = 0;
+  showPending();
   ui.messages.replaceChildren();
   showNotice("");
 });

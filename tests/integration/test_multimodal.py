@@ -23,6 +23,8 @@ import httpx
 import ollama
 import openai
 import pytest
+from langchain_core.messages import HumanMessage
+from langchain_openai import ChatOpenAI
 from PIL import Image
 
 from app.settings.values import default_model_path
@@ -476,3 +478,19 @@ def test_llama_servers_own_multimodal_completion_form_answers_as_llama_server(
     }
     refused = httpx.post(vision.url + "/completion", json={**two_markers, "model": model}, timeout=60)
     assert refused.status_code == 400 and "markers" in refused.json()["error"]["message"]
+
+
+def test_langchains_chat_openai_sends_an_image_part(sdk: openai.OpenAI, vision: Server) -> None:
+    parts = [{"type": "text", "text": QUESTION}, {"type": "image_url", "image_url": {"url": data_url(RED)}}]
+    with httpx.Client() as transport:  # closed here, not left to the garbage collector
+        chat = ChatOpenAI(
+            base_url=vision.url + "/v1",
+            api_key="unused",
+            model="smol",
+            temperature=0,
+            max_completion_tokens=16,
+            max_retries=0,
+            http_client=transport,
+        )
+        answer = chat.invoke([HumanMessage(content=parts)])
+    assert answer.content == ours(sdk, "smol", asking(RED)).choices[0].message.content

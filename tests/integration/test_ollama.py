@@ -25,6 +25,8 @@ from tests.support.rawhttp import open_request, read_chunk, read_head
 from tests.support.waits import wait_for_log, wait_until
 
 CHAT, EMBED, THINKER = "smol", "smol-embed", "r1"
+# A real 8x8 PNG (base64), for the image refusals: a text-only model, a suffix.
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFTEMLQkAJtM/wXr3ioUAAAAASUVORK5CYII="
 TEMPLATES = Path(__file__).parents[1] / "data" / "templates"
 # LlamaIndex's own venv (Makefile: install-test): it needs marshmallow < 4.
 LLAMAINDEX = Path(sys.executable).parent.parent / "llamaindex" / "bin" / "python"
@@ -273,12 +275,13 @@ def test_a_client_hanging_up_mid_stream_frees_its_sequence(ollama_server: Server
         ("/api/chat", {"model": CHAT, "messages": ask("x"), "options": {"num_ctx": 99999}}, 400, "num_ctx"),
         (
             "/api/chat",
-            {"model": CHAT, "messages": [{"role": "user", "content": "x", "images": ["aGk="]}]},
+            {"model": CHAT, "messages": [{"role": "user", "content": "x", "images": [PNG]}]},
             400,
             "reads text only",
         ),
         ("/api/chat", {"model": CHAT, "messages": [{"role": "user", "images": ["@@"]}]}, 400, "base64"),
-        ("/api/generate", {"model": CHAT, "prompt": "x", "images": ["aGk="], "suffix": "y"}, 400, "suffix"),
+        ("/api/generate", {"model": CHAT, "prompt": "x", "images": [PNG], "suffix": "y"}, 400, "suffix"),
+        ("/api/generate", {"model": CHAT, "prompt": "x", "images": ["aGk="]}, 400, "not an image"),
         ("/api/generate", {"model": CHAT, "prompt": "x", "template": "{{ .Prompt }}"}, 400, "template"),
         ("/api/generate", {"model": CHAT, "prompt": "x", "suffix": "y"}, 400, "fill-in-the-middle"),
         ("/api/generate", {"model": CHAT, "prompt": "x", "context": [1, 2]}, 400, "context"),

@@ -68,6 +68,12 @@ BAD_SETTINGS = [
         ("LLM_ON_DEMAND_WORKERS", "2"),  # no entry loads on demand
         ("LLM_BIND", "nowhere"),
         ("LLM_MAX_BODY_BYTES", "-1"),
+        ("LLM_MMPROJ", "/nonexistent/mmproj.gguf"),
+        ("LLM_MAX_MEDIA_BYTES", "-1"),
+        ("LLM_MAX_MEDIA_PARTS", "0"),
+        ("LLM_MAX_IMAGE_PIXELS", "lots"),
+        ("LLM_MEDIA_FETCH", "ftp://files.example.com/"),
+        ("LLM_MEDIA_FETCH_TIMEOUT", "0"),
         ("LLM_MAX_TOKENS_LIMIT", "99999"),
         ("LLM_DEFAULT_MAX_TOKENS", "99999"),
         ("LLM_SSE_KEEPALIVE", "soon"),

@@ -117,6 +117,14 @@ class ImagesField(fields.Field[str]):
         return "".join(markers)
 
 
+def _images_before(data: dict[str, Any], text: str) -> dict[str, Any]:
+    """`images` (their markers) moved to the front of the `text` field, where Ollama puts them."""
+    images = data.pop("images", None)
+    if images:
+        data[text] = images + data[text]
+    return data
+
+
 class OllamaMessageSchema(BaseSchema):
     """One Ollama chat message; its images go before its text."""
 
@@ -129,10 +137,7 @@ class OllamaMessageSchema(BaseSchema):
 
     @post_load
     def images_in_content(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        images = data.pop("images", None)
-        if images:
-            data["content"] = images + data["content"]
-        return data
+        return _images_before(data, "content")
 
 
 class OllamaFunctionSchema(BaseSchema):
@@ -199,10 +204,7 @@ class GenerateSchema(GenerationBase):
 
     @post_load
     def images_in_prompt(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        images = data.pop("images", None)
-        if images:
-            data["prompt"] = images + data["prompt"]
-        return data
+        return _images_before(data, "prompt")
 
 
 class EmbedSchema(ModelNamed):

@@ -250,7 +250,7 @@ if __name__ == "__main__":  # make test-models writes them all, outside any time
         print(path(name))
     # And the LoRA adapters the tests load on them and on the real models (Mamba 2 has no
     # attention weights for one): SmolLM2's two for test_lora, one for every other model.
-    from harness import real_models, tiny_lora, tiny_projector
+    from harness import real_models, tiny_audio_projector, tiny_lora, tiny_projector
 
     bases = [default_model_path(), str(real_models.gemma3_path())]
     bases += [str(path(name)) for name in RECIPES if name != "mamba2"]
@@ -261,3 +261,4 @@ if __name__ == "__main__":  # make test-models writes them all, outside any time
     for base in (default_model_path(), str(real_models.gemma3_path())):
         print(tiny_projector.cached(base))
     print(*(tiny_projector.media(name) for name in tiny_projector.MEDIA))
+    print(tiny_audio_projector.cached(default_model_path()))  # and an audio one for SmolLM2

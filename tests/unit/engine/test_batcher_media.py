@@ -47,6 +47,21 @@ def test_an_image_is_evaluated_whole_between_its_texts_while_another_stream_gene
     assert [run.context.cells[1][p] for p in range(2, 7)] == [IMAGE_A] * 5
 
 
+def test_runs_that_follow_each_other_are_evaluated_before_any_text() -> None:
+    """A long audio clip is one run per 30-second window, back to back: no placeholder of the
+    second may go into a token batch after the first is evaluated."""
+    run = Run(FakeContext(parallel=1), prefill_chunk=16)
+    first = MediaRun(2, 3, "audio", IMAGE_A, chunk=None)
+    second = MediaRun(5, 3, "audio", IMAGE_B, chunk=None)
+    prompt = [10, 11, *[IMAGE_A] * 3, *[IMAGE_B] * 3, 12, 13]
+    clip = job(prompt, max_tokens=2, media=(first, second))
+    run.submit(clip)
+    run.until_idle()
+    assert run.context.media_evaluated == [(0, 2, 3), (0, 5, 3)]
+    assert all(row.token >= 0 for rows in run.context.decodes for row in rows)
+    assert run.text(clip) == "<14><15>"
+
+
 def test_the_same_image_again_resumes_past_it_and_another_image_stops_the_cache_at_its_start() -> None:
     run = Run(FakeContext(parallel=1))
     prompt, image = with_image([10, 11], IMAGE_A, 4, [12, 13])

@@ -7,6 +7,8 @@ from types import ModuleType
 
 from app.api.anthropic import openapi as anthropic_doc
 from app.api.anthropic import routes as anthropic
+from app.api.audio import openapi as audio_doc
+from app.api.audio import routes as audio
 from app.api.batches import openapi as batches_doc
 from app.api.batches import routes as batches
 from app.api.chat import openapi as chat_doc
@@ -52,6 +54,7 @@ FAMILIES = (
     Family(batches, batches_doc),
     Family(anthropic, anthropic_doc),
     Family(embeddings, embeddings_doc),
+    Family(audio, audio_doc),
     Family(rerank, rerank_doc),
     Family(tokens, tokens_doc),
     Family(meta, meta_doc),

@@ -246,6 +246,13 @@ class Config:
         str(7680 * 4320),
         "Largest image, in pixels once decoded (larger is a 400); the projector resizes what it takes",
     )
+    max_audio_seconds: float = setting(
+        "LLM_MAX_AUDIO_SECONDS",
+        values.positive_float,
+        "600",
+        "Longest audio clip, in seconds from its header (longer is a 400); llama.cpp's Whisper-type "
+        "projectors make 750 tokens of every 30 seconds",
+    )
     media_fetch: tuple[str, ...] | None = setting(
         "LLM_MEDIA_FETCH",
         values.fetch_allowlist,

@@ -31,6 +31,7 @@ from app.settings.values import default_model_path
 from harness import llama_server, tiny_projector
 from harness.real_models import gemma3_path
 from harness.servers import Server, Service, serving_models
+from tests.support.audio import tone
 from tests.support.clients import openai_client
 
 QUESTION = "What is in this picture?"
@@ -268,7 +269,7 @@ def test_media_a_client_gets_wrong_are_clear_400s_and_a_stream_beside_them_goes_
         assert "base64" in error["message"] and error["param"] == "messages[0].content[1].image_url"
         audio = {
             "type": "input_audio",
-            "input_audio": {"data": base64.b64encode(b"RIFF").decode(), "format": "wav"},
+            "input_audio": {"data": base64.b64encode(tone(0.2)).decode(), "format": "wav"},
         }
         assert "cannot take audio" in bad_request(vision.url, "smol", [text, audio])["message"]
         rest = [line for line in events if line.startswith("data: ")]

@@ -72,6 +72,7 @@ BAD_SETTINGS = [
         ("LLM_MAX_MEDIA_BYTES", "-1"),
         ("LLM_MAX_MEDIA_PARTS", "0"),
         ("LLM_MAX_IMAGE_PIXELS", "lots"),
+        ("LLM_MAX_AUDIO_SECONDS", "0"),
         ("LLM_MEDIA_FETCH", "ftp://files.example.com/"),
         ("LLM_MEDIA_FETCH_TIMEOUT", "0"),
         ("LLM_MAX_TOKENS_LIMIT", "99999"),

@@ -157,7 +157,9 @@ def _whole(generation: Generation, stats: RequestStats, presenter: Presenter) ->
     if generation.cancelled:  # the client hung up (seen by the disconnect watcher): nobody reads this
         stats.cancelled = True
         return Response(status=499)
-    return jsonify(presenter.build([results[i] for i in sorted(results)]))
+    answer = presenter.build([results[i] for i in sorted(results)])
+    # JSON, unless the protocol answers otherwise (a transcript as text or subtitles).
+    return getattr(presenter, "whole_response", jsonify)(answer)
 
 
 def _stream(generation: Generation, stats: RequestStats, presenter: Presenter) -> Iterator[bytes]:

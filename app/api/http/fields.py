@@ -171,7 +171,7 @@ def _part_text(kind: Any, part: Any) -> str:
             raise MediaError('must be {"data": base64, "format": "wav" or "mp3"}', "input_audio")
         if audio.get("format") not in media.AUDIO_FORMATS:
             raise MediaError("format must be 'wav' or 'mp3'", "input_audio")
-        return media.embed("audio", media.from_base64(audio["data"], "input_audio"))
+        return media.embed("audio", media.from_base64(audio["data"], "input_audio"), "input_audio")
     raise MediaError(
         f"content part type {kind!r} is not supported; use 'text', 'image_url' or 'input_audio'", "type"
     )

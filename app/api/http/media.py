@@ -15,6 +15,10 @@ import re
 import secrets
 
 import imagesize
+import mutagen
+from mutagen.flac import FLAC
+from mutagen.mp3 import MP3
+from mutagen.wave import WAVE
 
 from app.api.http.errors import PayloadTooLargeError
 from app.engine.projector import MARKER
@@ -26,7 +30,7 @@ _EMBEDDED = re.compile(rf"<\|media-{_TAG}:(image|audio):([A-Za-z0-9+/=]*)\|>")
 # llama-server's marker, shown where a medium sits in a prompt's text (/apply-template).
 SHOWN = "<__media__>"
 
-# What chat completions' input_audio says a clip is; llama.cpp's mtmd decodes these two.
+# What chat completions' input_audio says a clip is (OpenAI's two; the bytes are what counts).
 AUDIO_FORMATS = ("wav", "mp3")
 
 
@@ -42,6 +46,8 @@ def embed(kind: str, data: bytes, field: str = "") -> str:
     """The marker that stands for an image or audio clip in a message's text (an image checked first)."""
     if kind == "image":
         _check_image(data, field)
+    else:
+        audio_seconds(data, field)
     return f"<|media-{_TAG}:{kind}:{base64.b64encode(data).decode()}|>"
 
 
@@ -56,6 +62,26 @@ def _check_image(data: bytes, field: str) -> None:
         raise MediaError(
             f"is {width}x{height} pixels, more than this server takes (LLM_MAX_IMAGE_PIXELS={limit})", field
         )
+
+
+def audio_seconds(data: bytes, field: str) -> float:
+    """An audio clip's length from its headers, before anything decodes it: a clip becomes 750
+    tokens per 30 seconds or so (LLM_MAX_AUDIO_SECONDS)."""
+    try:
+        found = mutagen.File(io.BytesIO(data))
+    except (mutagen.MutagenError, ValueError, EOFError):
+        found = None
+    # The formats llama.cpp's mtmd decodes (miniaudio's WAV, MP3 and FLAC decoders).
+    seconds = float(getattr(found.info, "length", 0) or 0) if isinstance(found, (WAVE, MP3, FLAC)) else 0.0
+    if seconds <= 0:
+        raise MediaError("is not an audio file this server reads (WAV, MP3 or FLAC)", field)
+    limit = current_config().max_audio_seconds
+    if seconds > limit:
+        raise MediaError(
+            f"is {seconds:.1f} seconds long, more than this server takes (LLM_MAX_AUDIO_SECONDS={limit:g})",
+            field,
+        )
+    return seconds
 
 
 def extract(text: str) -> tuple[str, list[bytes], list[str]]:

@@ -1,0 +1,1 @@
+"""OpenAI's audio transcriptions, answered through chat by a model with an audio projector."""

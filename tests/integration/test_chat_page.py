@@ -14,8 +14,9 @@ from PIL import Image
 from playwright.sync_api import expect
 
 from app.settings.values import default_model_path
-from harness import tiny_projector
+from harness import tiny_audio_projector, tiny_projector
 from harness.servers import Server
+from tests.support.audio import tone
 from tests.support.busy import model_busy
 from tests.support.waits import generations_in_flight, wait_for_log, wait_until
 
@@ -249,3 +250,26 @@ def test_an_image_attached_on_the_page_is_sent_shown_and_answered(page: Any, sta
 def test_a_text_only_model_offers_no_image_button(server: Server, page: Any) -> None:
     open_chat(page, server)
     expect(page.locator("#attach")).to_be_hidden()
+
+
+def test_an_audio_clip_attached_on_the_page_is_sent_shown_and_answered(page: Any, start_server: Any) -> None:
+    hearing = start_server(LLM_MMPROJ=str(tiny_audio_projector.cached(default_model_path())))
+    open_chat(page, hearing, max_tokens="8")
+    expect(page.locator("#attach-audio")).to_be_visible()  # this model hears
+    expect(page.locator("#attach")).to_be_hidden()  # and does not see
+    clip = tone(1.5)
+    page.set_input_files(
+        "#attach-audio-input", files=[{"name": "tone.wav", "mimeType": "audio/wav", "buffer": clip}]
+    )
+    expect(page.locator("#attachments .clip")).to_have_text("♪ tone.wav")
+    answer = ask(page, "What do you hear?")
+    # 750 audio tokens to evaluate first: seconds on a busy machine.
+    expect(answer).to_have_attribute("data-state", "done", timeout=120_000)
+    expect(page.locator(".message.user audio.attached")).to_have_count(1)
+    expect(page.locator("#attachments .clip")).to_have_count(0)  # sent, no longer pending
+    # The page sent the clip as chat completions' input_audio part: the same request counts the same.
+    audio = {"data": base64.b64encode(clip).decode(), "format": "wav"}
+    parts = [{"type": "text", "text": "What do you hear?"}, {"type": "input_audio", "input_audio": audio}]
+    body = {"messages": [{"role": "user", "content": parts}], "max_tokens": 1}
+    expected = httpx.post(hearing.url + "/v1/chat/completions", json=body, timeout=120).json()["usage"]
+    assert f"{expected['prompt_tokens']} prompt" in answer.locator("footer").inner_text()

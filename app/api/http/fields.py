@@ -122,7 +122,7 @@ class ContentField(fields.Field[str]):
                                     "type": "object",
                                     "properties": {
                                         "data": {"type": "string"},
-                                        "format": {"enum": ["wav", "mp3"]},
+                                        "format": {"enum": list(media.AUDIO_FORMATS)},
                                     },
                                     "required": ["data", "format"],
                                 },
@@ -168,9 +168,9 @@ def _part_text(kind: Any, part: Any) -> str:
     if kind == "input_audio":
         audio = part.get("input_audio")
         if not isinstance(audio, dict) or not isinstance(audio.get("data"), str):
-            raise MediaError('must be {"data": base64, "format": "wav" or "mp3"}', "input_audio")
+            raise MediaError('must be {"data": base64, "format": "wav", "mp3" or "flac"}', "input_audio")
         if audio.get("format") not in media.AUDIO_FORMATS:
-            raise MediaError("format must be 'wav' or 'mp3'", "input_audio")
+            raise MediaError("format must be 'wav', 'mp3' or 'flac'", "input_audio")
         return media.embed("audio", media.from_base64(audio["data"], "input_audio"), "input_audio")
     raise MediaError(
         f"content part type {kind!r} is not supported; use 'text', 'image_url' or 'input_audio'", "type"

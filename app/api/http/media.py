@@ -30,8 +30,9 @@ _EMBEDDED = re.compile(rf"<\|media-{_TAG}:(image|audio):([A-Za-z0-9+/=]*)\|>")
 # llama-server's marker, shown where a medium sits in a prompt's text (/apply-template).
 SHOWN = "<__media__>"
 
-# What chat completions' input_audio says a clip is (OpenAI's two; the bytes are what counts).
-AUDIO_FORMATS = ("wav", "mp3")
+# What chat completions' input_audio says a clip is: OpenAI's two, and FLAC, which mtmd decodes too
+# (the bytes are what counts).
+AUDIO_FORMATS = ("wav", "mp3", "flac")
 
 
 class MediaError(ValueError):

@@ -18,24 +18,41 @@ const ui = {
   send: $("send"), stop: $("stop"), model: $("model"), system: $("system"),
   temperature: $("temperature"), maxTokens: $("max-tokens"), settings: $("settings"),
   settingsToggle: $("settings-toggle"), newChat: $("new-chat"), attach: $("attach"),
-  attachInput: $("attach-input"), attachments: $("attachments"),
+  attachInput: $("attach-input"), attachAudio: $("attach-audio"), attachAudioInput: $("attach-audio-input"),
+  attachments: $("attachments"),
 };
 const conversation = []; // {role, content}: what the model is sent next time
 let running = null; // the AbortController of the answer streaming now
-let models = []; // /v1/models' entries: which ones see images
-const pending = []; // data URLs of the images attached to the next message
+let models = []; // /v1/models' entries: which ones see images, which ones hear
+const pending = []; // {kind: "image" or "audio", url (a data URL), name}: attached to the next message
 
 // The longest side an attached image is sent at: bigger ones are scaled down (and re-encoded as
 // JPEG) in the page, so that a phone's photo fits the server's request size limit.
 const LONGEST_SIDE = 1536;
 
-function seesImages() {
+function takes(modality) {
   const model = models.find((entry) => entry.id === ui.model.value) || models[0];
-  return Boolean(model && model.modalities && model.modalities.vision);
+  return Boolean(model && model.modalities && model.modalities[modality]);
 }
 
 function showAttach() {
-  ui.attach.hidden = !seesImages();
+  ui.attach.hidden = !takes("vision");
+  ui.attachAudio.hidden = !takes("audio");
+}
+
+// What chat completions' input_audio calls a clip (the server reads the bytes themselves).
+const AUDIO_FORMATS = { "audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3",
+  "audio/mp3": "mp3", "audio/flac": "flac", "audio/x-flac": "flac" };
+
+function readAudio(file) {
+  return new Promise((resolve, reject) => {
+    const format = AUDIO_FORMATS[file.type] || (file.name.match(/\.(wav|mp3|flac)$/i) || [])[1];
+    if (!format) return reject(new Error(`${file.name || "the clip"} is not a WAV, MP3 or FLAC file`));
+    const reader = new FileReader();
+    reader.onerror = () => reject(reader.error);
+    reader.onload = () => resolve({ kind: "audio", url: reader.result, name: file.name, format: format.toLowerCase() });
+    reader.readAsDataURL(file);
+  });
 }
 
 function readImage(file) {
@@ -61,15 +78,22 @@ function readImage(file) {
 }
 
 function showPending() {
-  ui.attachments.replaceChildren(...pending.map((url, index) => {
+  ui.attachments.replaceChildren(...pending.map((medium, index) => {
     const remove = document.createElement("button");
     remove.type = "button";
     remove.className = "thumb";
-    remove.title = "Remove this image";
-    const picture = document.createElement("img");
-    picture.src = url;
-    picture.alt = `image ${index + 1}`;
-    remove.append(picture);
+    remove.title = `Remove this ${medium.kind === "audio" ? "clip" : "image"}`;
+    if (medium.kind === "audio") {
+      const label = document.createElement("span");
+      label.className = "clip";
+      label.textContent = `♪ ${medium.name}`;
+      remove.append(label);
+    } else {
+      const picture = document.createElement("img");
+      picture.src = medium.url;
+      picture.alt = `image ${index + 1}`;
+      remove.append(picture);
+    }
     remove.addEventListener("click", () => {
       pending.splice(index, 1);
       showPending();
@@ -81,9 +105,12 @@ function showPending() {
 
 async function attach(files) {
   for (const file of files) {
-    if (!file.type.startsWith("image/")) continue;
     try {
-      pending.push(await readImage(file));
+      if (file.type.startsWith("image/") && takes("vision")) {
+        pending.push({ kind: "image", url: await readImage(file), name: file.name });
+      } else if ((file.type.startsWith("audio/") || /\.(wav|mp3|flac)$/i.test(file.name)) && takes("audio")) {
+        pending.push(await readAudio(file));
+      }
     } catch (error) {
       showNotice(error.message);
     }
@@ -102,7 +129,7 @@ function atBottom() {
   return box.scrollHeight - box.scrollTop - box.clientHeight < 40;
 }
 
-function addMessage(role, text, images = []) {
+function addMessage(role, text, media = []) {
   const empty = ui.messages.querySelector(".empty");
   if (empty) empty.remove();
   const item = document.createElement("article");
@@ -112,10 +139,19 @@ function addMessage(role, text, images = []) {
   const footer = document.createElement("footer");
   footer.className = "stats";
   if (role === "user") body.textContent = text; // the user's words, exactly as typed
-  for (const url of images) {
+  for (const medium of media) {
+    if (medium.kind === "audio") {
+      const player = document.createElement("audio");
+      player.className = "attached";
+      player.controls = true;
+      player.src = medium.url;
+      player.title = medium.name;
+      body.append(player);
+      continue;
+    }
     const picture = document.createElement("img");
     picture.className = "attached";
-    picture.src = url;
+    picture.src = medium.url;
     picture.alt = "an attached image";
     body.append(picture);
   }
@@ -204,18 +240,22 @@ function describe(usage, started, firstAt, ended) {
   return parts.join(" · ");
 }
 
+// A medium as chat completions' content part.
+function part(medium) {
+  if (medium.kind === "image") return { type: "image_url", image_url: { url: medium.url } };
+  return { type: "input_audio", input_audio: { data: medium.url.split(",")[1], format: medium.format } };
+}
+
 async function send() {
   const text = ui.prompt.value.trim();
   if ((!text && !pending.length) || running) return;
   showNotice("");
   ui.prompt.value = "";
-  const images = pending.splice(0);
+  const media = pending.splice(0);
   showPending();
-  const content = images.length
-    ? [{ type: "text", text }, ...images.map((url) => ({ type: "image_url", image_url: { url } }))]
-    : text;
+  const content = media.length ? [{ type: "text", text }, ...media.map(part)] : text;
   conversation.push({ role: "user", content });
-  addMessage("user", text, images);
+  addMessage("user", text, media);
   const answer = addMessage("assistant", "");
   answer.item.dataset.state = "waiting";
   answer.footer.textContent = "…";
@@ -271,7 +311,7 @@ async function send() {
     conversation.pop(); // nothing came back: the question is not part of the conversation
     if (failure) { // ready to send again
       ui.prompt.value = text;
-      pending.push(...images);
+      pending.push(...media);
       showPending();
     }
   }
@@ -333,13 +373,15 @@ ui.model.addEventListener("change", () => {
   sessionStorage.setItem("llm-server-model", ui.model.value);
   showAttach();
 });
-ui.attachInput.addEventListener("change", () => {
-  attach([...ui.attachInput.files]);
-  ui.attachInput.value = ""; // the same file may be attached again
-});
+for (const input of [ui.attachInput, ui.attachAudioInput]) {
+  input.addEventListener("change", () => {
+    attach([...input.files]);
+    input.value = ""; // the same file may be attached again
+  });
+}
 ui.prompt.addEventListener("paste", (event) => {
   const files = [...(event.clipboardData ? event.clipboardData.files : [])];
-  if (files.length && seesImages()) {
+  if (files.length && (takes("vision") || takes("audio"))) {
     event.preventDefault();
     attach(files);
   }

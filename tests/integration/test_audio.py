@@ -107,6 +107,15 @@ def transcribe(sdk: openai.OpenAI, clip: bytes, name: str, **options: Any) -> An
     )
 
 
+def test_the_model_says_it_hears(hearing: Server) -> None:
+    listed = {m["id"]: m for m in httpx.get(hearing.url + "/v1/models", timeout=30).json()["data"]}
+    assert listed["smol"]["modalities"] == {"vision": False, "audio": True}
+    props = httpx.get(hearing.url + "/props", params={"model": "smol"}, timeout=30).json()
+    assert props["modalities"] == {"vision": False, "audio": True} and props["audio_sample_rate"] == 16000
+    shown = httpx.post(hearing.url + "/api/show", json={"model": "smol"}, timeout=30).json()
+    assert "audio" in shown["capabilities"] and "vision" not in shown["capabilities"]
+
+
 @pytest.mark.parametrize(("clip", "kind"), [(MP3, "mp3"), (WAV, "wav")], ids=["mp3", "wav"])
 def test_an_answer_about_a_clip_equals_llama_servers_whole_and_streamed(
     sdk: openai.OpenAI, reference: Service, clip: bytes, kind: str

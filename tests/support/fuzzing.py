@@ -63,6 +63,8 @@ OPERATIONS = [
     "GET /health/ready",
     "GET /health/workers",
     "POST /v1/embeddings",
+    "POST /v1/audio/transcriptions",
+    "POST /audio/transcriptions",
     "POST /v1/rerank",
     "POST /rerank",
     "POST /v1/reranking",

@@ -178,3 +178,36 @@ def test_llama_servers_metric_names_are_served_beside_ours(server: Server, refer
     theirs = {name for name in metric_names(reference.url) if name.startswith("llamacpp:")}
     ours = metric_names(server.url)
     assert len(theirs) > 10 and not (theirs - SCRAPE_WINDOW_GAUGES) - ours, sorted(theirs - ours)
+
+
+def chat_events(url: str, **body: object) -> list[dict]:
+    request = {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 8, "temperature": 0,
+               "stream": True, **body}  # fmt: skip
+    with httpx.stream("POST", url + "/v1/chat/completions", json=request, timeout=120) as answer:
+        assert answer.status_code == 200
+        lines = [line[6:] for line in answer.iter_lines() if line.startswith("data: {")]
+    return [json.loads(line) for line in lines]
+
+
+def test_chat_and_text_completions_carry_llama_servers_timings(server: Server, reference: Service) -> None:
+    """The same object, in the same places: the whole answer; a stream's last chunk (the usage one
+    when asked for); every chunk with timings_per_token."""
+    body = {"messages": [{"role": "user", "content": "Name a colour."}], "max_tokens": 8, "temperature": 0}
+    ours, theirs = (
+        httpx.post(s.url + "/v1/chat/completions", json=body, timeout=120).json() for s in (server, reference)
+    )
+    assert set(ours["timings"]) == set(theirs["timings"])
+    assert ours["timings"]["predicted_n"] == ours["usage"]["completion_tokens"] == 8
+    assert ours["timings"]["prompt_n"] + ours["timings"]["cache_n"] == ours["usage"]["prompt_tokens"]
+    assert ours["timings"]["prompt_per_second"] > 0 and ours["timings"]["predicted_per_second"] > 0
+    again = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=120).json()["timings"]
+    assert again["cache_n"] > 0 and again["prompt_n"] < ours["timings"]["prompt_n"]  # the prompt cached
+    for asked in ({}, {"stream_options": {"include_usage": True}}, {"timings_per_token": True}):
+        mine, its = chat_events(server.url, **asked), chat_events(reference.url, **asked)
+        where = [i for i, event in enumerate(mine) if "timings" in event]
+        assert where == [i for i, event in enumerate(its) if "timings" in event], asked
+        assert where[-1] == len(mine) - 1 and mine[-1]["timings"]["predicted_n"] == 8
+    text = httpx.post(
+        server.url + "/v1/completions", json={"prompt": PROMPT, "max_tokens": 4}, timeout=120
+    ).json()
+    assert text["timings"]["predicted_n"] == 4

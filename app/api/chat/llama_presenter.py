@@ -8,13 +8,11 @@ and no `[DONE]`, as llama-server sends them.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from flask import g
-
+from app.api.generation import timings
 from app.api.generation.loop import ChoiceResult
 from app.api.http import sse
 from app.api.http.errors import APIError
@@ -32,6 +30,7 @@ class LlamaCompletionFacts:
     return_tokens: bool
     settings: dict[str, Any]  # the generation settings echoed back
     n_ctx: int  # the context a request may fill: an answer that fills it was truncated
+    timings_per_token: bool = False  # `timings` on every streamed event, not only the last
 
 
 class LlamaPresenter:
@@ -39,16 +38,11 @@ class LlamaPresenter:
 
     def __init__(self, answer: LlamaCompletionFacts) -> None:
         self.answer = answer
-        self.started = time.monotonic()
-        self.first: float | None = None
+        self.stats = timings.current()  # kept: a stream's events are made outside the request's context
 
     def build(self, results: list[ChoiceResult]) -> dict[str, Any] | list[dict[str, Any]]:
         """The whole answer, with every token's probabilities when `n_probs` asked; several
         (`n_cmpl`) are a list of them, each with its `index`, as llama-server answers."""
-        stats = getattr(g, "stats", None)
-        if stats is not None and stats.ttft is not None:
-            self.first = stats.started + stats.ttft
-            self.started = stats.started
         wholes = []
         for result in results:
             whole = self._final(result, streamed=False)
@@ -65,8 +59,6 @@ class LlamaPresenter:
             if chunk is None:
                 yield sse.KEEPALIVE
                 continue
-            if self.first is None and (chunk.text or chunk.logprobs):
-                self.first = time.monotonic()
             result = results.setdefault(chunk.index, ChoiceResult(chunk.index))
             result.add(chunk)
             if chunk.text or chunk.logprobs:
@@ -78,6 +70,8 @@ class LlamaPresenter:
                 }  # fmt: skip
                 if self.answer.n_probs:
                     event["completion_probabilities"] = [self._token(entry) for entry in chunk.logprobs]
+                if self.answer.timings_per_token:
+                    event["timings"] = timings.of_request(self.answer.prompt_tokens, self.stats)
                 yield sse.event(event)
             if chunk.finish_reason is not None:
                 yield sse.event(self._final(result, streamed=True))
@@ -104,21 +98,10 @@ class LlamaPresenter:
             "tokens_evaluated": answer.prompt_tokens, "generation_settings": answer.settings,
             "prompt": answer.prompt, "has_new_line": "\n" in text, "truncated": truncated,
             "stop_type": stop_type, "stopping_word": word, "tokens_cached": result.cached_tokens,
-            "timings": self._timings(answer.prompt_tokens - result.cached_tokens, result.completion_tokens),
-        }  # fmt: skip
-
-    def _timings(self, evaluated: int, predicted: int) -> dict[str, float]:
-        """llama-server's timings, measured here: the prompt until the first token, then the rest."""
-        now = time.monotonic()
-        first = self.first if self.first is not None else now
-        prompt_ms, predicted_ms = (first - self.started) * 1000, (now - first) * 1000
-        return {
-            "prompt_n": evaluated, "prompt_ms": prompt_ms,
-            "prompt_per_token_ms": prompt_ms / evaluated if evaluated else 0.0,
-            "prompt_per_second": evaluated / prompt_ms * 1000 if prompt_ms > 0 else 0.0,
-            "predicted_n": predicted, "predicted_ms": predicted_ms,
-            "predicted_per_token_ms": predicted_ms / predicted if predicted else 0.0,
-            "predicted_per_second": predicted / predicted_ms * 1000 if predicted_ms > 0 else 0.0,
+            "timings": timings.figures(
+                answer.prompt_tokens - result.cached_tokens, result.cached_tokens, result.completion_tokens,
+                *timings.durations(self.stats),
+            ),
         }  # fmt: skip
 
     def _ids(self, entries: list[TokenLogprob] | tuple[TokenLogprob, ...]) -> list[int]:

@@ -28,7 +28,23 @@ class UsageSchema(Schema):
     prompt_tokens_details = fields.Nested(PromptTokensDetailsSchema, required=True)
 
 
+class TimingsSchema(Schema):
+    """llama-server's `timings`: the prompt's and the answer's tokens, milliseconds and rates."""
+
+    cache_n = fields.Integer(required=True, metadata={"description": "Prompt tokens served from the cache"})
+    prompt_n = fields.Integer(required=True, metadata={"description": "Prompt tokens evaluated"})
+    prompt_ms = fields.Float(required=True)
+    prompt_per_token_ms = fields.Float(required=True)
+    prompt_per_second = fields.Float(required=True)
+    predicted_n = fields.Integer(required=True)
+    predicted_ms = fields.Float(required=True)
+    predicted_per_token_ms = fields.Float(required=True)
+    predicted_per_second = fields.Float(required=True)
+
+
 class _EnvelopeSchema(Schema):
+    # llama-server's, on the whole answer and on a stream's last chunk (each chunk: timings_per_token).
+    timings = fields.Nested(TimingsSchema)
     id = fields.String(required=True)
     created = fields.Integer(required=True)
     model = fields.String(required=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.api.chat.objects import Choice, ObjectHeader, usage
-from app.api.generation import logprobs
+from app.api.generation import logprobs, timings
 from app.api.generation.loop import ChoiceResult
 from app.api.http import sse
 from app.api.http.errors import APIError
@@ -26,6 +26,7 @@ class CompletionOptions:
     include_usage: bool = False
     reader: AnswerReader | None = None  # chat: how the model writes calls and reasoning
     choices_per_prompt: int = 1  # `n`
+    timings_per_token: bool = False  # llama-server's: `timings` on every chunk, not only the last
 
     def cached(self, index: int, cached_tokens: int) -> int:
         """A choice's share of the prompt tokens served from cache: its prompt's, counted once."""
@@ -42,6 +43,7 @@ class CompletionPresenter:
 
     def __init__(self, header: ObjectHeader, answer: CompletionOptions, wants_logprobs: bool) -> None:
         self.header, self.answer, self.wants_logprobs = header, answer, wants_logprobs
+        self.stats = timings.current()  # kept: a stream's events are made outside the request's context
 
     def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
         """The non-streamed answer: every choice, tool calls and reasoning parsed, logprobs shaped."""
@@ -68,10 +70,26 @@ class CompletionPresenter:
             choices.append(choice)
         completion = sum(r.completion_tokens for r in results)
         cached = sum(answer.cached(r.index, r.cached_tokens) for r in results)
-        return header.completion(choices, usage(answer.prompt_tokens, completion, cached))
+        whole = header.completion(choices, usage(answer.prompt_tokens, completion, cached))
+        return whole | {"timings": timings.of_request(answer.prompt_tokens, self.stats)}  # as llama-server's
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
-        """Chunk events as the engine's chunks come; a chat answer read for calls streams as it is read."""
+        """Chunk events as the engine's chunks come, each choice's last with llama-server's `timings`
+        (or the usage chunk, which ends the stream, when asked for)."""
+        last_of_choice = not self.answer.include_usage
+        for event in self._events(chunks):
+            if isinstance(event, dict):
+                closes = any(c.get("finish_reason") for c in event["choices"]) and last_of_choice
+                # As llama-server's: per token, every chunk but a choice's opening one (its role).
+                opens = any("role" in c.get("delta", {}) for c in event["choices"])
+                if closes or bool(event.get("usage")) or (self.answer.timings_per_token and not opens):
+                    event = event | {"timings": timings.of_request(self.answer.prompt_tokens, self.stats)}
+                event = sse.event(event)
+            yield event
+
+    def _events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes | dict[str, Any]]:
+        """The stream's events: chunk objects, and keep-alives and [DONE] as bytes; a chat answer read
+        for calls streams as it is read."""
         answer, header = self.answer, self.header
         extra = {"usage": None} if answer.include_usage else {}
         offsets: dict[int, logprobs.TextLogprobs] = {}
@@ -85,29 +103,29 @@ class CompletionPresenter:
                 prefix = answer.prefixes.get(chunk.index, "")
                 offsets[chunk.index] = logprobs.TextLogprobs(len(prefix))
                 if header.chat:
-                    yield sse.event(header.chunk("", index=chunk.index, first=True) | extra)
+                    yield header.chunk("", index=chunk.index, first=True) | extra
                 elif prefix:
                     scored = None
                     if chunk.prompt_logprobs:  # echo + logprobs: the prompt's, on the echo
                         scored = logprobs.TextLogprobs(0).format(chunk.prompt_logprobs)
-                    yield sse.event(header.chunk(prefix, index=chunk.index, logprobs=scored) | extra)
+                    yield header.chunk(prefix, index=chunk.index, logprobs=scored) | extra
             if chunk.finish_reason is not None:
                 completion_tokens += chunk.completion_tokens
                 cached_tokens += answer.cached(chunk.index, chunk.cached_tokens)
             if answer.parsing and answer.reader is not None:
                 reading = readings.setdefault(chunk.index, _Reading(DeltaStream(answer.reader)))
-                yield from (sse.event(e | extra) for e in self._read_events(chunk, reading))
+                yield from (e | extra for e in self._read_events(chunk, reading))
                 continue
             if chunk.text or chunk.logprobs:
                 shaped = None
                 if self.wants_logprobs:
                     entries = chunk.logprobs
                     shaped = logprobs.chat(entries) if header.chat else offsets[chunk.index].format(entries)
-                yield sse.event(header.chunk(chunk.text, index=chunk.index, logprobs=shaped) | extra)
+                yield header.chunk(chunk.text, index=chunk.index, logprobs=shaped) | extra
             if chunk.finish_reason is not None:
-                yield sse.event(header.chunk(None, chunk.finish_reason, index=chunk.index) | extra)
+                yield header.chunk(None, chunk.finish_reason, index=chunk.index) | extra
         if answer.include_usage:
-            yield sse.event(header.usage_chunk(usage(answer.prompt_tokens, completion_tokens, cached_tokens)))
+            yield header.usage_chunk(usage(answer.prompt_tokens, completion_tokens, cached_tokens))
         yield sse.DONE
 
     def failure(self, error: APIError) -> bytes:

@@ -58,6 +58,7 @@ def create_chat_completion() -> Response:
         include_usage=chat.include_usage,
         reader=replace(prompt.reader, json_answer=True) if answer.fenced_json else prompt.reader,
         choices_per_prompt=chat.n,
+        timings_per_token=chat.timings_per_token,
     )
     header = ObjectHeader(answering_as(chat.model), chat=True, fingerprint=engine.fingerprint)
     presenter = CompletionPresenter(header, options, wants_logprobs=chat.logprobs)
@@ -96,6 +97,7 @@ def create_completion() -> Response:
         prefixes=echoed,
         include_usage=completion.include_usage,
         choices_per_prompt=n,
+        timings_per_token=completion.timings_per_token,
     )
     header = ObjectHeader(answering_as(completion.model), chat=False, fingerprint=engine.fingerprint)
     presenter = CompletionPresenter(header, options, wants_logprobs=completion.logprobs is not None)
@@ -133,8 +135,9 @@ def create_llama_completion() -> Response:
                 "temperature": first.sampling.temperature, "stream": asked.stream}  # fmt: skip
     config = current_config()
     facts = LlamaCompletionFacts(
-        config.model_id, text, len(tokens), asked.n_probs, asked.return_tokens, settings, config.n_ctx
-    )
+        config.model_id, text, len(tokens), asked.n_probs, asked.return_tokens, settings, config.n_ctx,
+        asked.timings_per_token,
+    )  # fmt: skip
     return generate(engine, asked.stream, requests, LlamaPresenter(facts), len(tokens))
 
 

@@ -118,6 +118,8 @@ class GenerationSchema(BaseSchema):
     seed = StrictInteger(allow_none=True)
     stream = StrictBoolean(allow_none=True)
     stream_options = fields.Nested(StreamOptionsSchema, allow_none=True)
+    # llama-server's: its `timings` object on every streamed event, not only on the last.
+    timings_per_token = StrictBoolean(allow_none=True)
     # llama-server's constraints on every completion: a JSON schema (through llama.cpp's
     # converter; {} any object), or GBNF as llama.cpp reads it.
     json_schema = fields.Dict(allow_none=True)

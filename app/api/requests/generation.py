@@ -90,6 +90,7 @@ class GenerationOptions:
     speculative_n_min: int | None = None
     stream: bool = False
     include_usage: bool = False
+    timings_per_token: bool = False  # llama-server's: `timings` on every streamed event
     constraint: Constraint | None = None  # llama-server's or vLLM's, beside response_format
     priority: int = 0  # vLLM's: lower goes first among waiting requests (LLM_PRIORITY_HEADER may set it)
 
@@ -113,6 +114,7 @@ def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
         "speculative_n_min": loaded.get("speculative_n_min"),
         "stream": bool(loaded.get("stream")),
         "include_usage": bool((loaded.get("stream_options") or {}).get("include_usage")),
+        "timings_per_token": bool(loaded.get("timings_per_token")),
         "constraint": next(iter(constraints_asked(loaded)), None),
         "priority": loaded.get("priority") or 0,
     }

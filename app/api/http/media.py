@@ -44,7 +44,7 @@ class MediaError(ValueError):
 
 
 def embed(kind: str, data: bytes, field: str = "") -> str:
-    """The marker that stands for an image or audio clip in a message's text (an image checked first)."""
+    """The marker that stands for an image or audio clip in a message's text (its header checked first)."""
     if kind == "image":
         _check_image(data, field)
     else:

@@ -41,13 +41,16 @@ def create_transcription() -> Response:
             param="file",
         )
     try:
-        seconds, marker = media.audio_seconds(clip, "file"), media.embed("audio", clip, "file")
+        seconds = media.audio_seconds(clip, "file")  # the header read once: checked, and the duration
     except media.MediaError as exc:
         raise InvalidRequestError(f"file: the clip {exc}", param="file") from None
     chat = ChatRequest(
         model=asked.get("model"),
         messages=transcripts.asr_messages(
-            tokenizer.chat_template or "", asked.get("prompt"), asked.get("language"), marker
+            tokenizer.chat_template or "",
+            asked.get("prompt"),
+            asked.get("language"),
+            media.marker("audio", clip),
         ),
         max_tokens=asked.get("max_tokens"),
         sampling=Sampling(temperature=asked["temperature"]),

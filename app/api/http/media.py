@@ -49,6 +49,11 @@ def embed(kind: str, data: bytes, field: str = "") -> str:
         _check_image(data, field)
     else:
         audio_seconds(data, field)
+    return marker(kind, data)
+
+
+def marker(kind: str, data: bytes) -> str:
+    """The marker for a medium already checked (`embed` checks it first)."""
     return f"<|media-{_TAG}:{kind}:{base64.b64encode(data).decode()}|>"
 
 

@@ -84,6 +84,25 @@ def test_sigterm_drains_stays_alive_then_exits_without_waiting_for_idle_connecti
     assert "drained: no request is generating" in server.output()
 
 
+def test_a_connection_whose_request_comes_after_its_worker_is_told_to_stop_is_answered(
+    start_server: Callable[..., Server],
+) -> None:
+    # A reload stops the old worker at once: a client may have connected to it and not sent yet.
+    server = start_server(LLM_WORKERS="1", LLM_N_THREADS="1")
+    fresh = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+    old = wait_until(lambda: worker_holding(server.process.pid, fresh), 30, "the connection accepted")
+    os.kill(server.process.pid, signal.SIGHUP)
+    wait_for_log(server, f"worker {old} stopping: 0 answering, 0 idle closed, 1 not yet sent", timeout=30)
+    fresh.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")  # keep-alive, as far as the client goes
+    reader = fresh.makefile("rb")
+    status, headers = read_head(reader)
+    assert status == 200 and ("connection", "close") in headers  # answered, then closed: it stops
+    assert reader.read() == b'{"status":"ok"}\n'
+    reader.close()
+    fresh.close()
+    wait_until(lambda: old not in worker_pids(server.process.pid), 30, "the old worker's exit")
+
+
 def test_drain_ends_at_the_graceful_timeout_when_a_stream_outlasts_it(
     start_server: Callable[..., Server],
 ) -> None:

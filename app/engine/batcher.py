@@ -137,13 +137,16 @@ class Batcher:
             self.adapter_places.change(job, self.sequences)
             return True
         try:
-            self._admit(job)
+            target = self._admit(job)
+            if job.request.progress and target.holding().leader is None:  # it starts from what was cached
+                delivery.append((job.generation, target.progress_chunk()))
         except Exception:  # noqa: BLE001 - e.g. a sampler llama.cpp refused to build
             failed = Chunk(finish_reason="error", index=job.request.index, error=traceback.format_exc())
             delivery.append((job.generation, failed))
         return True
 
-    def _admit(self, job: Job) -> None:
+    def _admit(self, job: Job) -> Sequence:
+        """Give the choice a sequence, with as much of its prompt as is cached anywhere; that sequence."""
         prompt, runs = job.request.prompt_tokens, job.request.media
         # Scoring a prompt needs every one of its tokens evaluated: nothing reused or shared.
         scoring = job.request.prompt_logprobs
@@ -183,7 +186,7 @@ class Batcher:
             target.drop_cache(self.model)
             choice = target.start(job, 0, sampler, deadline, self._tick, drafter)
             choice.pending, choice.leader = choice.pending[:0], leader
-            return
+            return target
         reused = placement.reuse
         if placement.donor is not None:
             target.drop_cache(self.model)
@@ -199,6 +202,7 @@ class Batcher:
         if target.checkpoints.limit and reuse:
             choice.stops = checkpoint_stops(len(prompt), reused, self.model.n_batch)
         self._reused += reused
+        return target
 
     def _holding(self) -> list[tuple[Sequence, Choice]]:
         """The busy sequences, in id order, each with the choice it holds."""
@@ -249,6 +253,9 @@ class Batcher:
         """Followers take their leaders' cells, scored prompts their log-probabilities, and every
         sequence with logits its next tokens; returns (tokens sampled, draft tokens accepted)."""
         shared_prompt.hand_to_followers(self.sequences, self.model)
+        for s, choice, _ in filled.taken:
+            if choice.request.progress and s.choice is choice:
+                delivery.append((choice.job.generation, s.progress_chunk()))
         for s, choice, row, first, size in filled.scored:
             s.note_prompt_rows(self.model, row, first, size)
             if choice.row >= 0:  # the whole prompt is in: its log-probabilities go first

@@ -13,7 +13,7 @@ from app.engine.generation import Generation
 from app.engine.memory import MemoryKind, Resumable
 from app.engine.speculative.history import Drafter
 from app.engine.text_assembly import TextAssembler
-from app.engine.types import Chunk, GenerationRequest, TokenLogprob
+from app.engine.types import Chunk, GenerationRequest, PromptProgress, TokenLogprob
 
 
 @dataclass(eq=False)
@@ -53,6 +53,7 @@ class Choice:
     # it failed); the encoder's thread fills `encoded`, the batcher's reads it.
     encoding: set[int] = field(default_factory=set)
     encoded: dict[int, np.ndarray | None] = field(default_factory=dict)
+    begun: float = field(default_factory=time.monotonic)  # when it took its sequence
 
     @property
     def request(self) -> GenerationRequest:
@@ -149,6 +150,14 @@ class Sequence:
             position = first + offset
             if position + 1 < len(prompt):
                 choice.prompt_entries.append(model.logprob(first_row + offset, prompt[position + 1], top))
+
+    def progress_chunk(self) -> Chunk:
+        """How far its prompt is evaluated (the tokens in its cells now), for `return_progress`."""
+        choice = self.holding()
+        total = len(choice.request.prompt_tokens)
+        elapsed = int((time.monotonic() - choice.begun) * 1000)
+        done = PromptProgress(total, choice.reused, min(len(self.cached), total), elapsed)
+        return Chunk("", None, 0, index=choice.request.index, progress=done)
 
     def prompt_chunk(self) -> Chunk:
         """The prompt's log-probabilities, once it is evaluated (sent before any generated text)."""

@@ -95,6 +95,7 @@ class GenerationRequest:
     priority: int = 0
     # Images and audio clips among the prompt's tokens (their positions hold placeholders).
     media: tuple[MediaRun, ...] = ()
+    progress: bool = False  # llama-server's `return_progress`: a chunk after each step of the prompt
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,16 @@ class TokenLogprob:
     piece: bytes
     logprob: float | None  # None for a prompt's first token, which nothing predicted
     top: tuple[tuple[int, bytes, float], ...]
+
+
+@dataclass(frozen=True)
+class PromptProgress:
+    """How far a choice's prompt is evaluated: llama-server's `prompt_progress` (its names)."""
+
+    total: int  # the prompt's tokens
+    cache: int  # of which served from the KV cache
+    processed: int  # of which in the cache now (served or evaluated)
+    time_ms: int  # since its evaluation began
 
 
 @dataclass(frozen=True)
@@ -126,3 +137,4 @@ class Chunk:
     stop_sequence: str | None = None  # the stop string that ended the choice, if one did
     # With prompt_logprobs, on the chunk sent once the prompt is evaluated: one per prompt token.
     prompt_logprobs: tuple[TokenLogprob, ...] = ()
+    progress: PromptProgress | None = None  # a chunk of progress only: no text, nothing finished

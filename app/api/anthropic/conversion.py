@@ -55,6 +55,7 @@ def as_chat(body: dict[str, Any]) -> ChatRequest:
         sampling=sampling_of(body),  # temperature, top_p, top_k: the same names
         stop=tuple(body.get("stop_sequences") or ()),
         stream=bool(body.get("stream")),
+        return_progress=bool(body.get("return_progress")),
         chat_template_kwargs={"enable_thinking": thinking["type"] != "disabled"} if thinking else {},
         reasoning_budget=thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None,
         parallel_tool_calls=False if choice.get("disable_parallel_tool_use") else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import asdict
 from typing import Any
 
 from app.api.anthropic import conversion, errors
@@ -81,6 +82,9 @@ class MessagesPresenter:
         for chunk in chunks:
             if chunk is None:
                 yield PING
+                continue
+            if chunk.progress is not None:  # on the event every SDK skips
+                yield sse.named_event("ping", {"type": "ping", "prompt_progress": asdict(chunk.progress)})
                 continue
             result.add(chunk)
             for event in blocks.feed(chunk.text, chunk.finish_reason is not None):

@@ -164,6 +164,8 @@ class MessagesRequestSchema(CountTokensRequestSchema):
     top_k = count(0)
     stream = StrictBoolean(allow_none=True)
     metadata = fields.Dict(allow_none=True)
+    # llama-server's: while the prompt evaluates, `ping` events with `prompt_progress`.
+    return_progress = StrictBoolean(allow_none=True)
 
     @validates_schema
     def max_tokens_given(self, data: dict[str, Any], **kwargs: Any) -> None:

@@ -9,7 +9,7 @@ and no `[DONE]`, as llama-server sends them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from app.api.generation import timings
@@ -61,6 +61,8 @@ class LlamaPresenter:
                 continue
             result = results.setdefault(chunk.index, ChoiceResult(chunk.index))
             result.add(chunk)
+            if chunk.progress is not None:
+                yield sse.event(self._progress(chunk))
             if chunk.text or chunk.logprobs:
                 event: dict[str, Any] = {
                     "index": chunk.index, "content": chunk.text,
@@ -75,6 +77,14 @@ class LlamaPresenter:
                 yield sse.event(event)
             if chunk.finish_reason is not None:
                 yield sse.event(self._final(result, streamed=True))
+
+    def _progress(self, chunk: Chunk) -> dict[str, Any]:
+        """How far the prompt is evaluated, as llama-server streams it with `return_progress`."""
+        return {
+            "index": chunk.index, "content": "", "tokens": [], "stop": False, "id_slot": -1,
+            "tokens_predicted": 0, "tokens_evaluated": self.answer.prompt_tokens,
+            "prompt_progress": asdict(chunk.progress) if chunk.progress is not None else None,
+        }  # fmt: skip
 
     def failure(self, error: APIError) -> bytes:
         """After the 200: one event holding the error, as llama-server sends one."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from app.api.chat.objects import Choice, ObjectHeader, usage
@@ -98,6 +98,10 @@ class CompletionPresenter:
         for chunk in chunks:
             if chunk is None:
                 yield sse.KEEPALIVE
+                continue
+            if chunk.progress is not None:  # as llama-server's: a chunk with the role, and the figures
+                opening = header.chunk(None if header.chat else "", index=chunk.index, first=True)
+                yield opening | extra | {"prompt_progress": asdict(chunk.progress)}
                 continue
             if chunk.index not in offsets:  # a choice opens: chat's role, or the echoed prompt
                 prefix = answer.prefixes.get(chunk.index, "")

@@ -120,6 +120,9 @@ class GenerationSchema(BaseSchema):
     stream_options = fields.Nested(StreamOptionsSchema, allow_none=True)
     # llama-server's: its `timings` object on every streamed event, not only on the last.
     timings_per_token = StrictBoolean(allow_none=True)
+    # llama-server's: streamed `prompt_progress` (total, cache, processed, time_ms) while the prompt
+    # evaluates, each on an event of the stream's own kind.
+    return_progress = StrictBoolean(allow_none=True)
     # llama-server's constraints on every completion: a JSON schema (through llama.cpp's
     # converter; {} any object), or GBNF as llama.cpp reads it.
     json_schema = fields.Dict(allow_none=True)

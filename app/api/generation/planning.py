@@ -59,6 +59,7 @@ def plan(options: GenerationOptions, prompt_tokens: list[int], *, prompt_param: 
         drafts=draft_limits(options),
         adapters=request_adapters(options, config.model),
         priority=request_priority(options.priority, config.priority_header),
+        progress=options.return_progress and options.stream,  # events only: a whole answer has none
     )
 
 

@@ -91,6 +91,7 @@ class GenerationOptions:
     stream: bool = False
     include_usage: bool = False
     timings_per_token: bool = False  # llama-server's: `timings` on every streamed event
+    return_progress: bool = False  # llama-server's: `prompt_progress` events while the prompt evaluates
     constraint: Constraint | None = None  # llama-server's or vLLM's, beside response_format
     priority: int = 0  # vLLM's: lower goes first among waiting requests (LLM_PRIORITY_HEADER may set it)
 
@@ -115,6 +116,7 @@ def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
         "stream": bool(loaded.get("stream")),
         "include_usage": bool((loaded.get("stream_options") or {}).get("include_usage")),
         "timings_per_token": bool(loaded.get("timings_per_token")),
+        "return_progress": bool(loaded.get("return_progress")),
         "constraint": next(iter(constraints_asked(loaded)), None),
         "priority": loaded.get("priority") or 0,
     }

@@ -136,7 +136,8 @@ class _Run:
             return None
 
     def _add(self, event: dict[str, Any]) -> None:
-        if event["type"] == "response.in_progress" and self._stored_status() != "cancelled":
+        begins = event["type"] == "response.in_progress" and "prompt_progress" not in event
+        if begins and self._stored_status() != "cancelled":
             try:
                 self.keeper.save(event["response"])  # a poller sees it start
             except Exception:  # noqa: BLE001 - logged by the store; the run goes on

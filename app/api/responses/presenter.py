@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import asdict
 from typing import Any
 
 from app.api.generation import logprobs
@@ -84,6 +85,11 @@ class ResponsesPresenter:
         for chunk in chunks:
             if chunk is None:
                 yield sse.KEEPALIVE
+                continue
+            if chunk.progress is not None:  # the event the SDKs take again: still in progress
+                progress = asdict(chunk.progress)
+                yield self._event("response.in_progress", response=self.header.render("in_progress"),
+                                  prompt_progress=progress)  # fmt: skip
                 continue
             result.add(chunk)
             if self.wants_logprobs:

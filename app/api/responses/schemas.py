@@ -110,6 +110,8 @@ class ResponseRequestSchema(BaseSchema):
     priority = priority_field()  # vLLM's: a waiting request with a lower value starts first
     truncation = fields.String(allow_none=True, validate=validate.OneOf(["auto", "disabled"]))
     reasoning = fields.Dict(allow_none=True)  # its `effort` goes to the chat template
+    # llama-server's: while the prompt evaluates, `response.in_progress` again with `prompt_progress`.
+    return_progress = StrictBoolean(allow_none=True)
 
     @validates_schema
     def consistent(self, data: dict[str, Any], **kwargs: Any) -> None:

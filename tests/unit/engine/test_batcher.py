@@ -87,6 +87,23 @@ def test_a_long_prompt_is_evaluated_in_chunks_while_a_stream_keeps_generating() 
     assert run.text(streaming) == "".join(f"<{t}>" for t in range(3, 23))
 
 
+def test_progress_is_reported_from_the_cache_after_each_prompt_step_before_the_first_token() -> None:
+    run = Run(FakeContext(parallel=1), prefill_chunk=4)
+    first = job(list(range(10, 20)), max_tokens=1)
+    run.submit(first)
+    run.until_idle()
+    assert not [c for c in run.chunks[first.generation] if c.progress]  # not asked: none
+    again = job([*range(10, 20), *range(30, 36)], max_tokens=2, progress=True)
+    run.submit(again)
+    run.until_idle()
+    chunks = run.chunks[again.generation]
+    shown = [(c.progress.total, c.progress.cache, c.progress.processed) for c in chunks if c.progress]
+    # 10 cached (the first prompt), then 6 more in steps of 4 and 2; all before the first token.
+    assert shown == [(16, 10, 10), (16, 10, 14), (16, 10, 16)]
+    assert [c.progress is not None for c in chunks][:3] == [True, True, True]
+    assert run.text(again) == "<36><37>" and all(c.text == "" for c in chunks if c.progress)
+
+
 def test_the_end_of_generation_token_stops_a_choice_and_is_not_text() -> None:
     run = Run(FakeContext())
     ending = job([97], max_tokens=10)

@@ -123,6 +123,30 @@ def to_cached_peer(
     return relayed
 
 
+def to_keyed_peer(
+    request: Request,
+    engine: LoadingEngine[Any],
+    prompt: list[int],
+    key: str | None,
+    worker: Worker | None,
+    board: PrefixBoard | None,
+) -> Response | None:
+    """Relay `request` to its `prompt_cache_key`'s home worker (routing.keyed_peer decides), so that
+    requests sharing a key share a cache; None to serve it here."""
+    if key is None or worker is None or board is None or is_relayed(request, worker):
+        return None
+    if not engine.config.route_by_cache:
+        return None
+    blocks = block_hashes(prompt)
+    slot = routing.keyed_peer(routing.snapshot_of(worker), key, lambda at: board.cached_tokens(at, blocks))
+    if slot is None:
+        return None
+    relayed = _relay(request, engine.config, worker.table, slot)
+    if relayed is not None:
+        log.info("sent to worker slot %d, its prompt_cache_key's home", slot)
+    return relayed
+
+
 def to_idle_peer(request: Request, engine: LoadingEngine[Any], worker: Worker | None) -> Response | None:
     """Relay `request` to a worker with a free sequence if this one has none; None to serve it here."""
     if worker is None or is_relayed(request, worker):

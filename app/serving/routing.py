@@ -7,6 +7,7 @@ choice, and api/routing/ asks these questions for a view.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -81,6 +82,29 @@ def warmer_peer(snapshot: Snapshot, cached_in: Callable[[int], int]) -> tuple[in
         if peer.room > 0 and cached > here and (best is None or (cached, peer.room) > best[:2]):
             best = (cached, peer.room, peer.slot)
     return None if best is None else (best[2], best[0], here)
+
+
+def keyed_peer(snapshot: Snapshot, key: str, cached_in: Callable[[int], int]) -> int | None:
+    """Where a request with OpenAI's `prompt_cache_key` goes when no peer caches more of its prompt:
+    the key's home among the ready workers of this model, if it has a free sequence and caches
+    as much of the prompt as this one; None: stay.
+
+    The home is chosen by rendezvous hashing (the worker whose hash with the key is highest),
+    so every worker agrees on it without sharing anything, and a worker that comes or goes
+    moves only the keys it was home to.
+    """
+    ready = [peer for peer in snapshot.holding(snapshot.model) if peer.ready]
+    if not ready:
+        return None
+    home = max(ready, key=lambda peer: _weight(key, peer.slot))
+    if home.slot == snapshot.slot or home.room <= 0 or cached_in(home.slot) < cached_in(snapshot.slot):
+        return None
+    return home.slot
+
+
+def _weight(key: str, slot: int) -> int:
+    digest = hashlib.blake2b(f"{slot}\0{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
 
 
 def loader_for(snapshot: Snapshot, model: int, pool_slot: int | None) -> int | None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from harness.servers import Server
@@ -129,3 +130,39 @@ def test_a_next_turn_on_a_recurrent_or_window_memory_goes_where_it_resumes_and_a
     assert served_by(server, request_id) == holder
     assert answer["usage"]["prompt_tokens_details"]["cached_tokens"] > 200
     assert answer["choices"][0]["text"] == fresh
+
+
+def test_requests_sharing_a_prompt_cache_key_are_served_by_one_worker(
+    start_server: Callable[..., Server],
+) -> None:
+    server = start_server(LLM_WORKERS="2", LLM_N_THREADS="1")
+    with httpx.Client(base_url=server.url, timeout=120) as probe:
+        request_id = uuid.uuid4().hex
+        probe.get("/v1/models", headers={"X-Request-ID": request_id})
+        one = served_by(server, request_id)
+    connections = [connection_to(server, one, other=False), connection_to(server, one, other=True)]
+    clients = [openai.OpenAI(base_url=server.url + "/v1", api_key="none", http_client=c) for c in connections]
+    try:
+        model = clients[0].models.list().data[0].id
+        for key in ("alpha", "beta", "gamma", "delta"):
+            served = set()
+            for n, client in enumerate(clients):  # each arrives at both workers
+                request_id = uuid.uuid4().hex
+                asked = [{"role": "user", "content": f"Say {key} {n} times."}]
+                client.chat.completions.create(
+                    model=model, messages=asked, max_tokens=2, prompt_cache_key=key,
+                    extra_headers={"X-Request-ID": request_id},
+                )  # fmt: skip
+                served.add(served_by(server, request_id))
+                request_id = uuid.uuid4().hex
+                response = client.responses.create(
+                    model=model, input=f"Spell {key}.", max_output_tokens=2, prompt_cache_key=key,
+                    extra_headers={"X-Request-ID": request_id},
+                )  # fmt: skip
+                assert response.prompt_cache_key == key
+                served.add(served_by(server, request_id))
+            assert len(served) == 1, (key, served)
+    finally:
+        for client in clients:
+            client.close()
+    assert server.output().count("its prompt_cache_key's home") >= 4  # half the requests came to the other

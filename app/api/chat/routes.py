@@ -62,7 +62,7 @@ def create_chat_completion() -> Response:
     )
     header = ObjectHeader(answering_as(chat.model), chat=True, fingerprint=engine.fingerprint)
     presenter = CompletionPresenter(header, options, wants_logprobs=chat.logprobs)
-    return generate(engine, chat.stream, requests, presenter, options.prompt_tokens)
+    return generate(engine, chat.stream, requests, presenter, options.prompt_tokens, chat.prompt_cache_key)
 
 
 @bp.post("/v1/completions")
@@ -101,7 +101,8 @@ def create_completion() -> Response:
     )
     header = ObjectHeader(answering_as(completion.model), chat=False, fingerprint=engine.fingerprint)
     presenter = CompletionPresenter(header, options, wants_logprobs=completion.logprobs is not None)
-    return generate(engine, completion.stream, requests, presenter, options.prompt_tokens)
+    key = completion.prompt_cache_key
+    return generate(engine, completion.stream, requests, presenter, options.prompt_tokens, key)
 
 
 @bp.post("/completion")

@@ -228,6 +228,9 @@ class OpenAIGenerationSchema(VllmConstraintsSchema, GenerationSchema):
     """OpenAI's two completion routes: vLLM's constraints beside llama-server's, and what OpenAI
     refuses beyond the fields' own rules."""
 
+    # OpenAI's: requests that share a key go to the same worker (and its cache).
+    prompt_cache_key = fields.String(allow_none=True, validate=validate.Length(max=1024))
+
     @validates_schema
     def stream_options_only_when_streaming(self, data: dict[str, Any], **kwargs: Any) -> None:
         """As OpenAI: stream_options on an answer that is not streamed is a mistake, not a no-op."""

@@ -70,15 +70,18 @@ def generate(
     requests: list[GenerationRequest],
     presenter: Presenter,
     prompt_tokens: int,
+    cache_key: str | None = None,
 ) -> Response:
     """Generate every choice (here, or on a peer with room): a stream if the request `streams`, else
-    one JSON answer."""
+    one JSON answer. `cache_key`: OpenAI's `prompt_cache_key`, which routes as well as the prompt."""
     stats: RequestStats = g.stats
     state = workers.current()
     me, board = (state.me, state.shared.prefixes) if state is not None else (None, None)
     prompt = requests[0].prompt_tokens
-    relayed = relay.to_cached_peer(request, engine, prompt, me, board) or relay.to_idle_peer(
-        request, engine, me
+    relayed = (
+        relay.to_cached_peer(request, engine, prompt, me, board)
+        or relay.to_keyed_peer(request, engine, prompt, cache_key, me, board)
+        or relay.to_idle_peer(request, engine, me)
     )
     if relayed is not None:
         stats.relayed = True

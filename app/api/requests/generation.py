@@ -92,6 +92,7 @@ class GenerationOptions:
     include_usage: bool = False
     timings_per_token: bool = False  # llama-server's: `timings` on every streamed event
     return_progress: bool = False  # llama-server's: `prompt_progress` events while the prompt evaluates
+    prompt_cache_key: str | None = None  # OpenAI's: requests that share it are served where it is cached
     constraint: Constraint | None = None  # llama-server's or vLLM's, beside response_format
     priority: int = 0  # vLLM's: lower goes first among waiting requests (LLM_PRIORITY_HEADER may set it)
 
@@ -117,6 +118,7 @@ def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
         "include_usage": bool((loaded.get("stream_options") or {}).get("include_usage")),
         "timings_per_token": bool(loaded.get("timings_per_token")),
         "return_progress": bool(loaded.get("return_progress")),
+        "prompt_cache_key": loaded.get("prompt_cache_key"),
         "constraint": next(iter(constraints_asked(loaded)), None),
         "priority": loaded.get("priority") or 0,
     }

@@ -52,6 +52,7 @@ def as_chat(body: dict[str, Any]) -> ChatRequest:
         sampling=sampling_of(body),  # temperature, top_p, seed: the same names
         stream=bool(body.get("stream")),
         return_progress=bool(body.get("return_progress")),
+        prompt_cache_key=body.get("prompt_cache_key"),
         tool_choice=body.get("tool_choice"),
         reasoning_effort=(body.get("reasoning") or {}).get("effort"),
         logprobs=LOGPROBS in (body.get("include") or []),

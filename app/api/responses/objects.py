@@ -74,6 +74,7 @@ class ResponseHeader:
             "metadata": body.get("metadata") or {},
             "parallel_tool_calls": body.get("parallel_tool_calls", True) is not False,
             "previous_response_id": body.get("previous_response_id"),
+            "prompt_cache_key": body.get("prompt_cache_key"),
             "reasoning": {"effort": None, "summary": None},
             "store": stored,  # whether it is kept: false with LLM_STORE=off, whatever was asked
             "temperature": _DEFAULTS.temperature if body.get("temperature") is None else body["temperature"],

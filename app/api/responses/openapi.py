@@ -88,6 +88,7 @@ RESPONSE = _object(
         "metadata": {"type": "object", "additionalProperties": _STR},
         "parallel_tool_calls": _BOOL,
         "previous_response_id": _nullable(_STR),
+        "prompt_cache_key": _nullable(_STR),
         "reasoning": {"type": "object"},
         "store": _BOOL,
         "temperature": _NUM,

@@ -58,7 +58,7 @@ def create_response() -> Response:
     )
     if body.get("background"):
         return background.start(engine, body, requests, presenter, keeper)
-    return generate(engine, chat.stream, requests, presenter, len(prompt.tokens))
+    return generate(engine, chat.stream, requests, presenter, len(prompt.tokens), chat.prompt_cache_key)
 
 
 @bp.post("/v1/responses/input_tokens")

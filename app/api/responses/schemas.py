@@ -112,6 +112,8 @@ class ResponseRequestSchema(BaseSchema):
     reasoning = fields.Dict(allow_none=True)  # its `effort` goes to the chat template
     # llama-server's: while the prompt evaluates, `response.in_progress` again with `prompt_progress`.
     return_progress = StrictBoolean(allow_none=True)
+    # OpenAI's: requests that share a key go to the same worker (and its cache).
+    prompt_cache_key = fields.String(allow_none=True, validate=validate.Length(max=1024))
 
     @validates_schema
     def consistent(self, data: dict[str, Any], **kwargs: Any) -> None:

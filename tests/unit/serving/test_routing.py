@@ -141,3 +141,31 @@ def test_relays_prefer_an_awake_worker_to_a_roomier_sleeping_one() -> None:
     assert routing.model_holder(seen(0, peer(0), peer(1, 0, model=1, asleep=1)), 1) == 1  # else it wakes
     full = seen(0, peer(0, 4), peer(1, 0, asleep=1), peer(2, 2))
     assert routing.freer_peer(full, has_room=False) == 2
+
+
+def test_a_prompt_cache_key_has_one_home_every_worker_agrees_on() -> None:
+    workers = [peer(slot) for slot in range(4)]
+    homes = {}
+    for key in (f"user-{n}" for n in range(40)):
+        asked_from = {routing.keyed_peer(seen(me, *workers), key, lambda _: 0) for me in range(4)}
+        home = (asked_from - {None}).pop()
+        assert asked_from == {home, None}  # the others send it there; the home itself keeps it
+        homes[key] = home
+    assert set(homes.values()) == {0, 1, 2, 3}  # keys spread over the workers
+    # A worker leaving moves only the keys it was home to.
+    without_3 = [w for w in workers if w.slot != 3]
+    for key, home in homes.items():
+        moved = {routing.keyed_peer(seen(me, *without_3), key, lambda _: 0) for me in range(3)} - {None}
+        assert home == 3 or moved == {home}
+
+
+def test_a_keys_home_without_room_or_with_less_cached_is_passed_over() -> None:
+    key = next(
+        k
+        for k in (f"k{n}" for n in range(100))
+        if routing.keyed_peer(seen(0, peer(0), peer(1)), k, lambda _: 0)
+    )
+    assert routing.keyed_peer(seen(0, peer(0), peer(1)), key, lambda _: 0) == 1
+    assert routing.keyed_peer(seen(0, peer(0), peer(1, 4)), key, lambda _: 0) is None  # full
+    assert routing.keyed_peer(seen(0, peer(0), peer(1)), key, lambda slot: 64 if slot == 0 else 0) is None
+    assert routing.keyed_peer(seen(0, peer(0), peer(1, ready=False)), key, lambda _: 0) is None  # loading

@@ -10,9 +10,12 @@ from app.engine.memory import MemoryKind
 from app.engine.sequence import Choice, Sequence
 from app.engine.speculative.draft_model import DraftModel, ModelDrafter
 from app.engine.speculative.history import Drafter, NgramDrafter
+from app.engine.speculative.prediction import PredictionDrafter
 from app.engine.types import DraftLimits, GenerationRequest
 
 log = logging.getLogger("app.engine.batcher")
+
+PREDICTION_LIMITS = DraftLimits(16)  # a prediction's drafts when the server drafts none of its own
 
 
 def drafter_for(
@@ -25,6 +28,8 @@ def drafter_for(
     memory that cannot drop refused draft tokens (a recurrent state), or for a prompt with media.
     With a draft model loaded, it drafts; else the choice's own n-grams do."""
     limits = request.drafts if request.drafts is not None else default
+    if request.prediction and (limits is None or limits.n_max <= 0):
+        limits = PREDICTION_LIMITS  # asked for by the request itself, whatever the server's setting
     # Drafts come from the prompt's tokens (n-grams, or a draft model reading them): media have none.
     if (
         limits is None
@@ -34,8 +39,11 @@ def drafter_for(
         or request.media
     ):
         return None
+    room = len(request.prompt_tokens) + request.max_tokens
+    if request.prediction:  # the client's guess drafts before any model or n-gram could
+        return PredictionDrafter(request.prompt_tokens, room, limits, request.prediction)
     kind = ModelDrafter if draft_model is not None else NgramDrafter
-    return kind(request.prompt_tokens, len(request.prompt_tokens) + request.max_tokens, limits)
+    return kind(request.prompt_tokens, room, limits)
 
 
 def propose(

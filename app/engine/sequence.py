@@ -261,6 +261,7 @@ class Sequence:
             error=error,
             cached_tokens=choice.reused,
             stop_sequence=assembler.matched,
+            prediction_accepted=choice.drafter.prediction_accepted if choice.drafter else 0,
         )
         choice.sampler.close()
         self.choice = None

@@ -96,6 +96,7 @@ class GenerationRequest:
     # Images and audio clips among the prompt's tokens (their positions hold placeholders).
     media: tuple[MediaRun, ...] = ()
     progress: bool = False  # llama-server's `return_progress`: a chunk after each step of the prompt
+    prediction: tuple[int, ...] = ()  # OpenAI's predicted output, as tokens: the best draft there is
 
 
 @dataclass(frozen=True)
@@ -138,3 +139,4 @@ class Chunk:
     # With prompt_logprobs, on the chunk sent once the prompt is evaluated: one per prompt token.
     prompt_logprobs: tuple[TokenLogprob, ...] = ()
     progress: PromptProgress | None = None  # a chunk of progress only: no text, nothing finished
+    prediction_accepted: int = 0  # of the prediction's tokens, kept as drafts (on a choice's last chunk)

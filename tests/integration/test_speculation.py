@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from app.settings.values import default_model_path
@@ -186,3 +187,54 @@ def test_a_draft_model_drafts_and_the_answers_stay_plain_decoding(
         assert one["choices"][0]["message"]["content"] == other["choices"][0]["message"]["content"]
     assert counted["draft_tokens"] > 30 and counted["acceptance_rate"] > 0.9, counted
     assert drafts(server)["draft_tokens"] == counted["draft_tokens"]  # speculative: false drafted nothing
+
+
+# SmolLM2 copies most of this list (a model this small does not follow an edit of a text).
+COLOURS = "red, green, blue, yellow, orange, purple, pink, brown, black, white, grey, gold, silver"
+EDIT = f"Copy this list exactly: {COLOURS}."
+
+
+def test_a_prediction_drafts_the_answer_and_usage_says_how_much_was_kept(server: Server) -> None:
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="none")
+    try:
+        model = client.models.list().data[0].id
+        asked: dict[str, Any] = {
+            "model": model, "messages": [{"role": "user", "content": EDIT}], "max_tokens": 120,
+            "temperature": 0, "logprobs": True, "top_logprobs": 2,
+        }  # fmt: skip
+        predicted = client.chat.completions.create(
+            **asked, prediction={"type": "content", "content": COLOURS}
+        )
+        plain = client.chat.completions.create(**asked, extra_body={"speculative": False})
+        streamed = client.chat.completions.create(
+            **asked, stream=True, stream_options={"include_usage": True},
+            prediction={"type": "content", "content": [{"type": "text", "text": COLOURS}]},
+        )  # fmt: skip
+        chunks = list(streamed)
+    finally:
+        client.close()
+    # At temperature 0 the answer is the plain decoding's (but at a near-tie, as any draft's).
+    entries = [e.model_dump() for e in plain.choices[0].logprobs.content]
+    position = first_difference(entries, [e.token for e in predicted.choices[0].logprobs.content])
+    if position is not None and position < len(entries):
+        top = [alternative["logprob"] for alternative in entries[position]["top_logprobs"]]
+        assert top[0] - top[1] < NEAR_TIE, (position, predicted, plain)
+    else:
+        assert predicted.choices[0].message.content == plain.choices[0].message.content
+    count = httpx.post(server.url + "/tokenize", json={"content": COLOURS, "add_special": False}, timeout=10)
+    in_prediction = len(count.json()["tokens"])
+    for usage in (predicted.usage, chunks[-1].usage):
+        assert usage is not None and usage.completion_tokens_details is not None
+        details = usage.completion_tokens_details
+        assert details.accepted_prediction_tokens is not None and details.accepted_prediction_tokens >= 5
+        assert details.accepted_prediction_tokens + (details.rejected_prediction_tokens or 0) == in_prediction
+    assert plain.usage is not None and plain.usage.completion_tokens_details is None  # none asked: none told
+
+
+def test_a_malformed_prediction_is_a_400_naming_it(server: Server) -> None:
+    for prediction in ({"type": "file", "content": "x"}, {"type": "content", "content": [{"type": "image"}]}):
+        body = {"messages": [{"role": "user", "content": "hi"}], "prediction": prediction}
+        answer = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=30)
+        assert answer.status_code == 400 and answer.json()["error"]["param"].startswith("prediction"), (
+            answer.text
+        )

@@ -27,6 +27,18 @@ class CompletionOptions:
     reader: AnswerReader | None = None  # chat: how the model writes calls and reasoning
     choices_per_prompt: int = 1  # `n`
     timings_per_token: bool = False  # llama-server's: `timings` on every chunk, not only the last
+    prediction_tokens: int = 0  # OpenAI's predicted output, as tokens (0: none given)
+
+    def usage(self, completion_tokens: int, cached_tokens: int, accepted: int) -> dict[str, Any]:
+        """OpenAI's usage; with a prediction, how many of its tokens the choices kept, and the rest
+        (per choice: each choice is drafted from the whole prediction)."""
+        tokens = usage(self.prompt_tokens, completion_tokens, cached_tokens)
+        if self.prediction_tokens:
+            rejected = self.prediction_tokens * self.choices_per_prompt - accepted
+            tokens["completion_tokens_details"] = {
+                "accepted_prediction_tokens": accepted, "rejected_prediction_tokens": max(rejected, 0),
+            }  # fmt: skip
+        return tokens
 
     def cached(self, index: int, cached_tokens: int) -> int:
         """A choice's share of the prompt tokens served from cache: its prompt's, counted once."""
@@ -70,7 +82,8 @@ class CompletionPresenter:
             choices.append(choice)
         completion = sum(r.completion_tokens for r in results)
         cached = sum(answer.cached(r.index, r.cached_tokens) for r in results)
-        whole = header.completion(choices, usage(answer.prompt_tokens, completion, cached))
+        accepted = sum(r.prediction_accepted for r in results)
+        whole = header.completion(choices, answer.usage(completion, cached, accepted))
         return whole | {"timings": timings.of_request(answer.prompt_tokens, self.stats)}  # as llama-server's
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
@@ -94,7 +107,7 @@ class CompletionPresenter:
         extra = {"usage": None} if answer.include_usage else {}
         offsets: dict[int, logprobs.TextLogprobs] = {}
         readings: dict[int, _Reading] = {}
-        completion_tokens = cached_tokens = 0
+        completion_tokens = cached_tokens = accepted = 0
         for chunk in chunks:
             if chunk is None:
                 yield sse.KEEPALIVE
@@ -116,6 +129,7 @@ class CompletionPresenter:
             if chunk.finish_reason is not None:
                 completion_tokens += chunk.completion_tokens
                 cached_tokens += answer.cached(chunk.index, chunk.cached_tokens)
+                accepted += chunk.prediction_accepted
             if answer.parsing and answer.reader is not None:
                 reading = readings.setdefault(chunk.index, _Reading(DeltaStream(answer.reader)))
                 yield from (e | extra for e in self._read_events(chunk, reading))
@@ -129,7 +143,7 @@ class CompletionPresenter:
             if chunk.finish_reason is not None:
                 yield header.chunk(None, chunk.finish_reason, index=chunk.index) | extra
         if answer.include_usage:
-            yield header.usage_chunk(usage(answer.prompt_tokens, completion_tokens, cached_tokens))
+            yield header.usage_chunk(answer.usage(completion_tokens, cached_tokens, accepted))
         yield sse.DONE
 
     def failure(self, error: APIError) -> bytes:

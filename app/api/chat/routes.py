@@ -51,10 +51,12 @@ def create_chat_completion() -> Response:
         thinking_budget=conversation.thinking_budget(engine.tokenizer, prompt, chat.reasoning_budget),
         vocabulary_size=engine.tokenizer.vocabulary_size,
         media=prompt.media,
+        prediction=(predicted := _prediction(engine.tokenizer, chat.prediction)),
     )
     options = CompletionOptions(
         chat=True,
         prompt_tokens=len(prompt.tokens),
+        prediction_tokens=len(predicted),
         include_usage=chat.include_usage,
         reader=replace(prompt.reader, json_answer=True) if answer.fenced_json else prompt.reader,
         choices_per_prompt=chat.n,
@@ -88,6 +90,7 @@ def create_completion() -> Response:
         grammar=structured_output.llama_grammar(tokenizer, completion.constraint),
         vocabulary_size=tokenizer.vocabulary_size,
         prompt_logprobs=completion.scoring,
+        prediction=(predicted := _prediction(tokenizer, completion.prediction)),
     )
     n = completion.n
     echoed = {r.index: texts[r.index // n] for r in requests} if completion.echo else {}
@@ -95,6 +98,7 @@ def create_completion() -> Response:
         chat=False,
         prompt_tokens=sum(len(tokens) for tokens in prompts),
         prefixes=echoed,
+        prediction_tokens=len(predicted),
         include_usage=completion.include_usage,
         choices_per_prompt=n,
         timings_per_token=completion.timings_per_token,
@@ -211,6 +215,11 @@ def answering_as(asked: str | None) -> str:
     model's id (an alias is answered as the id, as llama-server's)."""
     config = current_config()
     return asked if asked is not None and config.model.adapter_named(asked) is not None else config.model_id
+
+
+def _prediction(tokenizer: Tokenizer, text: str | None) -> tuple[int, ...]:
+    """A predicted output's tokens, as the answer would hold them (no BOS, no control tokens)."""
+    return tuple(tokenizer.tokenize(text, add_special=False, parse_special=False)) if text else ()
 
 
 def _prompt(tokenizer: Tokenizer, item: str | list[int], suffix: str | None) -> tuple[list[int], str]:

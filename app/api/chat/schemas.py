@@ -6,6 +6,7 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
+from app.api.chat.prediction_schema import PredictionSchema
 from app.api.chat.structured_schemas import StructureSchema, VllmConstraintsSchema, check_begins
 from app.api.http.fields import (
     ContentField,
@@ -230,6 +231,8 @@ class OpenAIGenerationSchema(VllmConstraintsSchema, GenerationSchema):
 
     # OpenAI's: requests that share a key go to the same worker (and its cache).
     prompt_cache_key = fields.String(allow_none=True, validate=validate.Length(max=1024))
+    # OpenAI's predicted output: drafts for speculative decoding (app/engine/speculative/prediction.py).
+    prediction = fields.Nested(PredictionSchema, allow_none=True)
 
     @validates_schema
     def stream_options_only_when_streaming(self, data: dict[str, Any], **kwargs: Any) -> None:

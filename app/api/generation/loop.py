@@ -51,6 +51,7 @@ class ChoiceResult:
     finish_reason: str = "length"
     completion_tokens: int = 0
     cached_tokens: int = 0
+    prediction_accepted: int = 0  # tokens of the request's prediction kept as drafts
     stop_sequence: str | None = None
     logprobs: list[TokenLogprob] = field(default_factory=list)
     prompt_logprobs: list[TokenLogprob] = field(default_factory=list)  # echo + logprobs
@@ -62,6 +63,7 @@ class ChoiceResult:
         if chunk.finish_reason is not None:
             self.finish_reason, self.completion_tokens = chunk.finish_reason, chunk.completion_tokens
             self.cached_tokens, self.stop_sequence = chunk.cached_tokens, chunk.stop_sequence
+            self.prediction_accepted = chunk.prediction_accepted
 
 
 def generate(

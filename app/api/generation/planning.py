@@ -142,6 +142,7 @@ def plan_choices(
     vocabulary_size: int,
     prompt_logprobs: bool = False,
     media: tuple[MediaRun, ...] = (),
+    prediction: tuple[int, ...] = (),
 ) -> list[GenerationRequest]:
     """One request per choice: `n` for each prompt, indexed prompt by prompt, as OpenAI orders them.
 
@@ -166,6 +167,7 @@ def plan_choices(
             thinking_budget=thinking_budget,
             prompt_logprobs=prompt_logprobs,
             media=media,
+            prediction=prediction,
         )
         for j in range(n):
             seed = base.sampling.seed

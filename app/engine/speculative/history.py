@@ -42,6 +42,7 @@ class Drafter:
         self._refusals = 0  # drafts refused outright, in a row
         self._seen = self._kept = 0.0  # draft tokens sent and kept, recent ones weighing most
         self.drafted = self.accepted = 0  # over the choice's life, for the metrics
+        self.prediction_accepted = 0  # of those kept, tokens of the request's prediction (prediction.py)
 
     def push(self, token: int) -> None:
         """A token the choice generated (accepted draft tokens too)."""

@@ -280,6 +280,14 @@ class Config:
         "0",
         "max_tokens when a request sends none (0: the rest of the context)",
     )
+    context_overflow: str = setting(
+        "LLM_CONTEXT_OVERFLOW",
+        values.choice("error", "truncate"),
+        "error",
+        "A conversation longer than the context: error (a 400), or truncate (its oldest whole turns "
+        "dropped, after the system messages, until it fits with room for the answer); a request's "
+        "truncation (auto or disabled) decides for itself",
+    )
     max_n: int = setting("LLM_MAX_N", values.positive_int, "8", "Most choices (n) one request may ask for")
     prefill_assistant: bool = setting(
         "LLM_PREFILL_ASSISTANT",

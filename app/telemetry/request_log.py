@@ -108,6 +108,8 @@ def _access_line(rid: str, method: str, route: str, model: str, status: int, sta
         "ttft": None if stats.ttft is None else round(stats.ttft, 4),
         "cancelled": stats.cancelled,
     }
+    if stats.dropped_messages:
+        fields["dropped_messages"] = stats.dropped_messages  # LLM_CONTEXT_OVERFLOW, or truncation
     if stats.key_name is not None:
         fields["key"] = stats.key_name  # the key's name: the key itself is never logged
     log.info(" ".join(f"{k}={v}" for k, v in fields.items()), extra={"request_id": rid, "fields": fields})

@@ -20,6 +20,7 @@ class RequestStats:
     key_name: str | None = None  # the API key's name, when the server has keys
     queue_wait: float | None = None  # seconds from admission to a first sequence
     finish_reason: str | None = None  # the last choice's to finish
+    dropped_messages: int = 0  # oldest messages dropped for the conversation to fit the context
     started: float = field(default_factory=time.monotonic)
     submitted_at: float | None = None  # when its generation was submitted (monotonic), if it was
     sequence_at: float | None = None  # when a first choice got a sequence

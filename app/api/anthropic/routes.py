@@ -10,7 +10,7 @@ from app.api.anthropic.schemas import count_tokens_request_schema, messages_requ
 from app.api.generation.loop import generate
 from app.api.generation.planning import plan_chat_choice
 from app.api.http.body import generating_engine, parse_request
-from app.api.prompting import conversation
+from app.api.prompting import conversation, overflow
 from app.api.requests.chat import ChatRequest
 from app.api.routing.route import route_here_or_relay
 from app.settings.current import current_config
@@ -26,7 +26,8 @@ def create_message() -> Response:
     if (relayed := route_here_or_relay(chat.model, streams=chat.stream)) is not None:
         return relayed
     engine = generating_engine()
-    prompt = conversation.prompt(engine.tokenizer, chat)
+    fitted = overflow.fitted_prompt(engine.tokenizer, chat)
+    chat, prompt = fitted.chat, fitted.prompt
     budget = conversation.thinking_budget(engine.tokenizer, prompt, chat.reasoning_budget)
     requests = plan_chat_choice(
         chat,
@@ -39,7 +40,7 @@ def create_message() -> Response:
     )
     model = current_config().model_id
     presenter = MessagesPresenter(model, len(prompt.tokens), prompt.reader)
-    return generate(engine, chat.stream, requests, presenter, len(prompt.tokens))
+    return overflow.reported(generate(engine, chat.stream, requests, presenter, len(prompt.tokens)), fitted)
 
 
 @bp.post("/v1/messages/count_tokens")

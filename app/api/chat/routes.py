@@ -18,7 +18,7 @@ from app.api.generation.planning import plan_choices
 from app.api.http import media
 from app.api.http.body import generating_engine, loaded_engine, parse_request
 from app.api.http.errors import InvalidRequestError
-from app.api.prompting import conversation, structured_output
+from app.api.prompting import conversation, overflow, structured_output
 from app.api.requests.chat import ChatRequest
 from app.api.requests.completion import CompletionRequest, LlamaCompletionRequest
 from app.api.routing import waking
@@ -38,7 +38,8 @@ def create_chat_completion() -> Response:
     if (relayed := route_here_or_relay(chat.model, streams=chat.stream)) is not None:
         return relayed
     engine = generating_engine()
-    prompt = conversation.prompt(engine.tokenizer, chat)
+    fitted = overflow.fitted_prompt(engine.tokenizer, chat)
+    chat, prompt = fitted.chat, fitted.prompt
     # A JSON answer as llama-server's chat takes one: bare or ```json fenced, its content the JSON.
     answer = structured_output.answer_grammar(chat, prompt.profile, fences=True)
     requests = plan_choices(
@@ -64,7 +65,8 @@ def create_chat_completion() -> Response:
     )
     header = ObjectHeader(answering_as(chat.model), chat=True, fingerprint=engine.fingerprint)
     presenter = CompletionPresenter(header, options, wants_logprobs=chat.logprobs)
-    return generate(engine, chat.stream, requests, presenter, options.prompt_tokens, chat.prompt_cache_key)
+    reply = generate(engine, chat.stream, requests, presenter, len(prompt.tokens), chat.prompt_cache_key)
+    return overflow.reported(reply, fitted)
 
 
 @bp.post("/v1/completions")

@@ -267,6 +267,8 @@ class ChatCompletionRequestSchema(OpenAIGenerationSchema):
     # false), or template the messages without opening the assistant's turn.
     continue_final_message = StrictBoolean(allow_none=True)
     add_generation_prompt = StrictBoolean(allow_none=True)
+    # The Responses API's, here too: "auto" drops the oldest turns that do not fit the context.
+    truncation = fields.String(allow_none=True, validate=validate.OneOf(["auto", "disabled"]))
 
     @validates_schema
     def own_template_variables(self, data: dict[str, Any], **kwargs: Any) -> None:

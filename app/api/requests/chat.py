@@ -36,6 +36,9 @@ class ChatRequest(GenerationOptions):
     # assistant's turn after the messages or not (None: as the continuation needs).
     continue_final_message: bool | None = None
     add_generation_prompt: bool | None = None
+    # The Responses API's: "auto" drops the oldest turns that do not fit the context, "disabled"
+    # refuses such a request; None: LLM_CONTEXT_OVERFLOW decides.
+    truncation: str | None = None
 
     @property
     def tools_active(self) -> bool:
@@ -73,4 +76,5 @@ def chat_request(loaded: Mapping[str, Any]) -> ChatRequest:
         top_logprobs=loaded.get("top_logprobs") or 0,
         continue_final_message=loaded.get("continue_final_message"),
         add_generation_prompt=loaded.get("add_generation_prompt"),
+        truncation=loaded.get("truncation"),
     )

@@ -53,6 +53,7 @@ def as_chat(body: dict[str, Any]) -> ChatRequest:
         stream=bool(body.get("stream")),
         return_progress=bool(body.get("return_progress")),
         prompt_cache_key=body.get("prompt_cache_key"),
+        truncation=body.get("truncation"),
         tool_choice=body.get("tool_choice"),
         reasoning_effort=(body.get("reasoning") or {}).get("effort"),
         logprobs=LOGPROBS in (body.get("include") or []),

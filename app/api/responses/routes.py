@@ -9,7 +9,7 @@ from app.api.generation.planning import plan_choices
 from app.api.http import sse, store_access
 from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError
-from app.api.prompting import conversation, structured_output
+from app.api.prompting import conversation, overflow, structured_output
 from app.api.responses import background, conversion, history
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
@@ -34,8 +34,10 @@ def create_response() -> Response:
     engine = generating_engine()
     new_input = body["input"]
     body = {**body, "input": history.history(body) + new_input}
-    chat = conversion.as_chat(body)
-    prompt = conversation.prompt(engine.tokenizer, chat)
+    fitted = overflow.fitted_prompt(engine.tokenizer, conversion.as_chat(body))
+    chat, prompt = fitted.chat, fitted.prompt
+    # The truncation in force, echoed on the response: as asked, else the server's policy.
+    body["truncation"] = "auto" if overflow.truncates(chat, current_config()) else "disabled"
     grammar, triggers, param = conversion.grammar(
         chat, (body.get("text") or {}).get("format"), prompt.profile
     )
@@ -57,8 +59,9 @@ def create_response() -> Response:
         header, len(prompt.tokens), prompt.reader, on_final=keeper or None, wants_logprobs=chat.logprobs
     )
     if body.get("background"):
-        return background.start(engine, body, requests, presenter, keeper)
-    return generate(engine, chat.stream, requests, presenter, len(prompt.tokens), chat.prompt_cache_key)
+        return overflow.reported(background.start(engine, body, requests, presenter, keeper), fitted)
+    answer = generate(engine, chat.stream, requests, presenter, len(prompt.tokens), chat.prompt_cache_key)
+    return overflow.reported(answer, fitted)
 
 
 @bp.post("/v1/responses/input_tokens")

@@ -10,9 +10,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from harness.files import machine_cache
+from app.settings.values import default_model_path
+from harness.files import machine_cache, made_once
 
 CACHE = machine_cache("models")
 GEMMA3_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
@@ -46,5 +49,25 @@ def gemma3_path() -> Path:
     return target
 
 
+# SmolLM2's vocabulary has StarCoder's repo-level tokens but no fill-in-the-middle ones, and no
+# small real FIM model is on PyPI: its own GGUF, with FIM markers named among its unused special
+# tokens (<issue_start>, <issue_comment>, <issue_closed>) and <repo_name>/<file_sep> as the
+# repo-level ones, makes /infill's prompts real ones. Its answers are no real infill: tests
+# compare it with llama-server on the same file.
+FIM_TOKENS = {"fim_pre": 8, "fim_suf": 9, "fim_mid": 10, "fim_rep": 3, "fim_sep": 5}
+
+
+def smollm2_fim_path() -> Path:
+    """SmolLM2 with fill-in-the-middle tokens in its metadata, written on first use."""
+
+    def write(target: Path) -> None:
+        named = [arg for name, id_ in FIM_TOKENS.items() for arg in ("--special-token-by-id", name, str(id_))]
+        command = [sys.executable, "-m", "gguf.scripts.gguf_new_metadata", *named, "--force"]
+        subprocess.run([*command, default_model_path(), str(target)], check=True, capture_output=True)
+
+    return made_once(CACHE / "smollm2-135m-fim.gguf", write)
+
+
 if __name__ == "__main__":  # make install-test assembles it, outside any timed test
     print(gemma3_path())
+    print(smollm2_fim_path())

@@ -11,6 +11,8 @@ from app.api.audio import openapi as audio_doc
 from app.api.audio import routes as audio
 from app.api.batches import openapi as batches_doc
 from app.api.batches import routes as batches
+from app.api.chat import llama_openapi as llama_doc
+from app.api.chat import llama_routes as llama
 from app.api.chat import openapi as chat_doc
 from app.api.chat import routes as chat
 from app.api.conversations import openapi as conversations_doc
@@ -48,6 +50,7 @@ class Family:
 # In the OpenAPI document's order (and the blueprints' registration order).
 FAMILIES = (
     Family(chat, chat_doc),
+    Family(llama, llama_doc),
     Family(responses, responses_doc),
     Family(conversations, conversations_doc),
     Family(files, files_doc),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.engine.sequence import Choice, Sequence
+from app.engine.choice import Choice
+from app.engine.sequence import Sequence
 
 # Steps a set of scales keeps the context before another set's turn (when sets differ).
 # Changing adapters costs llama.cpp a new graph, so turning every step would cost each step

@@ -11,20 +11,30 @@ from dataclasses import replace
 
 from gevent import monkey
 
-from app.engine import draft_step, media, media_step, recovery, resumption, scheduling, shared_prompt
+from app.engine import (
+    draft_step,
+    media,
+    media_step,
+    recovery,
+    resumption,
+    sampling_step,
+    scheduling,
+    shared_prompt,
+)
 from app.engine.adapter_places import AdapterChange, AdapterPlaces
 from app.engine.adapter_turns import AdapterTurns
 from app.engine.batch import TokenBatch
 from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.cache_report import CacheReport
 from app.engine.checkpoints import Checkpoints
+from app.engine.choice import Choice, Job
 from app.engine.context import BatchContext, Sampler
-from app.engine.filling import Filled, fill
+from app.engine.filling import fill
 from app.engine.generation import Delivery
 from app.engine.host_cache import PUBLISHED, HostCache
 from app.engine.media_encoder import MediaEncoder
 from app.engine.memory import checkpoint_stops
-from app.engine.sequence import Choice, Job, Sequence
+from app.engine.sequence import Sequence
 from app.engine.speculative.draft_model import DraftModel
 from app.engine.thinking import BudgetedSampler
 from app.engine.threads import ThreadGovernor
@@ -185,7 +195,7 @@ class Batcher:
         if leader is not None:  # it will share the leader's cells once they are evaluated
             target.drop_cache(self.model)
             choice = target.start(job, 0, sampler, deadline, self._tick, drafter)
-            choice.pending, choice.leader = choice.pending[:0], leader
+            choice.pending, choice.leader = choice.pending[:0], leader.seq_id
             return target
         reused = placement.reuse
         if placement.donor is not None:
@@ -245,32 +255,9 @@ class Batcher:
         if code != 0:
             raise RuntimeError(f"llama_decode failed with {code}")
         self.governor.finish(clocks)
-        sampled, accepted = self._after_decode(filled, delivery)
+        sampled, accepted = sampling_step.after_decode(self.sequences, self.model, filled, delivery)
         threads = self.governor.threads
         return StepReport(self._busy(), batch.size, reused, seconds, threads, sampled, drafted, accepted)
-
-    def _after_decode(self, filled: Filled, delivery: Delivery) -> tuple[int, int]:
-        """Followers take their leaders' cells, scored prompts their log-probabilities, and every
-        sequence with logits its next tokens; returns (tokens sampled, draft tokens accepted)."""
-        shared_prompt.hand_to_followers(self.sequences, self.model)
-        for s, choice, _ in filled.taken:
-            if choice.request.progress and s.choice is choice:
-                delivery.append((choice.job.generation, s.progress_chunk()))
-        for s, choice, row, first, size in filled.scored:
-            s.note_prompt_rows(self.model, row, first, size)
-            if choice.row >= 0:  # the whole prompt is in: its log-probabilities go first
-                delivery.append((choice.job.generation, s.prompt_chunk()))
-                if choice.request.max_tokens == 0:  # scoring only
-                    delivery.append((choice.job.generation, s.finish("length")))
-        sampled = accepted = 0
-        for s, choice in self._holding():
-            if choice.row >= 0:
-                chunks, kept = s.sample(self.model)
-                sampled, accepted = sampled + 1 + kept, accepted + kept
-                delivery.extend((choice.job.generation, chunk) for chunk in chunks)
-                if s.choice is None:
-                    shared_prompt.orphan_followers(self.sequences, s)
-        return sampled, accepted
 
     def _busy(self) -> int:
         return sum(1 for s in self.sequences if s.busy)

@@ -6,8 +6,9 @@ import logging
 
 import numpy as np
 
+from app.engine.choice import Choice
 from app.engine.memory import MemoryKind
-from app.engine.sequence import Choice, Sequence
+from app.engine.sequence import Sequence
 from app.engine.speculative.draft_model import DraftModel, ModelDrafter
 from app.engine.speculative.history import Drafter, NgramDrafter
 from app.engine.speculative.prediction import PredictionDrafter

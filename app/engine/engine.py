@@ -12,6 +12,7 @@ import gevent.event
 from app.engine import adapter_places, scheduling
 from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings, StepReport
+from app.engine.choice import Job
 from app.engine.context import ContextShape
 from app.engine.errors import QueueFullError
 from app.engine.generation import Delivery, Generation
@@ -19,7 +20,6 @@ from app.engine.loading import LoadingEngine
 from app.engine.memory import MemoryKind, describe, drafts_off
 from app.engine.model import LoadedModel
 from app.engine.observer import EngineObserver
-from app.engine.sequence import Job
 from app.engine.speculative.draft_model import DraftModel
 from app.engine.types import DraftLimits, GenerationRequest
 from app.settings.config import Config

@@ -8,8 +8,9 @@ import numpy as np
 
 from app.engine import media, scheduling
 from app.engine.batch import TokenBatch
+from app.engine.choice import Choice
 from app.engine.context import BatchContext
-from app.engine.sequence import Choice, Sequence
+from app.engine.sequence import Sequence
 
 
 @dataclass

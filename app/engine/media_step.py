@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from app.engine import media
+from app.engine.choice import Choice
 from app.engine.context import BatchContext
 from app.engine.generation import Delivery
 from app.engine.media_encoder import Encoded, MediaEncoder
-from app.engine.sequence import Choice, Sequence
+from app.engine.sequence import Sequence
 
 
 def evaluate_due(

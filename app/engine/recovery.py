@@ -7,9 +7,10 @@ import logging
 import numpy as np
 
 from app.engine import shared_prompt
+from app.engine.choice import Choice
 from app.engine.context import BatchContext
 from app.engine.generation import Delivery
-from app.engine.sequence import Choice, Sequence
+from app.engine.sequence import Sequence
 
 log = logging.getLogger("app.engine.batcher")
 

@@ -2,8 +2,9 @@
 
 The order is llama-server's: logit bias, then (unless Mirostat replaces them all) the
 samplers in `samplers` order (default: penalties, DRY, top-n-sigma, top-k, typical,
-top-p, min-p, XTC, temperature), then a seeded draw. A sampler left at its "off" value
-is not added at all: each one added costs a pass over the candidates, every token.
+top-p, min-p, XTC, temperature; infill where it is named), then a seeded draw. A
+sampler left at its "off" value is not added at all: each one added costs a pass over
+the candidates, every token.
 At temperature 0 the draw is greedy, after the penalties, DRY and bias only, so that
 a temperature-0 answer is the same whatever else the request says.
 """
@@ -49,8 +50,11 @@ def build(
     greedy = sampling.temperature <= 0
     if sampling.mirostat and not greedy:
         order = []  # as llama-server: Mirostat takes the place of the whole chain but the bias
+    # At temperature 0 the infill sampler still decides (it adds up the chances of tokens that
+    # begin alike, among the candidates the samplers before it left): it and those stay.
+    shaping = set(order[: order.index("infill") + 1]) if greedy and "infill" in order else set()
     for name in order:
-        if greedy and name not in BEFORE_GREEDY:
+        if greedy and name not in BEFORE_GREEDY and name not in shaping:
             continue
         sampler = _sampler(name, request, n_vocab, vocab, seed)
         if sampler is not None:
@@ -115,6 +119,8 @@ def _sampler(name: str, request: GenerationRequest, n_vocab: int, vocab: Any, se
             vocab, s.dry_multiplier, s.dry_base, s.dry_allowed_length, window, array, len(breakers)
         )
         return _primed(sampler, request, window)
+    if name == "infill":  # fill-in-the-middle: the chances of tokens with a common prefix, added up
+        return llama_cpp.llama_sampler_init_infill(vocab)
     if name == "temperature":
         if s.dynatemp_range > 0:
             return llama_cpp.llama_sampler_init_temp_ext(s.temperature, s.dynatemp_range, s.dynatemp_exponent)

@@ -8,69 +8,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.engine.checkpoints import Checkpoint, Checkpoints
+from app.engine.choice import NO_DRAFT, Choice, Job
 from app.engine.context import BatchContext, Sampler
-from app.engine.generation import Generation
 from app.engine.memory import MemoryKind, Resumable
 from app.engine.speculative.history import Drafter
 from app.engine.text_assembly import TextAssembler
-from app.engine.types import Chunk, GenerationRequest, PromptProgress, TokenLogprob
-
-
-@dataclass(eq=False)
-class Job:
-    """A choice handed to the batcher: the request, and the generation whose client waits for it.
-
-    The batcher's thread reads only `generation.cancelled`; the rest of it lives on the hub.
-    """
-
-    generation: Generation
-    request: GenerationRequest
-
-
-_NO_DRAFT = np.zeros(0, dtype=np.int32)
-
-
-@dataclass(eq=False)
-class Choice:
-    """The state of one choice while a sequence holds it: what is left of its prompt, what it made."""
-
-    job: Job
-    sampler: Sampler
-    deadline: float
-    reused: int  # prompt tokens that were already in the KV cache
-    pending: np.ndarray  # prompt tokens still to evaluate
-    assembler: TextAssembler
-    leader: Sequence | None = None  # same prompt, evaluated by that sequence (n > 1)
-    drafter: Drafter | None = None  # speculative decoding: proposes this choice's next tokens
-    draft: np.ndarray = field(default_factory=lambda: _NO_DRAFT)  # proposed for this step, after last_token
-    last_token: int = -1  # sampled, not yet decoded
-    stops: tuple[int, ...] = ()  # prompt positions where a checkpoint is taken before going on
-    row: int = -1  # the row of the current batch to sample from, if any
-    count: int = 0  # tokens generated
-    held_logprobs: list[TokenLogprob] = field(default_factory=list)
-    prompt_entries: list[TokenLogprob] = field(default_factory=list)  # prompt_logprobs
-    # Media runs (by first position) handed to the encoder, and the embeddings it gave back (None:
-    # it failed); the encoder's thread fills `encoded`, the batcher's reads it.
-    encoding: set[int] = field(default_factory=set)
-    encoded: dict[int, np.ndarray | None] = field(default_factory=dict)
-    begun: float = field(default_factory=time.monotonic)  # when it took its sequence
-
-    @property
-    def request(self) -> GenerationRequest:
-        return self.job.request
-
-    @property
-    def prefilling(self) -> bool:
-        return self.leader is None and len(self.pending) > 0
-
-    @property
-    def generating(self) -> bool:
-        return self.last_token >= 0
-
-    @property
-    def awaiting_media(self) -> bool:
-        """A medium of its prompt is with the encoder: nothing to do for it until it is back."""
-        return any(start not in self.encoded for start in self.encoding)
+from app.engine.types import Chunk, PromptProgress, TokenLogprob
 
 
 @dataclass(eq=False)  # identity: two idle sequences are not the same sequence
@@ -128,7 +71,7 @@ class Sequence:
         self.cached, self.last_used = list(prompt[:reused]), tick
         self.adapters = job.request.adapters or ()
         pending = np.asarray(prompt[reused:], dtype=np.int32)
-        assembler = TextAssembler(job.request.stop)
+        assembler = TextAssembler(job.request.stop, job.request.n_indent)
         self.choice = Choice(job, sampler, deadline, reused, pending, assembler, drafter=drafter)
         return self.choice
 
@@ -190,7 +133,7 @@ class Sequence:
         if len(draft):
             if drafter is not None:
                 drafter.verified(len(draft), kept)
-            choice.draft = _NO_DRAFT
+            choice.draft = NO_DRAFT
             self.drop_after(draft_start + kept, model)
         return chunks, kept
 
@@ -226,16 +169,18 @@ class Sequence:
         if model.tokenizer.is_end_of_generation(token) and not request.ignore_eos:
             return self.finish("stop")
         choice.count += 1
+        if choice.count == 1:
+            choice.generating_since = time.monotonic()
         if choice.count >= request.min_tokens and not request.ignore_eos:
             choice.sampler.allow_end()
         if request.logprobs is not None:
             choice.held_logprobs.append(model.logprob(row, token, request.logprobs))
         choice.assembler.armed = choice.count > request.min_tokens
         text = choice.assembler.feed(model.tokenizer.piece(token))
-        if choice.assembler.stopped:
-            return self.finish("stop", text)
+        if choice.assembler.stopped:  # a stop string; or a line short of n_indent: a limit, as llama-server's
+            return self.finish("length" if choice.assembler.cut_short else "stop", text)
         choice.last_token = token
-        if choice.count >= request.max_tokens or time.monotonic() > choice.deadline:
+        if choice.count >= request.max_tokens or _out_of_time(choice, text):
             return self.finish("length", text)
         if not text:
             return None
@@ -266,3 +211,12 @@ class Sequence:
         choice.sampler.close()
         self.choice = None
         return chunk
+
+
+def _out_of_time(choice: Choice, text: str) -> bool:
+    """Past the choice's deadline (LLM_MAX_GENERATION_SECONDS); or, with llama-server's
+    t_max_predict_ms, generating for longer than it when a newline comes."""
+    now, limit = time.monotonic(), choice.request.t_max_predict_ms
+    if now > choice.deadline:
+        return True
+    return bool(limit) and "\n" in text and (now - choice.generating_since) * 1000 > limit

@@ -24,9 +24,10 @@ def leader_for(sequences: Iterable[Sequence], prompt: list[int]) -> Sequence | N
 
 def hand_to_followers(sequences: Iterable[Sequence], model: BatchContext) -> None:
     """Choices waiting on a leader whose prompt was just evaluated share its cells and sample its row."""
-    for follower in sequences:
+    by_id = {s.seq_id: s for s in sequences}
+    for follower in by_id.values():
         choice = follower.choice
-        leader = choice.leader if choice is not None else None
+        leader = by_id.get(choice.leader) if choice is not None and choice.leader is not None else None
         led = leader.choice if leader is not None else None
         if choice is None or leader is None or led is None:
             continue
@@ -43,6 +44,6 @@ def orphan_followers(sequences: Iterable[Sequence], gone: Sequence) -> None:
     """Followers of a leader that left before its prompt was evaluated evaluate the prompt themselves."""
     for s in sequences:
         choice = s.choice
-        if choice is not None and choice.leader is gone:
+        if choice is not None and choice.leader == gone.seq_id:
             choice.leader = None
             choice.pending = np.asarray(choice.request.prompt_tokens, dtype=np.int32)

@@ -56,6 +56,11 @@ class Tokenizer:
             "suf": llama_cpp.llama_vocab_fim_suf(self._vocab),
             "mid": llama_cpp.llama_vocab_fim_mid(self._vocab),
         }
+        # Repo-level fill-in-the-middle (llama-server's /infill), where the vocabulary has them.
+        self.fim_repo = {
+            "rep": llama_cpp.llama_vocab_fim_rep(self._vocab),
+            "sep": llama_cpp.llama_vocab_fim_sep(self._vocab),
+        }
         # The model's multimodal projector, if it has one (set once loaded: it needs the context's model).
         self.projector: Projector | None = None
         # Both are asked once per generated token: a dictionary beats a foreign call.
@@ -191,6 +196,11 @@ class Tokenizer:
             + self._encode(document, add_special=False, parse_special=False)
             + adds_eos
         )
+
+    @property
+    def added_bos(self) -> int | None:
+        """The BOS token llama.cpp puts before a prompt it tokenizes with special tokens, if it does."""
+        return self._bos if self._adds_bos else None
 
     @property
     def supports_infill(self) -> bool:

@@ -10,10 +10,15 @@ from app.engine.media import MediaRun
 SAMPLER_NAMES = {
     "penalties": "penalties", "dry": "dry", "top_n_sigma": "top_n_sigma", "top_k": "top_k",
     "typ_p": "typical_p", "typical_p": "typical_p", "typ": "typical_p", "top_p": "top_p", "nucleus": "top_p",
-    "min_p": "min_p", "xtc": "xtc", "temperature": "temperature", "temp": "temperature",
+    "min_p": "min_p", "xtc": "xtc", "temperature": "temperature", "temp": "temperature", "infill": "infill",
 }  # fmt: skip
 SAMPLER_NAMES.update({name.replace("_", "-"): to for name, to in list(SAMPLER_NAMES.items())})
 SAMPLER_NAMES.update({name.replace("_", ""): to for name, to in list(SAMPLER_NAMES.items())})
+# llama-server's one-letter names, in its `samplers` string form ("edkypmxt"; common/sampling.cpp).
+SAMPLER_CHARS = {
+    "d": "dry", "k": "top_k", "y": "typical_p", "p": "top_p", "s": "top_n_sigma", "m": "min_p",
+    "t": "temperature", "x": "xtc", "i": "infill", "e": "penalties",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,10 @@ class GenerationRequest:
     media: tuple[MediaRun, ...] = ()
     progress: bool = False  # llama-server's `return_progress`: a chunk after each step of the prompt
     prediction: tuple[int, ...] = ()  # OpenAI's predicted output, as tokens: the best draft there is
+    # llama-server's /infill limits (0: off): a line indented less than n_indent ends the answer
+    # before it; past t_max_predict_ms of generating, the next newline ends it.
+    n_indent: int = 0
+    t_max_predict_ms: int = 0
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,9 @@ _QUIET = ("/health", "/metrics")  # probes and scrapes, many a second: no spans
 # The GenAI conventions' operation of each generating route (others get no generation span).
 OPERATIONS = {
     **dict.fromkeys(("/v1/chat/completions", "/api/chat", "/v1/messages", "/v1/responses"), "chat"),
-    **dict.fromkeys(("/v1/completions", "/completions", "/completion", "/api/generate"), "text_completion"),
+    **dict.fromkeys(
+        ("/v1/completions", "/completions", "/completion", "/infill", "/api/generate"), "text_completion"
+    ),
 }
 _ASKED = {"max_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p", "seed": "seed"}
 

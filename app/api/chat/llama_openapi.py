@@ -6,8 +6,9 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.chat.llama_schemas import LlamaCompletionSchema
+from app.api.chat.llama_schemas import InfillSchema, LlamaCompletionSchema
 from app.api.http.openapi import POST_ERRORS, error_responses, json_of, post
+from app.settings.models import ModelSpec
 
 _NUMBER = {"type": "number"}
 _PIECE: dict[str, Any] = {
@@ -67,8 +68,8 @@ STREAM = (
 )
 
 
-def describe(spec: APISpec) -> None:
-    """/completion and /completions, beside the chat routes they share a blueprint with."""
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/completion, /completions and /infill (after the chat routes, whose components they use)."""
     spec.components.schema("LlamaCompletionRequest", schema=LlamaCompletionSchema)
     spec.components.schema("LlamaCompletion", component=LLAMA_COMPLETION)
     spec.components.schema("LlamaCompletionPartial", component=LLAMA_PARTIAL)
@@ -86,6 +87,16 @@ def describe(spec: APISpec) -> None:
             "text/event-stream": {"schema": "LlamaCompletionEvent"},
         },
     }
+    spec.components.schema("InfillRequest", schema=InfillSchema)
+    spec.path(
+        path="/infill",
+        operations=post(
+            "Fill in the middle for editors, llama-server's way (input_prefix/suffix/extra, n_indent)",
+            "InfillRequest",
+            answer,
+            error_responses(*POST_ERRORS),
+        ),
+    )
     for path in ("/completion", "/completions"):
         spec.path(
             path=path,

@@ -10,7 +10,13 @@ from app.api.chat.schemas import GenerationSchema
 from app.api.http import media
 from app.api.http.fields import StrictBoolean, StrictInteger, count
 from app.api.http.media import MediaError
-from app.api.requests.completion import LlamaCompletionRequest, llama_completion_request
+from app.api.http.schemas import BaseSchema
+from app.api.requests.completion import (
+    InfillRequest,
+    LlamaCompletionRequest,
+    infill_request,
+    llama_completion_request,
+)
 
 
 class PromptField(fields.Field[str | list[int]]):
@@ -76,18 +82,44 @@ class LlamaCompletionSchema(GenerationSchema):
     post_sampling_probs = StrictBoolean(allow_none=True)
     cache_prompt = StrictBoolean(allow_none=True)  # always on here: taken and ignored
     id_slot = StrictInteger(allow_none=True)  # sequences are chosen by the server: taken and ignored
+    # llama-server's limits for editors: a line indented less than n_indent ends the answer
+    # before it; generating longer than t_max_predict_ms, the next newline ends it.
+    n_indent = count(0, 1 << 10)
+    t_max_predict_ms = count(0)
 
     @validates_schema
     def probabilities_before_sampling(self, data: dict[str, Any], **kwargs: Any) -> None:
         if data.get("post_sampling_probs"):
             message = "only false is supported: n_probs gives log-probabilities before sampling"
             raise ValidationError(message, "post_sampling_probs")
-        if data.get("n_predict") == 0:
-            raise ValidationError("must be -1 (up to the context) or at least 1", "n_predict")
 
     @post_load
     def typed(self, data: dict[str, Any], **kwargs: Any) -> LlamaCompletionRequest:
         return llama_completion_request(data)
 
 
+class ExtraChunkSchema(BaseSchema):
+    """One chunk of another file, as editor plugins send them."""
+
+    text = fields.String(required=True)
+    filename = fields.String(allow_none=True)
+
+
+class InfillSchema(LlamaCompletionSchema):
+    """llama-server's `/infill`: the code before and after the cursor, chunks of other files, and
+    what was typed (`prompt`, optional here)."""
+
+    prompt = fields.String(load_default="")  # type: ignore[assignment]  # text only, after the prefix
+    input_prefix = fields.String(required=True)
+    input_suffix = fields.String(required=True)
+    input_extra = fields.List(
+        fields.Nested(ExtraChunkSchema), allow_none=True, validate=validate.Length(max=1024)
+    )
+
+    @post_load
+    def typed(self, data: dict[str, Any], **kwargs: Any) -> InfillRequest:
+        return infill_request(data)
+
+
 llama_completion_schema = LlamaCompletionSchema()
+infill_schema = InfillSchema()

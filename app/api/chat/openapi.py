@@ -7,7 +7,7 @@ from typing import Any
 from apispec import APISpec
 from marshmallow import Schema, fields, validate
 
-from app.api.chat import llama_openapi, template_openapi
+from app.api.chat import template_openapi
 from app.api.chat.schemas import ChatCompletionRequestSchema, CompletionRequestSchema
 from app.api.http.openapi import POST_ERRORS, error_responses, json_doc, json_of, post
 from app.settings.models import ModelSpec
@@ -228,7 +228,6 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     spec.components.schema("CompletionRequest", schema=CompletionRequestSchema)
     spec.components.schema("ChatInputTokens", component=INPUT_TOKENS)
     template_openapi.describe(spec)
-    llama_openapi.describe(spec)
     spec.path(
         path="/v1/chat/completions",
         operations=_generation(

@@ -7,8 +7,6 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from app.api.chat.llama_presenter import LlamaCompletionFacts, LlamaPresenter
-from app.api.chat.llama_schemas import llama_completion_schema
 from app.api.chat.objects import ObjectHeader
 from app.api.chat.presenter import CompletionOptions, CompletionPresenter
 from app.api.chat.schemas import chat_completion_schema, completion_schema
@@ -20,10 +18,9 @@ from app.api.http.body import generating_engine, loaded_engine, parse_request
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting import conversation, overflow, structured_output
 from app.api.requests.chat import ChatRequest
-from app.api.requests.completion import CompletionRequest, LlamaCompletionRequest
+from app.api.requests.completion import CompletionRequest
 from app.api.routing import waking
 from app.api.routing.route import route_here_or_relay
-from app.engine.media import MediaRun
 from app.engine.projector import capabilities_of
 from app.engine.tokenizer import Tokenizer
 from app.settings.current import current_config
@@ -82,7 +79,7 @@ def create_completion() -> Response:
             "suffix needs a model with fill-in-the-middle tokens; this one has none.", param="suffix"
         )
     prompts, texts = zip(
-        *(_prompt(tokenizer, item, completion.suffix) for item in completion.prompts), strict=True
+        *(prompt_of(tokenizer, item, completion.suffix) for item in completion.prompts), strict=True
     )
     requests = plan_choices(
         completion,
@@ -109,43 +106,6 @@ def create_completion() -> Response:
     presenter = CompletionPresenter(header, options, wants_logprobs=completion.logprobs is not None)
     key = completion.prompt_cache_key
     return generate(engine, completion.stream, requests, presenter, options.prompt_tokens, key)
-
-
-@bp.post("/completion")
-@bp.post("/completions")
-def create_llama_completion() -> Response:
-    """llama-server's own completion: one prompt continued, with `n_probs` token probabilities."""
-    asked = parse_request(llama_completion_schema, LlamaCompletionRequest)
-    if (relayed := route_here_or_relay(asked.model, streams=asked.stream)) is not None:
-        return relayed
-    engine = generating_engine()
-    runs: tuple[MediaRun, ...] = ()
-    if isinstance(asked.prompt, str) and media.has_media(asked.prompt):  # llama-server's multimodal form
-        tokens, runs = conversation.media_tokens(engine.tokenizer, asked.prompt, "prompt")
-        text = media.shown(asked.prompt)
-    elif isinstance(asked.prompt, str):  # as llama-server tokenizes it here: BOS, control tokens parsed
-        tokens, text = engine.tokenizer.parsed(asked.prompt), asked.prompt
-    else:
-        tokens, text = _prompt(engine.tokenizer, asked.prompt, None)
-    requests = plan_choices(  # n_cmpl of them
-        asked,
-        [tokens],
-        prompt_param="prompt",
-        grammar=structured_output.llama_grammar(engine.tokenizer, asked.constraint),
-        # Each streamed event carries its token ids, as llama-server's do: the entries hold them.
-        logprobs=asked.n_probs if asked.n_probs or asked.return_tokens or asked.stream else None,
-        vocabulary_size=engine.tokenizer.vocabulary_size,
-        media=runs,
-    )
-    first = requests[0]
-    settings = {"n_predict": first.max_tokens, "seed": asked.seed, "n_probs": asked.n_probs,
-                "temperature": first.sampling.temperature, "stream": asked.stream}  # fmt: skip
-    config = current_config()
-    facts = LlamaCompletionFacts(
-        config.model_id, text, len(tokens), asked.n_probs, asked.return_tokens, settings, config.n_ctx,
-        asked.timings_per_token,
-    )  # fmt: skip
-    return generate(engine, asked.stream, requests, LlamaPresenter(facts), len(tokens))
 
 
 @bp.post("/v1/chat/completions/input_tokens")
@@ -224,7 +184,7 @@ def _prediction(tokenizer: Tokenizer, text: str | None) -> tuple[int, ...]:
     return tuple(tokenizer.tokenize(text, add_special=False, parse_special=False)) if text else ()
 
 
-def _prompt(tokenizer: Tokenizer, item: str | list[int], suffix: str | None) -> tuple[list[int], str]:
+def prompt_of(tokenizer: Tokenizer, item: str | list[int], suffix: str | None) -> tuple[list[int], str]:
     """A prompt's tokens and text: from text (filled in the middle, given a suffix) or from token ids."""
     if isinstance(item, str):
         return (tokenizer.infill(item, suffix) if suffix else tokenizer.text(item)), item

@@ -11,6 +11,7 @@ from app.api.chat.structured_schemas import StructureSchema, VllmConstraintsSche
 from app.api.http.fields import (
     ContentField,
     JsonTextOrObjectField,
+    SamplersField,
     StopField,
     StrictBoolean,
     StrictInteger,
@@ -24,7 +25,6 @@ from app.api.http.schemas import BaseSchema, LoraSchema
 from app.api.requests.chat import ChatRequest, chat_request
 from app.api.requests.completion import CompletionRequest, completion_request
 from app.api.requests.generation import constraints_asked
-from app.engine.types import SAMPLER_NAMES
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 # What the server gives a chat template itself (llama-cpp-python's formatter and our tools).
@@ -108,11 +108,7 @@ class GenerationSchema(BaseSchema):
     mirostat = StrictInteger(allow_none=True, validate=validate.OneOf([0, 1, 2]))
     mirostat_tau = number(0)
     mirostat_eta = number(0, 1)
-    samplers = fields.List(
-        fields.String(validate=validate.OneOf(sorted(SAMPLER_NAMES))),
-        allow_none=True,
-        validate=validate.Length(max=16),
-    )
+    samplers = SamplersField(allow_none=True)
     # llama-server's per-request LoRA scales; adapters it leaves out are off (scale 0) for it.
     lora = fields.List(fields.Nested(LoraSchema), allow_none=True, validate=validate.Length(max=64))
     stop = StopField(allow_none=True)

@@ -91,6 +91,13 @@ class NotAcceptableError(InvalidRequestError):
     code = "not_acceptable"
 
 
+class NotSupportedError(APIError):
+    """The model cannot do what the route is for (llama-server's 501: /infill without FIM tokens)."""
+
+    status = 501
+    type = "not_supported_error"
+
+
 class PermissionDeniedError(APIError):
     """The operator has not allowed what the request asks (e.g. a file outside LLM_LORA_DIRS)."""
 

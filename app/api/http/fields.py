@@ -8,6 +8,7 @@ from marshmallow import ValidationError, fields, validate
 
 from app.api.http import fetch, media
 from app.api.http.media import MediaError
+from app.engine.types import SAMPLER_CHARS, SAMPLER_NAMES
 
 
 class StrictFloat(fields.Float):
@@ -58,6 +59,29 @@ class StopField(fields.Field[list[str]]):
         if len(values) > 4:
             raise ValidationError("must hold at most 4 strings")
         return [v for v in values if v]
+
+
+class SamplersField(fields.Field[list[str]]):
+    """llama-server's `samplers`: a list of names, or a string of their letters ("edkypmxt"), in order."""
+
+    OPENAPI = {
+        "anyOf": [
+            {"type": "array", "items": {"type": "string", "enum": sorted(SAMPLER_NAMES)}, "maxItems": 16},
+            {"type": "string", "maxLength": 16},
+        ]
+    }
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[str]:
+        if isinstance(value, str) and len(value) <= 16:
+            return [SAMPLER_CHARS[c] for c in value if c in SAMPLER_CHARS]  # others ignored, as llama-server
+        if not isinstance(value, list) or len(value) > 16:
+            raise ValidationError("must be a list of up to 16 sampler names, or a string of their letters")
+        unknown = [name for name in value if name not in SAMPLER_NAMES]
+        if unknown:
+            raise ValidationError(
+                f"{unknown[0]!r} is not a sampler; the samplers: {', '.join(sorted(SAMPLER_NAMES))}"
+            )
+        return list(value)
 
 
 class AdapterIdField(fields.Field[int | str]):

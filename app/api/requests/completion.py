@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from app.api.requests.generation import GenerationOptions, generation_fields
@@ -32,6 +32,17 @@ class LlamaCompletionRequest(GenerationOptions):
     n_probs: int = 0
     return_tokens: bool = False
     seed: int | None = None  # as the client sent it, echoed in `generation_settings`
+    n_indent: int = 0  # a line indented less than this ends the answer before it (0: off)
+    t_max_predict_ms: int = 0  # generating longer than this, the next newline ends the answer (0: off)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InfillRequest(LlamaCompletionRequest):
+    """llama-server's `/infill`: the code around the cursor, other files' chunks, what is typed."""
+
+    input_prefix: str = ""
+    input_suffix: str = ""
+    input_extra: tuple[tuple[str, str], ...] = ()  # (filename, text) of other files' chunks
 
 
 def completion_request(loaded: Mapping[str, Any]) -> CompletionRequest:
@@ -52,10 +63,26 @@ def llama_completion_request(loaded: Mapping[str, Any]) -> LlamaCompletionReques
     predict = loaded.get("n_predict")
     if predict is not None:
         options["max_tokens"], options["max_param"] = (predict if predict >= 0 else None), "n_predict"
-    return LlamaCompletionRequest(
-        **options,
-        prompt=loaded["prompt"],
-        n_probs=loaded.get("n_probs") or 0,
-        return_tokens=bool(loaded.get("return_tokens")),
-        seed=loaded.get("seed"),
+    return LlamaCompletionRequest(**options, **_llama_fields(loaded))
+
+
+def infill_request(loaded: Mapping[str, Any]) -> InfillRequest:
+    """`/infill`: /completion's fields, and the text around the cursor."""
+    options = llama_completion_request(loaded)
+    return InfillRequest(
+        **{f.name: getattr(options, f.name) for f in fields(LlamaCompletionRequest)},
+        input_prefix=loaded["input_prefix"],
+        input_suffix=loaded["input_suffix"],
+        input_extra=tuple((c.get("filename") or "tmp", c["text"]) for c in loaded.get("input_extra") or ()),
     )
+
+
+def _llama_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "prompt": loaded.get("prompt") or "",
+        "n_probs": loaded.get("n_probs") or 0,
+        "return_tokens": bool(loaded.get("return_tokens")),
+        "seed": loaded.get("seed"),
+        "n_indent": loaded.get("n_indent") or 0,
+        "t_max_predict_ms": loaded.get("t_max_predict_ms") or 0,
+    }

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from app.engine.batch import TokenBatch
+from app.engine.choice import Job
 from app.engine.context import ContextShape
 from app.engine.generation import Generation
 from app.engine.media import MediaRun
 from app.engine.memory import MemoryKind
-from app.engine.sequence import Job
 from app.engine.types import GenerationRequest, TokenLogprob
 
 END = 0

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from app.engine.choice import Job
 from app.engine.engine import Engine
-from app.engine.sequence import Job
 from app.engine.types import GenerationRequest
 from tests.unit.conftest import make_config
 

@@ -57,3 +57,30 @@ def test_unarmed_text_passes_stop_strings_through() -> None:
     assert assembler.feed(b"the END") == "the END" and not assembler.stopped
     assembler.armed = True
     assert assembler.feed(b" of it. END") == " of it. " and assembler.matched == "END"
+
+
+def feed_all(assembler: TextAssembler, pieces: list[str]) -> str:
+    out = ""
+    for piece in pieces:
+        out += assembler.feed(piece.encode())
+        if assembler.stopped:
+            return out
+    return out + assembler.finish()
+
+
+def test_a_line_indented_less_than_n_indent_ends_the_text_before_it() -> None:
+    # llama-server's n_indent: the first line is free; then each line needs the indentation.
+    body = TextAssembler([], n_indent=4)
+    assert (
+        feed_all(body, ["x = 1", "\n    y", " = 2\n", "  ", "  z\n", "w = 3"]) == "x = 1\n    y = 2\n    z\n"
+    )
+    assert body.stopped and body.cut_short and body.matched is None
+    blank = TextAssembler([], n_indent=4)
+    assert feed_all(blank, ["a\n", "    b\n", "\n", "    c"]) == "a\n    b\n"  # an empty line ends it too
+    assert blank.cut_short
+
+
+def test_a_stop_string_before_the_short_line_wins() -> None:
+    assembler = TextAssembler(["END"], n_indent=4)
+    assert feed_all(assembler, ["a\n    bEND\nc"]) == "a\n    b"
+    assert assembler.matched == "END" and not assembler.cut_short

@@ -89,12 +89,22 @@ def param_of(schema: Any, body: dict[str, Any]) -> str | None:
         ("repeat_last_n", -2),
         ("penalize_nl", "no"),
         ("samplers", ["top_k", "beam"]),
-        ("samplers", "kpt"),
+        ("samplers", "k" * 17),
+        ("samplers", {"top_k": 1}),
     ],
 )
 def test_bad_field_is_named(field: str, value: Any) -> None:
     param = param_of(chat_completion_schema, {"messages": USER, field: value}) or ""
     assert param == field or param.startswith((field + ".", field + "[")), param
+
+
+def test_samplers_are_names_or_llama_servers_letters() -> None:
+    as_letters = chat_completion_schema.load({"messages": USER, "samplers": "edkypmxti?"})
+    assert as_letters.sampling.samplers == (
+        "penalties", "dry", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature", "infill",
+    )  # fmt: skip
+    named = chat_completion_schema.load({"messages": USER, "samplers": ["top_k", "top_p", "infill"]})
+    assert named.sampling.samplers == ("top_k", "top_p", "infill")
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,8 @@ from app.api.responses import openapi as responses_doc
 from app.api.responses import routes as responses
 from app.api.sleep import openapi as sleep_doc
 from app.api.sleep import routes as sleep
+from app.api.slots import openapi as slots_doc
+from app.api.slots import routes as slots
 from app.api.tokens import openapi as tokens_doc
 from app.api.tokens import routes as tokens
 
@@ -64,5 +66,6 @@ FAMILIES = (
     Family(models, models_doc),
     Family(lora, lora_doc),
     Family(sleep, sleep_doc),
+    Family(slots, slots_doc),
     Family(ollama, ollama_doc),
 )

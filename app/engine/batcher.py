@@ -20,6 +20,7 @@ from app.engine import (
     sampling_step,
     scheduling,
     shared_prompt,
+    slot_actions,
 )
 from app.engine.adapter_places import AdapterChange, AdapterPlaces
 from app.engine.adapter_turns import AdapterTurns
@@ -35,6 +36,7 @@ from app.engine.host_cache import PUBLISHED, HostCache
 from app.engine.media_encoder import MediaEncoder
 from app.engine.memory import checkpoint_stops
 from app.engine.sequence import Sequence
+from app.engine.slot_actions import SlotAction
 from app.engine.speculative.draft_model import DraftModel
 from app.engine.thinking import BudgetedSampler
 from app.engine.threads import ThreadGovernor
@@ -50,9 +52,8 @@ class Wake:
     """Put in the inbox by the media encoder when an encoding is done."""
 
 
-NativeQueue: type[queue.SimpleQueue[Job | AdapterChange | Wake | None]] = monkey.get_original(
-    "queue", "SimpleQueue"
-)
+Inbox = Job | AdapterChange | SlotAction | Wake | None
+NativeQueue: type[queue.SimpleQueue[Inbox]] = monkey.get_original("queue", "SimpleQueue")
 
 
 class Batcher:
@@ -95,6 +96,7 @@ class Batcher:
         self.adapter_turns = AdapterTurns(model.set_adapters)
         self.adapter_places = AdapterPlaces(model)
         self.encoder = MediaEncoder(model.encode_media, lambda: self._inbox.put(Wake()))
+        self._slot_actions: list[SlotAction] = []  # waiting for their sequence to be idle
 
     def close(self) -> None:
         """Free the context and weights (and the draft model's); the loop must have stopped."""
@@ -103,9 +105,10 @@ class Batcher:
             self.draft_model.close()
         self.model.close()
 
-    def submit(self, job: Job | AdapterChange | None) -> None:
-        """Queue a choice, or a change of LoRA adapters, for the next step (from any thread); None
-        stops the loop. In order: a choice queued after a change decodes with the adapters it made."""
+    def submit(self, job: Job | AdapterChange | SlotAction | None) -> None:
+        """Queue a choice, a change of LoRA adapters or a slot action for the next step (from any
+        thread); None stops the loop. In order: a choice queued after a change decodes with the
+        adapters it made."""
         self._inbox.put(job)
 
     def run(self) -> None:
@@ -126,6 +129,7 @@ class Batcher:
                 if not self._take(self._inbox.get(), delivery):
                     return False
             report = self.step(delivery)
+            self._slot_actions = slot_actions.run_due(self._slot_actions, self.sequences, self.model)
         except Exception:  # noqa: BLE001 - a failed step must not end the loop or strand a client
             delivery.extend(recovery.fail_all(self.sequences, self.model, traceback.format_exc()))
             report = StepReport(0, 0, 0, 0.0, self.governor.threads)
@@ -137,11 +141,14 @@ class Batcher:
         self._deliver(delivery, replace(report, blocks=blocks, cells_in_use=in_use))
         return True
 
-    def _take(self, job: Job | AdapterChange | Wake | None, delivery: Delivery) -> bool:
+    def _take(self, job: Inbox, delivery: Delivery) -> bool:
         """Admit one choice (False: the loop is told to stop); a choice that cannot start fails alone."""
         if job is None:
             return False
         if isinstance(job, Wake):  # an image came back from the encoder: the next step decodes it
+            return True
+        if isinstance(job, SlotAction):  # done after this cycle's step, once its sequence is idle
+            self._slot_actions.append(job)
             return True
         if isinstance(job, AdapterChange):
             self.adapter_places.change(job, self.sequences)

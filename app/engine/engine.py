@@ -6,10 +6,11 @@ import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import gevent.event
 
-from app.engine import adapter_places, scheduling
+from app.engine import adapter_places, scheduling, slot_actions
 from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.choice import Job
@@ -20,6 +21,7 @@ from app.engine.loading import LoadingEngine
 from app.engine.memory import MemoryKind, describe, drafts_off
 from app.engine.model import LoadedModel
 from app.engine.observer import EngineObserver
+from app.engine.slot_files import SlotFileError
 from app.engine.speculative.draft_model import DraftModel
 from app.engine.types import DraftLimits, GenerationRequest
 from app.settings.config import Config
@@ -136,6 +138,25 @@ class Engine(LoadingEngine[LoadedModel]):
         self._batcher.submit(adapter_places.AdapterChange(changes, done))
         result.rawlink(_log_failures)
         return result
+
+    def slot_action(self, action: str, seq_id: int, path: Path | None) -> gevent.event.AsyncResult:
+        """llama-server's slot `action` (save, restore, erase) on sequence `seq_id`, done between two
+        steps once the sequence is idle: a result that gets its answer fields, or a SlotFileError."""
+        result: gevent.event.AsyncResult = gevent.event.AsyncResult()
+        if self._batcher is None:
+            result.set(SlotFileError("the model is not loaded"))
+            return result
+
+        def done(outcome: slot_actions.Outcome) -> None:  # the batcher's thread
+            self._hub.loop.run_callback_threadsafe(result.set, outcome)
+
+        self._batcher.submit(slot_actions.SlotAction(action, seq_id, path, self.fingerprint, done))
+        return result
+
+    def slots(self) -> list[tuple[int, bool, int]]:
+        """Each sequence: its id, whether a choice holds it, and the tokens its cells hold."""
+        batcher = self._batcher
+        return [] if batcher is None else [(s.seq_id, s.busy, len(s.cached)) for s in batcher.sequences]
 
     def _preempt(self, wanted: int) -> None:
         """Cancel up to `wanted` running low-priority generations, the latest started first: each

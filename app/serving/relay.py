@@ -147,6 +147,11 @@ def to_keyed_peer(
     return relayed
 
 
+def to_worker(request: Request, config: Config, worker: Worker, slot: int) -> Response | None:
+    """Relay `request` to the worker in `slot` (one a route named: its slots, its sequences)."""
+    return None if is_relayed(request, worker) else _relay(request, config, worker.table, slot)
+
+
 def to_idle_peer(request: Request, engine: LoadingEngine[Any], worker: Worker | None) -> Response | None:
     """Relay `request` to a worker with a free sequence if this one has none; None to serve it here."""
     if worker is None or is_relayed(request, worker):

@@ -107,6 +107,19 @@ def _weight(key: str, slot: int) -> int:
     return int.from_bytes(digest, "big")
 
 
+def rank(snapshot: Snapshot) -> int:
+    """This worker's place among the live workers of its model, by slot (llama-server's slot ids
+    go on from one worker's sequences to the next's)."""
+    slots = sorted(peer.slot for peer in snapshot.holding(snapshot.model))
+    return slots.index(snapshot.slot) if snapshot.slot in slots else 0
+
+
+def ranked_peer(snapshot: Snapshot, place: int) -> int | None:
+    """The slot of the worker at `place` among the live workers of this one's model, if there is one."""
+    slots = sorted(peer.slot for peer in snapshot.holding(snapshot.model))
+    return slots[place] if 0 <= place < len(slots) else None
+
+
 def loader_for(snapshot: Snapshot, model: int, pool_slot: int | None) -> int | None:
     """The pool worker that should load on-demand `model`; None to wait (it is loading, or none is free).
 

@@ -280,6 +280,13 @@ class Config:
         "0",
         "max_tokens when a request sends none (0: the rest of the context)",
     )
+    slot_save_path: str = setting(
+        "LLM_SLOT_SAVE_PATH",
+        values.optional_directory,
+        "",
+        "Folder where POST /slots/{id}?action=save|restore keeps sequences' KV state "
+        "(llama-server's --slot-save-path); empty: slot actions are off",
+    )
     context_overflow: str = setting(
         "LLM_CONTEXT_OVERFLOW",
         values.choice("error", "truncate"),

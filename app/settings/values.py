@@ -152,6 +152,20 @@ def directory(raw: str) -> str:
     return str(path)
 
 
+def optional_directory(raw: str) -> str:
+    """A folder path (~ expanded), created if missing; "" for none."""
+    if not raw:
+        return ""
+    path = Path(raw).expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"{raw} cannot be made a directory ({exc.strerror})") from None
+    if not os.access(path, os.W_OK):
+        raise ValueError(f"{raw} is not writable")
+    return os.path.realpath(path)
+
+
 def existing_directories(raw: str) -> tuple[str, ...]:
     """Comma-separated folders that exist (~ expanded), each as its real path."""
     found = []

@@ -90,6 +90,8 @@ BAD_SETTINGS = [
         ("LLM_METRICS_MAX_AGE", "-1"),
         ("LLM_STORE", "maybe"),
         ("LLM_DATA_DIR", str(ROOT / "wsgi.py")),
+        ("LLM_SLOT_SAVE_PATH", str(ROOT / "wsgi.py")),
+        ("LLM_CONTEXT_OVERFLOW", "drop"),
         ("LLM_STORE_URL", "mysql://user@localhost/db"),
         ("LLM_STORE_URL_FILE", "/nonexistent/store-url"),
         ("LLM_STORE_TTL", "soon"),

@@ -1,0 +1,67 @@
+"""The slots family in the OpenAPI document: llama-server's GET /slots and POST /slots/{id}."""
+
+from __future__ import annotations
+
+from apispec import APISpec
+
+from app.api.http.openapi import error_responses, json_doc
+from app.api.slots.schemas import SlotFileSchema
+from app.settings.models import ModelSpec
+
+_INT, _BOOL, _STR = {"type": "integer"}, {"type": "boolean"}, {"type": "string"}
+_SLOT = {
+    "type": "object",
+    "required": ["id", "n_ctx", "is_processing"],
+    "properties": {
+        "id": _INT,
+        "n_ctx": _INT,
+        "speculative": _BOOL,
+        "is_processing": _BOOL,
+        "n_prompt_tokens": _INT,
+    },
+}
+_RESULT = {
+    "type": "object",
+    "required": ["id_slot"],
+    "properties": {
+        "id_slot": _INT, "filename": _STR, "n_saved": _INT, "n_written": _INT, "n_restored": _INT,
+        "n_read": _INT, "n_erased": _INT, "timings": {"type": "object"},
+    },
+}  # fmt: skip
+_ACTION = {
+    "name": "action",
+    "in": "query",
+    "required": True,
+    "schema": {"type": "string", "enum": ["save", "restore", "erase"]},
+}
+_ID = {"name": "id_slot", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 0}}
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """A worker's sequences, and saving, restoring and erasing their KV cells (LLM_SLOT_SAVE_PATH)."""
+    spec.components.schema("Slots", component={"type": "array", "items": _SLOT})
+    spec.components.schema("SlotFile", schema=SlotFileSchema)
+    spec.components.schema("SlotActionResult", component=_RESULT)
+    spec.path(
+        path="/slots",
+        operations={
+            "get": {
+                "summary": "The sequences of the worker that answers, as llama-server's slots",
+                "responses": {200: json_doc("The slots.", "Slots"), **error_responses(401, 503)},
+            }
+        },
+    )
+    spec.path(
+        path="/slots/{id_slot}",
+        operations={
+            "post": {
+                "summary": "Save a slot's KV cells to a file, restore them from one, or erase them",
+                "parameters": [_ID, _ACTION],
+                "requestBody": {"content": {"application/json": {"schema": "SlotFile"}}, "required": False},
+                "responses": {
+                    200: json_doc("What was saved, restored or erased.", "SlotActionResult"),
+                    **error_responses(400, 401, 500, 501, 503),
+                },
+            }
+        },
+    )

@@ -1,0 +1,88 @@
+"""`GET /slots` and `POST /slots/{id}?action=save|restore|erase`: llama-server's slots, here sequences.
+
+A slot is one of a worker's sequences; ids run on from one worker of the model to the next
+(worker k's sequence s is slot k * LLM_PARALLEL + s), so with one worker they are
+llama-server's. An action on another worker's slot is relayed to it. Saving and restoring
+keep files in LLM_SLOT_SAVE_PATH, by names that cannot leave it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+
+from app import workers
+from app.api.http.body import generating_engine, parse_body
+from app.api.http.errors import InvalidRequestError, NotSupportedError, ServerError
+from app.api.routing.route import route_here_or_relay
+from app.api.slots.schemas import slot_file_schema, valid_filename
+from app.engine.slot_files import SlotFileError
+from app.serving import relay, routing
+from app.settings.current import current_config
+
+bp = Blueprint("slots", __name__)
+ACTIONS = ("save", "restore", "erase")
+
+
+@bp.get("/slots")
+def list_slots() -> Response:
+    """This worker's sequences as llama-server's slots: id, context, busy or not, tokens cached."""
+    if (relayed := route_here_or_relay(request.args.get("model"), wakes=False)) is not None:
+        return relayed
+    engine, config = generating_engine(), current_config()
+    first = _rank() * config.parallel
+    return jsonify(
+        [
+            {"id": first + seq_id, "n_ctx": config.n_ctx, "speculative": config.spec_type != "none",
+             "is_processing": busy, "n_prompt_tokens": cached}
+            for seq_id, busy, cached in engine.slots()
+        ]
+    )  # fmt: skip
+
+
+@bp.post("/slots/<int:id_slot>")
+def slot_action(id_slot: int) -> Response:
+    """Save a slot's cells to a file, restore them from one, or erase them (llama-server's answers)."""
+    if (relayed := route_here_or_relay(request.args.get("model"))) is not None:
+        return relayed
+    config = current_config()
+    if not config.slot_save_path:
+        raise NotSupportedError("This server does not support slots action. Set LLM_SLOT_SAVE_PATH.")
+    action = request.args.get("action", "")
+    if action not in ACTIONS:
+        raise InvalidRequestError("Invalid action: save, restore or erase.", param="action")
+    place, seq_id = divmod(id_slot, config.parallel)
+    if place != _rank():
+        return _relayed_to(place)
+    filename = None
+    if action != "erase":
+        filename = parse_body(slot_file_schema)["filename"]
+        if not valid_filename(filename):
+            raise InvalidRequestError("Invalid filename", param="filename")
+    path = None if filename is None else Path(config.slot_save_path) / filename
+    outcome = generating_engine().slot_action(action, seq_id, path).get()
+    if isinstance(outcome, SlotFileError):
+        if action == "save":
+            raise ServerError(f"Unable to save slot: {outcome}")
+        raise InvalidRequestError(f"Unable to {action} slot: {outcome}", param="filename")
+    named: dict[str, Any] = {} if filename is None else {"filename": filename}
+    return jsonify({"id_slot": id_slot, **named, **outcome})
+
+
+def _rank() -> int:
+    worker = workers.this_worker()
+    return 0 if worker is None else routing.rank(routing.snapshot_of(worker))
+
+
+def _relayed_to(place: int) -> Response:
+    """The answer of the worker whose sequences hold slot ids from place * LLM_PARALLEL."""
+    worker = workers.this_worker()
+    if worker is None or relay.is_relayed(request, worker):
+        raise InvalidRequestError("Invalid slot ID", param="id_slot")
+    slot = routing.ranked_peer(routing.snapshot_of(worker), place)
+    answer = None if slot is None else relay.to_worker(request, current_config(), worker, slot)
+    if answer is None:
+        raise InvalidRequestError("Invalid slot ID", param="id_slot")
+    return answer

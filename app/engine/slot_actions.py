@@ -1,0 +1,87 @@
+"""llama-server's slot actions (save, restore, erase a sequence's cells), done by the batcher between steps.
+
+A sequence that holds a choice is not touched: the action waits until the choice is done,
+as llama-server defers it. The result (llama-server's answer fields) or the reason it
+failed goes to `done`, from the batcher's thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.engine import slot_files
+from app.engine.context import BatchContext
+from app.engine.sequence import Sequence
+from app.engine.slot_files import SlotFile, SlotFileError
+
+Outcome = dict[str, Any] | SlotFileError
+
+
+@dataclass(eq=False)
+class SlotAction:
+    """`action` ("save", "restore" or "erase") on sequence `seq_id`, with the slot file at `path`."""
+
+    action: str
+    seq_id: int
+    path: Path | None
+    fingerprint: str
+    done: Callable[[Outcome], None]
+
+
+def run_due(waiting: list[SlotAction], sequences: list[Sequence], model: BatchContext) -> list[SlotAction]:
+    """Do the actions whose sequence is idle; those that must still wait."""
+    left = []
+    for action in waiting:
+        if not 0 <= action.seq_id < len(sequences):
+            action.done(SlotFileError("Invalid slot ID"))
+        elif sequences[action.seq_id].busy:
+            left.append(action)
+        else:
+            action.done(_outcome(action, sequences[action.seq_id], model))
+    return left
+
+
+def _outcome(action: SlotAction, sequence: Sequence, model: BatchContext) -> Outcome:
+    started = time.monotonic()
+    try:
+        if action.action == "erase":
+            erased = len(sequence.cached)
+            sequence.drop_cache(model)
+            return {"n_erased": erased}
+        if action.path is None:
+            return SlotFileError("a file name is needed")
+        if action.action == "save":
+            return _save(action, action.path, sequence, model) | _timing("save_ms", started)
+        return _restore(action, action.path, sequence, model) | _timing("restore_ms", started)
+    except SlotFileError as failed:
+        return failed
+    except OSError as failed:  # the folder is gone, full or read-only: the operator's to see
+        return SlotFileError(f"the slot file could not be written or read ({failed.strerror})")
+
+
+def _save(action: SlotAction, path: Path, sequence: Sequence, model: BatchContext) -> dict[str, Any]:
+    if sequence.adapters:
+        raise SlotFileError("its cells were evaluated with LoRA scales, which a slot file does not keep")
+    state = model.save_state(sequence.seq_id)
+    written = slot_files.write(path, action.fingerprint, SlotFile(list(sequence.cached), state))
+    return {"n_saved": len(sequence.cached), "n_written": written}
+
+
+def _restore(action: SlotAction, path: Path, sequence: Sequence, model: BatchContext) -> dict[str, Any]:
+    saved, read = slot_files.read(path, action.fingerprint)
+    sequence.drop_cache(model)
+    try:
+        model.load_state(sequence.seq_id, saved.state)
+    except RuntimeError:
+        sequence.drop_cache(model)
+        raise SlotFileError("No available space in KV cache for it") from None
+    sequence.cached, sequence.adapters = list(saved.tokens), ()
+    return {"n_restored": len(saved.tokens), "n_read": read}
+
+
+def _timing(name: str, started: float) -> dict[str, Any]:
+    return {"timings": {name: round((time.monotonic() - started) * 1000, 3)}}

@@ -86,6 +86,9 @@ OPERATIONS = [
     "GET /is_sleeping",
     "POST /completion",
     "POST /completions",
+    "POST /infill",
+    "GET /slots",
+    "POST /slots/{id_slot}",
     "POST /api/chat",
     "POST /api/generate",
     "POST /api/embed",
@@ -100,14 +103,16 @@ OPERATIONS = [
     "POST /api/copy",
     "DELETE /api/delete",
 ]
-# Ollama's model management answers 501 by design (models come from LLM_MODELS): a documented
-# answer, not a server failing.
+# Ollama's model management answers 501 by design (models come from LLM_MODELS), as do /infill
+# for a model without FIM tokens and slot actions without LLM_SLOT_SAVE_PATH: documented
+# answers, not a server failing.
 BY_DESIGN_501 = {
     "POST /api/pull", "POST /api/push", "POST /api/create", "POST /api/copy", "DELETE /api/delete",
+    "POST /infill", "POST /slots/{id_slot}",
 }  # fmt: skip
 STREAMING = {
     "POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses", "POST /v1/messages",
-    "POST /completion", "POST /completions", "POST /api/chat", "POST /api/generate",
+    "POST /completion", "POST /completions", "POST /infill", "POST /api/chat", "POST /api/generate",
 }  # fmt: skip
 
 

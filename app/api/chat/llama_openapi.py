@@ -94,7 +94,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             "Fill in the middle for editors, llama-server's way (input_prefix/suffix/extra, n_indent)",
             "InfillRequest",
             answer,
-            error_responses(*POST_ERRORS),
+            error_responses(*POST_ERRORS, 501),
         ),
     )
     for path in ("/completion", "/completions"):

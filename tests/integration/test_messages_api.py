@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Iterator
 
 import anthropic
@@ -156,3 +157,34 @@ def test_keys_by_x_api_key_and_errors_after_the_200(
         with pytest.raises(anthropic.APIStatusError) as caught:  # not streamed: Anthropic's 529
             client.messages.create(model=MODEL, max_tokens=5, messages=HELLO)
         assert caught.value.status_code == 529
+
+
+def test_cache_control_reports_what_is_written_then_read(client: anthropic.Anthropic) -> None:
+    # A fresh system prompt of its own (nothing cached yet), marked for caching; a question after it.
+    system = f"Session {uuid.uuid4().hex}. You are a careful geography tutor. " + "Answer briefly. " * 40
+    marked = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+    asked = [{"role": "user", "content": "Which river flows through Vienna?"}]
+    whole = client.messages.count_tokens(model=MODEL, system=marked, messages=asked).input_tokens
+    first = client.messages.create(model=MODEL, max_tokens=4, system=marked, messages=asked).usage
+    assert first.cache_read_input_tokens == 0
+    assert first.cache_creation_input_tokens is not None and first.cache_creation_input_tokens > 150
+    assert first.input_tokens + first.cache_creation_input_tokens == whole  # the question is not written
+    assert first.input_tokens < 40
+    second = client.messages.create(model=MODEL, max_tokens=4, system=marked, messages=asked).usage
+    assert second.cache_creation_input_tokens == 0  # already written: read back now
+    assert second.cache_read_input_tokens == whole - 1 and second.input_tokens == 1
+    # The same conversation with no breakpoint writes nothing, whatever it reads.
+    plain = client.messages.create(model=MODEL, max_tokens=4, system=system, messages=asked).usage
+    assert plain.cache_creation_input_tokens == 0
+    assert plain.input_tokens + (plain.cache_read_input_tokens or 0) == whole
+    # Streamed: the last usage says the same.
+    other = [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "And Paris?", "cache_control": {"type": "ephemeral"}}],
+        }
+    ]
+    with client.messages.stream(model=MODEL, max_tokens=4, system=marked, messages=other) as stream:
+        final = stream.get_final_message().usage
+    assert final.cache_read_input_tokens is not None and final.cache_read_input_tokens > 150
+    assert final.cache_creation_input_tokens is not None and 0 < final.cache_creation_input_tokens < 20

@@ -29,17 +29,20 @@ def stop_reason(result: ChoiceResult, called: bool) -> str:
 class MessagesPresenter:
     """One Message: the same id and blocks in the stream and in the whole answer."""
 
-    def __init__(self, model: str, prompt_tokens: int, reader: AnswerReader):
+    def __init__(self, model: str, prompt_tokens: int, reader: AnswerReader, marked: int = 0):
         self.id = f"msg_{uuid.uuid4().hex}"
         self.model, self.prompt_tokens = model, prompt_tokens
         self.reader = reader
+        self.marked = marked  # prompt tokens up to the last cache_control breakpoint
 
     def _usage(self, output_tokens: int, cached: int) -> dict[str, int]:
-        # Anthropic counts cache reads apart from input_tokens.
+        # Anthropic counts cache reads, and writes at a cache_control breakpoint, apart from
+        # input_tokens: the marked prefix evaluated now is written (every prefix is cached here).
+        written = max(0, self.marked - cached)
         return {
-            "input_tokens": self.prompt_tokens - cached,
+            "input_tokens": self.prompt_tokens - cached - written,
             "output_tokens": output_tokens,
-            "cache_creation_input_tokens": 0,
+            "cache_creation_input_tokens": written,
             "cache_read_input_tokens": cached,
         }
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify
+from typing import Any
 
-from app.api.anthropic import errors
+from flask import Blueprint, Response, jsonify, request
+
+from app.api.anthropic import cache_marks, errors
 from app.api.anthropic.presenter import MessagesPresenter
 from app.api.anthropic.schemas import count_tokens_request_schema, messages_request_schema
 from app.api.generation.loop import generate
@@ -13,6 +15,7 @@ from app.api.http.body import generating_engine, parse_request
 from app.api.prompting import conversation, overflow
 from app.api.requests.chat import ChatRequest
 from app.api.routing.route import route_here_or_relay
+from app.engine.tokenizer import Tokenizer
 from app.settings.current import current_config
 
 bp = Blueprint("anthropic", __name__)
@@ -39,8 +42,23 @@ def create_message() -> Response:
         media=prompt.media,
     )
     model = current_config().model_id
-    presenter = MessagesPresenter(model, len(prompt.tokens), prompt.reader)
+    presenter = MessagesPresenter(
+        model, len(prompt.tokens), prompt.reader, _covered(engine.tokenizer, fitted)
+    )
     return overflow.reported(generate(engine, chat.stream, requests, presenter, len(prompt.tokens)), fitted)
+
+
+def _covered(tokenizer: Tokenizer, fitted: overflow.Fitted) -> int:
+    """The prompt tokens up to the request's last `cache_control` breakpoint (cache_marks.py); none
+    counted for a prompt with media, or one whose oldest turns were dropped."""
+    if fitted.prompt.media or fitted.dropped_messages:
+        return 0
+    body = request.get_json(force=True)  # as parsed for the view (cached)
+
+    def render(marked: dict[str, Any]) -> str:
+        return conversation.prompt(tokenizer, messages_request_schema.load(marked)).text
+
+    return cache_marks.covered_tokens(body, fitted.prompt.tokens, render, tokenizer.chat_tokens)
 
 
 @bp.post("/v1/messages/count_tokens")

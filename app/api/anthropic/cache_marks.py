@@ -1,0 +1,84 @@
+"""Anthropic's `cache_control`: how many prompt tokens its last breakpoint covers, for honest usage.
+
+Anthropic reports a request's input in three parts: read from the cache
+(`cache_read_input_tokens`), written to it at a `cache_control` breakpoint
+(`cache_creation_input_tokens`), and the rest (`input_tokens`). Here every evaluated
+prefix is cached anyway, so a breakpoint only says where "written" ends: the tokens up to
+the last marked block that were not read from the cache. Where that block ends in the
+prompt is found by rendering the request once more with a marker after it (the template
+decides where a block's text lands) and counting the tokens before the marker.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from app.engine.scheduling import common_prefix
+
+MARK = "zzLLMCACHEBREAKPOINTzz"  # ASCII: it reads the same inside a template's JSON of the tools
+
+Where = tuple[Any, ...]
+
+
+def last_breakpoint(body: dict[str, Any]) -> Where | None:
+    """The last block with `cache_control`, in the order Anthropic caches: tools, system, messages."""
+    found: Where | None = None
+    for i, tool in enumerate(_listed(body.get("tools"))):
+        if _marked(tool):
+            found = ("tools", i)
+    for i, block in enumerate(_listed(body.get("system"))):
+        if _marked(block):
+            found = ("system", i)
+    for j, message in enumerate(_listed(body.get("messages"))):
+        content = message.get("content") if isinstance(message, dict) else None
+        for k, block in enumerate(_listed(content)):
+            if _marked(block):
+                found = ("messages", j, k)
+    return found
+
+
+def with_mark(body: dict[str, Any], where: Where) -> dict[str, Any]:
+    """A copy of `body` with the marker at the end of the block at `where`."""
+    marked = copy.deepcopy(body)
+    if where[0] == "tools":
+        tool = marked["tools"][where[1]]
+        tool["description"] = (tool.get("description") or "") + MARK
+        return marked
+    blocks = marked["system"] if where[0] == "system" else marked["messages"][where[1]]["content"]
+    block = blocks[where[-1]]
+    if block.get("type") == "text" and isinstance(block.get("text"), str):
+        block["text"] += MARK
+    elif block.get("type") == "tool_result":
+        content = block.get("content") or ""
+        block["content"] = content + MARK if isinstance(content, str) else [*content, _text(MARK)]
+    else:  # an image or a call: the marker follows it in the same message
+        blocks.insert(where[-1] + 1, _text(MARK))
+    return marked
+
+
+def covered_tokens(
+    body: dict[str, Any], prompt_tokens: list[int], render: Callable[[dict[str, Any]], str],
+    tokenize: Callable[[str], list[int]],
+) -> int:  # fmt: skip
+    """The prompt tokens up to the end of the last block with `cache_control` (0: none, or the
+    template dropped it); `render` makes a request's prompt text, `tokenize` its tokens."""
+    where = last_breakpoint(body)
+    if where is None:
+        return 0
+    text = render(with_mark(body, where))
+    at = text.find(MARK)
+    return 0 if at < 0 else common_prefix(tokenize(text[:at]), prompt_tokens)
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _marked(block: Any) -> bool:
+    return isinstance(block, dict) and isinstance(block.get("cache_control"), dict)
+
+
+def _text(text: str) -> dict[str, str]:
+    return {"type": "text", "text": text}

@@ -110,3 +110,20 @@ def test_vision_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         assert row in text, row
     targets = [line for line in text.splitlines() if line.endswith(("| met |", "| missed |"))]
     assert len(targets) == 3, text
+
+
+def test_editing_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "editing.md"
+    ran = bench("editing", *ONE_THREAD, "--repeats", "1", "--edit-tokens", "8", "--typed", "3",
+                "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    for row in (
+        "| ours, no drafts |",
+        "| ours, prediction: the module |",
+        "| llama-server, --cache-reuse 256 |",
+    ):
+        assert row in text, row
+    targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
+    assert len(targets) == 3 and all(row.endswith("| met |") or "| missed" in row for row in targets), targets

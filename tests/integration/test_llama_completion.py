@@ -125,7 +125,7 @@ def test_an_answer_that_fills_the_context_is_truncated_as_llama_servers(
     [
         ({"n_predict": 5}, "prompt"),
         ({"prompt": ["one", "two"]}, "prompt"),
-        ({"prompt": "x", "n_predict": 0}, "n_predict"),
+        ({"prompt": "x", "n_indent": -1}, "n_indent"),
         ({"prompt": "x", "n_predict": -2}, "n_predict"),
         ({"prompt": "x", "n_probs": 101}, "n_probs"),
         ({"prompt": "x", "post_sampling_probs": True}, "post_sampling_probs"),
@@ -135,6 +135,13 @@ def test_an_answer_that_fills_the_context_is_truncated_as_llama_servers(
 def test_bad_input_is_a_400_naming_the_field(server: Server, body: dict, param: str) -> None:
     answer = httpx.post(server.url + "/completion", json=body, timeout=60)
     assert answer.status_code == 400 and answer.json()["error"]["param"] == param, answer.text
+
+
+def test_n_predict_0_evaluates_the_prompt_and_generates_nothing(server: Server) -> None:
+    answer = httpx.post(server.url + "/completion", json={"prompt": PROMPT, "n_predict": 0}, timeout=60).json()
+    assert answer["content"] == "" and answer["tokens_predicted"] == 0 and answer["stop_type"] == "limit"
+    again = httpx.post(server.url + "/completion", json={"prompt": PROMPT, "n_predict": 2}, timeout=60).json()
+    assert again["tokens_cached"] == answer["tokens_evaluated"] - 1  # the prompt was evaluated and kept
 
 
 def test_several_completions_of_one_prompt_as_llama_servers_n_cmpl(server: Server) -> None:

@@ -70,7 +70,8 @@ def predictions(
 
 
 def _whole(url: str, body: dict[str, object]) -> str:
-    answer = httpx.post(url + "/v1/chat/completions", json={**body, "stream": False}, timeout=600)
+    whole = {key: value for key, value in body.items() if key != "stream_options"} | {"stream": False}
+    answer = httpx.post(url + "/v1/chat/completions", json=whole, timeout=600)
     answer.raise_for_status()
     return str(answer.json()["choices"][0]["message"]["content"])
 
@@ -153,11 +154,15 @@ def main(argv: list[str] | None = None) -> int:
         for service in started:
             service.stop()
         started.clear()
-        reuse = ("--cache-reuse", "256")
+        # llama-server's batch as ours (LLM_N_BATCH's 512): /infill keeps other files' chunks by
+        # what the context leaves beyond a batch, so the two prompts are the same.
+        batch = ("-b", "512")
         infill_servers = {
             "ours": references.ours(1, args.threads, args.n_ctx, LLM_MODEL_PATH=fim),
-            "llama-server, --cache-reuse 256": llama_server.start(fim, args.threads, 1, args.n_ctx, reuse),
-            "llama-server": llama_server.start(fim, args.threads, 1, args.n_ctx),
+            "llama-server, --cache-reuse 256": llama_server.start(
+                fim, args.threads, 1, args.n_ctx, (*batch, "--cache-reuse", "256")
+            ),
+            "llama-server": llama_server.start(fim, args.threads, 1, args.n_ctx, batch),
         }
         started.extend(infill_servers.values())
         progress("keystrokes through /infill")

@@ -151,3 +151,20 @@ def test_without_max_tokens_a_quarter_of_the_context_is_left_for_the_answer(refu
     answer = httpx.post(refusing.url + "/v1/chat/completions", json=body, timeout=120)
     assert answer.status_code == 200, answer.text
     assert N_CTX // 2 < answer.json()["usage"]["prompt_tokens"] <= N_CTX - N_CTX // 4
+
+
+def test_ollamas_chat_truncates_to_the_context_or_its_num_ctx(truncating: Server) -> None:
+    messages = [
+        {"role": m["role"], "content": m["content"]} for m in LONG if m["role"] != "tool" and m["content"]
+    ]
+    for options, window in (({}, N_CTX), ({"num_ctx": 256}, 256)):
+        body = {
+            "model": "strict",
+            "messages": messages,
+            "stream": False,
+            "options": {**options, "temperature": 0},
+        }
+        answer = httpx.post(truncating.url + "/api/chat", json=body, timeout=120)
+        assert answer.status_code == 200, answer.text
+        assert int(answer.headers["x-context-truncated-messages"]) > 0
+        assert answer.json()["prompt_eval_count"] <= window - window // 4

@@ -26,7 +26,7 @@ from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.ollama import catalog, conversion, errors
 from app.api.ollama.presenter import NS, OllamaPresenter, now
 from app.api.ollama.schemas import chat_schema, embed_schema, embeddings_schema, generate_schema, show_schema
-from app.api.prompting import conversation
+from app.api.prompting import conversation, overflow
 from app.api.routing import on_demand
 from app.api.routing.route import route_here_or_relay
 from app.chat_formats.answer import AnswerReader
@@ -48,9 +48,12 @@ def chat() -> Response:
     if isinstance(body, Response):
         return body
     engine = generating_engine()
-    chat = conversion.as_chat(body, conversion.messages(body))
-    prompt = conversation.prompt(engine.tokenizer, chat)
-    chat = conversion.fit_context(chat, body, len(prompt.tokens), current_config())
+    window = (body.get("options") or {}).get("num_ctx")
+    fitted = overflow.fitted_prompt(
+        engine.tokenizer, conversion.as_chat(body, conversion.messages(body)), window
+    )
+    prompt = fitted.prompt
+    chat = conversion.fit_context(fitted.chat, body, len(prompt.tokens), current_config())
     budget = conversation.thinking_budget(engine.tokenizer, prompt, None)
     requests = plan_chat_choice(
         chat,
@@ -64,7 +67,7 @@ def chat() -> Response:
     presenter = OllamaPresenter(
         body["named"], len(prompt.tokens), prompt.reader, chat=True, logprobs=chat.logprobs
     )
-    return generate(engine, chat.stream, requests, presenter, len(prompt.tokens))
+    return overflow.reported(generate(engine, chat.stream, requests, presenter, len(prompt.tokens)), fitted)
 
 
 @bp.post("/api/generate")

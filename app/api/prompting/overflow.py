@@ -44,12 +44,14 @@ def truncates(chat: ChatRequest, config: Config) -> bool:
     return config.context_overflow == "truncate"
 
 
-def fitted_prompt(tokenizer: Tokenizer, chat: ChatRequest) -> Fitted:
-    """The conversation's prompt, its oldest turns dropped if it truncates and does not fit."""
+def fitted_prompt(tokenizer: Tokenizer, chat: ChatRequest, window: int | None = None) -> Fitted:
+    """The conversation's prompt, its oldest turns dropped if it truncates and does not fit the
+    context (or `window`, a smaller one the request asked for: Ollama's num_ctx)."""
     config = current_config()
     if not truncates(chat, config):
         return Fitted(chat, prompt(tokenizer, chat))
-    limit = config.n_ctx - room_needed(chat, config)
+    n_ctx = min(window or config.n_ctx, config.n_ctx)
+    limit = n_ctx - room_needed(chat, config, n_ctx)
     shorter, made, dropped = fit(chat, lambda asked: prompt(tokenizer, asked), lambda p: len(p.tokens), limit)
     return Fitted(shorter, made, dropped)
 
@@ -81,11 +83,11 @@ def without_turns(messages: Sequence[dict[str, Any]], dropped: int) -> list[dict
     return [*messages[:first], *messages[starts[min(dropped, len(starts) - 1)] :]]
 
 
-def room_needed(chat: ChatRequest, config: Config) -> int:
-    """The tokens an answer needs beside the prompt: `max_tokens` as asked, else the server's default
-    answer length, else a quarter of the context."""
-    asked = chat.max_tokens or config.default_max_tokens or config.n_ctx // 4
-    return min(asked, config.max_tokens_limit, config.n_ctx - 1)
+def room_needed(chat: ChatRequest, config: Config, n_ctx: int) -> int:
+    """The tokens an answer needs beside the prompt in a context of `n_ctx`: `max_tokens` as asked,
+    else the server's default answer length, else a quarter of the context."""
+    asked = chat.max_tokens or config.default_max_tokens or n_ctx // 4
+    return min(asked, config.max_tokens_limit, n_ctx - 1)
 
 
 def fit(

@@ -138,7 +138,8 @@ def test_bad_input_is_a_400_naming_the_field(server: Server, body: dict, param: 
 
 
 def test_n_predict_0_evaluates_the_prompt_and_generates_nothing(server: Server) -> None:
-    answer = httpx.post(server.url + "/completion", json={"prompt": PROMPT, "n_predict": 0}, timeout=60).json()
+    body = {"prompt": PROMPT, "n_predict": 0}
+    answer = httpx.post(server.url + "/completion", json=body, timeout=60).json()
     assert answer["content"] == "" and answer["tokens_predicted"] == 0 and answer["stop_type"] == "limit"
     again = httpx.post(server.url + "/completion", json={"prompt": PROMPT, "n_predict": 2}, timeout=60).json()
     assert again["tokens_cached"] == answer["tokens_evaluated"] - 1  # the prompt was evaluated and kept

@@ -166,9 +166,10 @@ def test_cache_control_reports_what_is_written_then_read(client: anthropic.Anthr
     asked = [{"role": "user", "content": "Which river flows through Vienna?"}]
     whole = client.messages.count_tokens(model=MODEL, system=marked, messages=asked).input_tokens
     first = client.messages.create(model=MODEL, max_tokens=4, system=marked, messages=asked).usage
-    assert first.cache_read_input_tokens == 0
+    read = first.cache_read_input_tokens or 0
+    assert read < 10  # the template's opening, shared with earlier prompts: the rest is new
     assert first.cache_creation_input_tokens is not None and first.cache_creation_input_tokens > 150
-    assert first.input_tokens + first.cache_creation_input_tokens == whole  # the question is not written
+    assert first.input_tokens + first.cache_creation_input_tokens + read == whole  # the question: not written
     assert first.input_tokens < 40
     second = client.messages.create(model=MODEL, max_tokens=4, system=marked, messages=asked).usage
     assert second.cache_creation_input_tokens == 0  # already written: read back now

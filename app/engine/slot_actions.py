@@ -7,6 +7,7 @@ failed goes to `done`, from the batcher's thread.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from app.engine.sequence import Sequence
 from app.engine.slot_files import SlotFile, SlotFileError
 
 Outcome = dict[str, Any] | SlotFileError
+log = logging.getLogger("app.engine.batcher")
 
 
 @dataclass(eq=False)
@@ -61,6 +63,10 @@ def _outcome(action: SlotAction, sequence: Sequence, model: BatchContext) -> Out
         return failed
     except OSError as failed:  # the folder is gone, full or read-only: the operator's to see
         return SlotFileError(f"the slot file could not be written or read ({failed.strerror})")
+    except Exception:  # noqa: BLE001 - an action must neither fail the step's choices nor go unanswered
+        log.exception("slot %s of sequence %d failed", action.action, action.seq_id)
+        sequence.drop_cache(model)  # whatever it held may be half written: evaluated again when asked
+        return SlotFileError("it failed in llama.cpp (see the server log)")
 
 
 def _save(action: SlotAction, path: Path, sequence: Sequence, model: BatchContext) -> dict[str, Any]:

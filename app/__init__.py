@@ -58,6 +58,15 @@ def _adapters_by_slot(state: Any, base: Config, registry: Any) -> Any:
     return read
 
 
+def _persist(engine: Any, seconds: float) -> None:
+    """Write the worker's KV cache to the disk tier (LLM_CACHE_DISK_MB) as it stops."""
+    import logging
+
+    persist = getattr(engine, "persist_cache", None)  # an engine of the model it holds, if any
+    if persist is not None and not persist(seconds):
+        logging.getLogger("app.engine.batcher").warning("the KV cache was not all written to disk in time")
+
+
 class _InOrderJSON(DefaultJSONProvider):
     sort_keys = False  # keep OpenAI's field order, as clients print it
 
@@ -137,6 +146,10 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
         adapter_load.install(state.shared.board, state.me.slot)
     app.extensions["engine"] = engine
     app.extensions["store"] = _store(config, under_gunicorn=worker is not None)
+    if config.cache_disk_mb and worker is not None:  # a stopping worker's cells, for the next server
+        from app.serving import at_stop
+
+        at_stop.register(lambda seconds: _persist(app.extensions["engine"], seconds))
 
     request_log.init_app(app)  # first, so that even a 401 has an id and an access line
     if otel.tracing_wanted(os.environ):  # the SDK's own variables (OTEL_EXPORTER_OTLP_ENDPOINT, ...)

@@ -7,7 +7,8 @@ import queue
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from gevent import monkey
 
@@ -30,6 +31,7 @@ from app.engine.cache_report import CacheReport
 from app.engine.checkpoints import Checkpoints
 from app.engine.choice import Choice, Job
 from app.engine.context import BatchContext, Sampler
+from app.engine.disk_cache import DiskCache
 from app.engine.filling import fill
 from app.engine.generation import Delivery
 from app.engine.host_cache import PUBLISHED, HostCache
@@ -52,7 +54,14 @@ class Wake:
     """Put in the inbox by the media encoder when an encoding is done."""
 
 
-Inbox = Job | AdapterChange | SlotAction | Wake | None
+@dataclass(frozen=True)
+class Persist:
+    """Put in the inbox when the worker stops: write the cells to the disk tier, then call `done`."""
+
+    done: Callable[[], None]
+
+
+Inbox = Job | AdapterChange | SlotAction | Wake | Persist | None
 NativeQueue: type[queue.SimpleQueue[Inbox]] = monkey.get_original("queue", "SimpleQueue")
 
 
@@ -89,7 +98,10 @@ class Batcher:
         self._resumes = [0, 0]  # since the last report: from a checkpoint, in full despite a prefix
         self._drafts_off = False  # for one step, after drafts did not fit the KV cache
         self._cache_report = CacheReport()
-        self.host_cache = HostCache(settings.cache_ram_bytes) if settings.cache_ram_bytes else None
+        disk = None
+        if settings.cache_disk_bytes:
+            disk = DiskCache(Path(settings.cache_disk_path), settings.cache_disk_bytes, model.fingerprint)
+        self.host_cache = HostCache(settings.cache_ram_bytes, disk) if settings.cache_ram_bytes else None
         # Rows of the routing board: one per sequence, then the host cache's kept states.
         self.board_rows = len(self.sequences) + (PUBLISHED if self.host_cache else 0)
         self.governor = ThreadGovernor(model.shape.n_threads, model.set_threads)
@@ -99,13 +111,21 @@ class Batcher:
         self._slot_actions: list[SlotAction] = []  # waiting for their sequence to be idle
 
     def close(self) -> None:
-        """Free the context and weights (and the draft model's); the loop must have stopped."""
+        """Free the context and weights (and the draft model's), the cells written to the disk tier
+        first if there is one; the loop must have stopped."""
+        self.persist()
         self.encoder.close()
         if self.draft_model is not None:
             self.draft_model.close()
         self.model.close()
 
-    def submit(self, job: Job | AdapterChange | SlotAction | None) -> None:
+    def persist(self) -> None:
+        """Write what the KV cache holds to the disk tier, if there is one (from the batcher's thread)."""
+        if self.host_cache is not None and self.host_cache.disk is not None:
+            self.host_cache.persist(self.model, self.sequences)
+            self.host_cache.disk.close()
+
+    def submit(self, job: Inbox) -> None:
         """Queue a choice, a change of LoRA adapters or a slot action for the next step (from any
         thread); None stops the loop. In order: a choice queued after a change decodes with the
         adapters it made."""
@@ -146,6 +166,10 @@ class Batcher:
         if job is None:
             return False
         if isinstance(job, Wake):  # an image came back from the encoder: the next step decodes it
+            return True
+        if isinstance(job, Persist):  # the worker stops: its cells to disk, for the next server
+            self.persist()
+            job.done()
             return True
         if isinstance(job, SlotAction):  # done after this cycle's step, once its sequence is idle
             self._slot_actions.append(job)

@@ -34,3 +34,5 @@ class BatcherSettings:
     drafts: DraftLimits | None = None  # n-gram speculative decoding, unless a request says otherwise
     cache_ram_bytes: int = 0  # sequences' states kept in host memory when new prompts take them
     checkpoints: int = 0  # context checkpoints per sequence, on a memory that cannot be cut back
+    cache_disk_bytes: int = 0  # the disk tier under the host cache (0: none)
+    cache_disk_path: str = ""

@@ -78,6 +78,10 @@ class BatchContext(Protocol):
     @property
     def memory_kind(self) -> MemoryKind: ...
 
+    @property
+    def fingerprint(self) -> str:
+        """What decides the cells' values besides the tokens (model file, llama.cpp build, KV layout)."""
+
     def decode(self, batch: TokenBatch) -> int:
         """llama_decode's code: 0 done, 1 no room in the KV cache, else a failure."""
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import gevent.event
 
 from app.engine import adapter_places, scheduling, slot_actions
-from app.engine.batcher import Batcher
+from app.engine.batcher import Batcher, Persist
 from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.choice import Job
 from app.engine.context import ContextShape
@@ -153,6 +153,16 @@ class Engine(LoadingEngine[LoadedModel]):
         self._batcher.submit(slot_actions.SlotAction(action, seq_id, path, self.fingerprint, done))
         return result
 
+    def persist_cache(self, timeout: float) -> bool:
+        """Write the KV cache's states to the disk tier, if there is one (the worker stops); False if that
+        took longer than `timeout` seconds. Waits cooperatively."""
+        batcher = self._batcher
+        if batcher is None or batcher.host_cache is None or batcher.host_cache.disk is None:
+            return True
+        written = gevent.event.Event()
+        batcher.submit(Persist(lambda: self._hub.loop.run_callback_threadsafe(written.set)))
+        return bool(written.wait(timeout))
+
     def slots(self) -> list[tuple[int, bool, int]]:
         """Each sequence: its id, whether a choice holds it, and the tokens its cells hold."""
         batcher = self._batcher
@@ -265,6 +275,8 @@ class Engine(LoadingEngine[LoadedModel]):
             drafts,
             cfg.cache_ram_mb << 20,
             cfg.ctx_checkpoints,
+            cfg.cache_disk_mb << 20,
+            cfg.cache_disk_path,
         )
         self._batcher = Batcher(model, settings, self._post, draft_model)
         self.memory_kind, self.batch_invariant = model.memory_kind, model.batch_invariant

@@ -12,49 +12,23 @@ state costs about a millisecond per 40 MB, far less than evaluating the tokens i
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Iterable
 
-from app.engine.checkpoints import Checkpoint
 from app.engine.context import BatchContext
-from app.engine.memory import Resumable
-from app.engine.prefix_blocks import BLOCK, block_hashes, resumable_only
-from app.engine.scheduling import common_prefix
+from app.engine.disk_cache import DiskCache
+from app.engine.kept_state import Kept, capture, longest
+from app.engine.prefix_blocks import BLOCK, resumable_only
 from app.engine.sequence import Sequence
 
 PUBLISHED = 16  # kept states whose prefixes routing hears of (the most recently used)
 
 
-@dataclass(frozen=True)
-class Kept:
-    """One sequence's cells as they were: the tokens they held, llama.cpp's saved state, and where
-    that state can be resumed (its live range and checkpoints, for memories that cannot be cut)."""
-
-    tokens: tuple[int, ...]
-    state: bytes
-    blocks: tuple[int, ...]  # block hashes of `tokens`, to compare prefixes a block at a time
-    live_from: int = 0
-    checkpoints: tuple[Checkpoint, ...] = ()
-    adapters: tuple[float, ...] = ()  # the LoRA scales the cells were evaluated with (): the base model
-
-    @property
-    def key(self) -> tuple[tuple[float, ...], tuple[int, ...]]:
-        """Kept states are told apart by their scales, then their tokens."""
-        return self.adapters, self.tokens
-
-    @property
-    def resumable(self) -> Resumable:
-        return Resumable(len(self.tokens), self.live_from, tuple(c.position for c in self.checkpoints))
-
-    @property
-    def size(self) -> int:
-        return len(self.state) + sum(len(c.state) for c in self.checkpoints)
-
-
 class HostCache:
     """Saved sequence states, by the tokens they hold, within a memory limit (least recently used out)."""
 
-    def __init__(self, limit_bytes: int) -> None:
+    def __init__(self, limit_bytes: int, disk: DiskCache | None = None) -> None:
         self.limit = limit_bytes
+        self.disk = disk  # where evicted states go, and are found again (LLM_CACHE_DISK_MB)
         self.used = 0
         self.version = 0  # bumped whenever the kept states change (routing hears of them again)
         self._kept: OrderedDict[tuple[tuple[float, ...], tuple[int, ...]], Kept] = OrderedDict()
@@ -66,37 +40,42 @@ class HostCache:
         alike = [k for k in self._kept.values() if k.adapters == scales]
         if len(tokens) < BLOCK or any(k.tokens[: len(tokens)] == tokens for k in alike):
             return  # too little to be worth it, or already kept (or within a longer kept state)
-        memory = model.memory_kind
-        pos_min = memory.saved_pos_min(len(tokens), model.pos_min(sequence.seq_id)) if memory.sliding else 0
-        state = model.save_state(sequence.seq_id)
-        live_from = memory.live_from(len(tokens), pos_min)
-        blocks = tuple(block_hashes(tokens))
-        kept = Kept(tokens, state, blocks, live_from, sequence.checkpoints.kept, scales)
+        kept = capture(model, sequence)
         if kept.size > self.limit:
+            if self.disk is not None:
+                self.disk.put(kept)
             return
         for shorter in [k.key for k in alike if tokens[: len(k.tokens)] == k.tokens]:  # prefixes of this one
             self._drop(shorter)
         while self.used + kept.size > self.limit:
-            self._drop(next(iter(self._kept)))
+            evicted = self._drop(next(iter(self._kept)))
+            if self.disk is not None:
+                self.disk.put(evicted)
         self._kept[kept.key] = kept
         self.used += kept.size
         self.version += 1
 
     def find(self, prompt: list[int], beat: int, adapters: tuple[float, ...] = ()) -> tuple[Kept, int] | None:
         """The kept state evaluated with `adapters` that resumes the longest prefix of `prompt` (leaving
-        a token to evaluate), if that beats `beat` tokens by a block; with the length it resumes."""
-        best: tuple[Kept, int] | None = None
-        shared = beat
-        blocks = block_hashes(prompt)
-        for kept in self._kept.values():
-            if kept.adapters != adapters:  # cells evaluated under other scales hold other values
-                continue
-            whole = common_prefix(kept.blocks, blocks) * BLOCK  # then the tokens after the last whole block
-            tail = common_prefix(kept.tokens[whole : whole + BLOCK], prompt[whole : whole + BLOCK])
-            length = kept.resumable.best(min(whole + tail, len(prompt) - 1))
-            if length >= shared + BLOCK:
-                best, shared = (kept, length), length
-        return best
+        a token to evaluate), if that beats `beat` tokens by a block; with the length it resumes.
+        In memory first, then on disk if a file there resumes more."""
+        found = longest((k for k in self._kept.values() if k.adapters == adapters), prompt, beat)
+        if self.disk is None or adapters:
+            return found
+        on_disk = self.disk.find(prompt, beat if found is None else found[1])
+        return on_disk if on_disk is not None else found
+
+    def persist(self, model: BatchContext, sequences: Iterable[Sequence]) -> None:
+        """Write every kept state and the cells of `sequences` to the disk tier (a worker stops, or
+        its model is unloaded), the least recently used first; return once they are written."""
+        if self.disk is None:
+            return
+        for kept in list(self._kept.values()):
+            self.disk.put(kept)
+        for sequence in sorted(sequences, key=lambda s: s.last_used):
+            if len(sequence.cached) >= BLOCK and not sequence.adapters:
+                self.disk.put(capture(model, sequence))
+        self.disk.flush()
 
     def restore(self, model: BatchContext, sequence: Sequence, kept: Kept, point: int) -> int:
         """Give `sequence` a kept state and cut it to its first `point` tokens (a result of `find`);
@@ -131,6 +110,8 @@ class HostCache:
         rows = [resumable_only(kept.blocks, kept.resumable) for kept in recent]
         return rows + [[]] * (PUBLISHED - len(recent))
 
-    def _drop(self, key: tuple[tuple[float, ...], tuple[int, ...]]) -> None:
-        self.used -= self._kept.pop(key).size
+    def _drop(self, key: tuple[tuple[float, ...], tuple[int, ...]]) -> Kept:
+        dropped = self._kept.pop(key)
+        self.used -= dropped.size
         self.version += 1
+        return dropped

@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
-from gevent import monkey
 
 from app.engine.media import MediaRun
-
-# Not the greenlet versions gevent patches in: this is a thread of its own, outside the hub.
-_NativeQueue: type[queue.SimpleQueue[Any]] = monkey.get_original("queue", "SimpleQueue")
-_start_thread = monkey.get_original("_thread", "start_new_thread")
+from app.engine.native import NativeQueue, start_thread
 
 Encoded = Callable[[np.ndarray | None], None]
 
@@ -31,15 +26,15 @@ class MediaEncoder:
     def __init__(self, encode: Callable[[MediaRun], np.ndarray | None], wake: Callable[[], None]) -> None:
         self._encode = encode
         self._wake = wake  # lets a batcher waiting for nothing else go on
-        self._inbox: queue.SimpleQueue[tuple[MediaRun, Encoded] | None] = _NativeQueue()
-        self._stopped: queue.SimpleQueue[bool] = _NativeQueue()
+        self._inbox: queue.SimpleQueue[tuple[MediaRun, Encoded] | None] = NativeQueue()
+        self._stopped: queue.SimpleQueue[bool] = NativeQueue()
         self._running = False
 
     def submit(self, run: MediaRun, done: Encoded) -> None:
         """Encode `run`, then call `done` with its embeddings (None: it failed), in this encoder's thread."""
         if not self._running:
             self._running = True
-            _start_thread(self._loop, ())
+            start_thread(self._loop, ())
         self._inbox.put((run, done))
 
     def close(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import gevent
 from gunicorn.workers.ggevent import GeventWorker  # type: ignore[import-untyped]  # gunicorn has no type hints
 
-from app.serving import detached
+from app.serving import at_stop, detached
 from app.serving.drain import DrainFlag
 
 # How long a connection accepted before the stop, with no request yet, has to send one.
@@ -44,6 +44,8 @@ class DrainingGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn has 
             # Background responses have no connection for gunicorn to wait on: wait here.
             self.log.info("waiting for %d background responses to finish", detached.running())
             detached.wait(self._stop_by, tick=self.notify)
+        if self._stop_by is not None:
+            at_stop.run(self._stop_by)
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         me = gevent.getcurrent()

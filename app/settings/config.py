@@ -169,6 +169,20 @@ class Config:
         "MiB of host memory per worker keeping sequences' KV states when new prompts take their cells, "
         "restored on a prefix hit (llama-server's --cache-ram); 0: off",
     )
+    cache_disk_mb: int = setting(
+        "LLM_CACHE_DISK_MB",
+        values.non_negative_int,
+        "0",
+        "MiB of disk (in LLM_CACHE_DISK_PATH, shared by every worker and kept across restarts) holding "
+        "the KV states host memory evicts and those of workers that stop or unload their model, restored "
+        "on a prefix hit once verified; the least recently used go first; 0: off",
+    )
+    cache_disk_path: str = setting(
+        "LLM_CACHE_DISK_PATH",
+        values.optional_directory,
+        "",
+        "Folder of the disk tier (LLM_CACHE_DISK_MB), one subfolder per model and KV settings",
+    )
     route_by_cache: bool = setting(
         "LLM_ROUTE_BY_CACHE",
         values.flag,

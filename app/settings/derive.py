@@ -25,10 +25,23 @@ def derive(raw: Parsed) -> Parsed:
         _batch_room,
         _kv_cells,
         _token_limits,
+        _disk_cache,
         _store,
     ):
         step(parsed)
     return parsed
+
+
+def _disk_cache(parsed: Parsed) -> None:
+    """The disk tier needs its folder, and keeps what the host cache evicts: it needs one too."""
+    if not parsed["cache_disk_mb"]:
+        return
+    if not parsed["cache_disk_path"]:
+        raise ConfigError("LLM_CACHE_DISK_PATH: a folder is needed when LLM_CACHE_DISK_MB is set")
+    if not parsed["cache_ram_mb"]:
+        raise ConfigError(
+            "LLM_CACHE_DISK_MB needs LLM_CACHE_RAM_MB above 0: the disk keeps what host memory evicts"
+        )
 
 
 def _keys(parsed: Parsed) -> None:

@@ -80,6 +80,8 @@ BAD_SETTINGS = [
         ("LLM_SSE_KEEPALIVE", "soon"),
         ("LLM_MAX_GENERATION_SECONDS", "forever"),
         ("LLM_CACHE_RAM_MB", "-1"),
+        ("LLM_CACHE_DISK_MB", "-1"),
+        ("LLM_CACHE_DISK_PATH", str(ROOT / "wsgi.py")),
         ("LLM_ROUTE_BY_CACHE", "maybe"),
         ("LLM_MAX_QUEUE", "many"),
         ("LLM_QUEUE_TIMEOUT", "-1"),

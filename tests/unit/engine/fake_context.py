@@ -80,6 +80,7 @@ class FakeContext:
     n_ctx: int = 64
     kv_size: int = 0
     n_batch: int = 32
+    fingerprint: str = "fp_fake"
     n_vocab: int = 100
     tokenizer: CountingPieces = field(default_factory=CountingPieces)
     decodes: list[list[Row]] = field(default_factory=list)  # every decode, its rows

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.engine import slot_files
+from app.engine.checkpoints import Checkpoint
 from app.engine.slot_files import SlotFile, SlotFileError
 
 
@@ -42,3 +43,16 @@ def test_an_altered_or_foreign_file_is_refused_with_the_reason(
 def test_a_missing_file_is_said_so(tmp_path: Path) -> None:
     with pytest.raises(SlotFileError, match="no such slot file"):
         slot_files.read(tmp_path / "none.bin", "fp")
+
+
+def test_checkpoints_and_the_live_range_are_kept_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "window.kv"
+    saved = SlotFile([1, 2, 3, 4, 5], b"cells", 3, (Checkpoint(1, b"one"), Checkpoint(2, b"second")))
+    slot_files.write(path, "fp-1", saved)
+    assert slot_files.read(path, "fp-1")[0] == saved
+    assert slot_files.read_listing(path, "fp-1") == ([1, 2, 3, 4, 5], 3, (1, 2))
+    # Where the state resumes is covered by the checksum: a window said to start earlier is refused.
+    path.write_bytes(path.read_bytes().replace(b'"live_from": 3', b'"live_from": 0'))
+    assert slot_files.read_listing(path, "fp-1")[1] == 0
+    with pytest.raises(SlotFileError, match="checksum"):
+        slot_files.read(path, "fp-1")

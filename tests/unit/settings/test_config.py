@@ -74,6 +74,11 @@ def test_bad_value_names_the_variable(env: str, value: str, message: str | None)
         ({"LLM_PARALLEL": "64", "LLM_N_BATCH": "32"}, "LLM_PARALLEL=64: must not exceed LLM_N_BATCH=32"),
         ({"LLM_KV_SIZE": "1000", "LLM_N_CTX": "2048"}, "LLM_KV_SIZE=1000: must be at least LLM_N_CTX=2048"),
         ({"LLM_CACHE_TYPE_V": "q8_0"}, "LLM_CACHE_TYPE_V=q8_0: a quantized V cache needs flash attention"),
+        ({"LLM_CACHE_DISK_MB": "64"}, "LLM_CACHE_DISK_PATH: a folder is needed"),
+        (
+            {"LLM_CACHE_DISK_MB": "64", "LLM_CACHE_DISK_PATH": "/tmp", "LLM_CACHE_RAM_MB": "0"},
+            "LLM_CACHE_DISK_MB needs LLM_CACHE_RAM_MB above 0",
+        ),
     ],
 )
 def test_settings_that_contradict_each_other(env: dict[str, str], message: str) -> None:

@@ -123,6 +123,8 @@ def test_editing_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         "| ours, no drafts |",
         "| ours, prediction: the module |",
         "| llama-server, --cache-reuse 256 |",
+        "| ours, disk tier |",
+        "| ours, no disk tier |",
     ):
         assert row in text, row
     targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]

@@ -13,6 +13,7 @@ from pathlib import Path
 from gevent import monkey
 
 from app.engine import (
+    context_shift,
     draft_step,
     media,
     media_step,
@@ -263,6 +264,7 @@ class Batcher:
         # Those waiting for an image's encoding sit this step out; some may have ended meanwhile.
         holding = [(s, choice) for s, choice in holding if s.choice is choice and s.seq_id not in waiting]
         generating = {s.seq_id for s, choice in holding if choice.generating and choice.row < 0}
+        context_shift.shift_due(holding, generating, self.model)
         prefilling = sorted(((s, c) for s, c in holding if c.prefilling), key=lambda pair: pair[0].last_used)
         budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))
         shares = dict(scheduling.share_prompt([(s.seq_id, len(c.pending)) for s, c in prefilling], budget))

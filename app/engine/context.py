@@ -42,6 +42,10 @@ class ContextShape:
 class Pieces(Protocol):
     """The vocabulary as generation reads it, a token at a time."""
 
+    @property
+    def adds_bos(self) -> bool:
+        """The model's prompts begin with BOS (llama_vocab_get_add_bos)."""
+
     def is_end_of_generation(self, token: int) -> bool: ...
 
     def piece(self, token: int) -> bytes: ...
@@ -92,6 +96,10 @@ class BatchContext(Protocol):
     def decode_media(self, run: MediaRun, embeddings: np.ndarray, seq_id: int, first: int) -> int:
         """Decode a run's embeddings into the sequence from position `first`: llama_decode's code (0
         done, 1 no room in the KV cache)."""
+
+    def move(self, seq_id: int, start: int, end: int, delta: int) -> None:
+        """Move the sequence's cells for positions start..end (-1: to the end) by `delta` positions
+        (keys rotated to their new places): llama-server's context shift."""
 
     def forget(self, seq_id: int, start: int, end: int) -> bool:
         """Drop the sequence's cells for positions start..end (-1: to the end); False if the memory

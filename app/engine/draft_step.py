@@ -26,7 +26,8 @@ def drafter_for(
     memory: MemoryKind,
 ) -> Drafter | None:
     """The request's own draft limits, else the server's; none for one token, or when off, or on a
-    memory that cannot drop refused draft tokens (a recurrent state), or for a prompt with media.
+    memory that cannot drop refused draft tokens (a recurrent state), for a prompt with media, or
+    for a choice whose context may shift (drafts would pass its end).
     With a draft model loaded, it drafts; else the choice's own n-grams do."""
     limits = request.drafts if request.drafts is not None else default
     if request.prediction and (limits is None or limits.n_max <= 0):
@@ -38,6 +39,7 @@ def drafter_for(
         or request.max_tokens < 2
         or not memory.rolls_back
         or request.media
+        or request.shift is not None
     ):
         return None
     room = len(request.prompt_tokens) + request.max_tokens

@@ -26,6 +26,7 @@ class MemoryKind:
     swa_full: bool = False  # sliding-window layers given a full-size cache (LLM_SWA_FULL)
     sliding: int = 0  # the model's own window, full-size cache or not (llama_model_n_swa)
     experts: int = 0  # mixture of experts: experts per layer (0: dense)
+    shifts: bool = False  # positions can be moved (llama_memory_can_shift): llama-server's context shift
 
     @property
     def name(self) -> str:

@@ -145,6 +145,7 @@ class LoadedModel:
             swa_full=swa_full and sliding > 0,
             sliding=sliding,
             experts=int(experts) if experts.isdigit() else 0,
+            shifts=cuts and not sliding and bool(llama_cpp.llama_memory_can_shift(self.cells)),
         )
 
     def _adapter(self, path: str) -> Any:
@@ -217,6 +218,9 @@ class LoadedModel:
 
     def forget(self, seq_id: int, start: int, end: int) -> bool:
         return bool(llama_cpp.llama_memory_seq_rm(self.cells, seq_id, start, end))
+
+    def move(self, seq_id: int, start: int, end: int, delta: int) -> None:
+        llama_cpp.llama_memory_seq_add(self.cells, seq_id, start, end, delta)
 
     def share(self, source: int, target: int, start: int, end: int) -> None:
         llama_cpp.llama_memory_seq_cp(self.cells, source, target, start, end)

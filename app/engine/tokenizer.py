@@ -51,6 +51,7 @@ class Tokenizer:
             add_generation_prompt=False,
         )
         self._adds_bos = model.add_bos_token() and self._bos >= 0
+        self.adds_bos = bool(model.add_bos_token())  # as llama-server counts n_keep
         self.fim = {
             "pre": llama_cpp.llama_vocab_fim_pre(self._vocab),
             "suf": llama_cpp.llama_vocab_fim_suf(self._vocab),

@@ -102,6 +102,7 @@ class GenerationRequest:
     media: tuple[MediaRun, ...] = ()
     progress: bool = False  # llama-server's `return_progress`: a chunk after each step of the prompt
     prediction: tuple[int, ...] = ()  # OpenAI's predicted output, as tokens: the best draft there is
+    shift: ContextShift | None = None  # at the context's end: drop part of the history and go on
     # llama-server's /infill limits (0: off): a line indented less than n_indent ends the answer
     # before it; past t_max_predict_ms of generating, the next newline ends it.
     n_indent: int = 0
@@ -116,6 +117,15 @@ class TokenLogprob:
     piece: bytes
     logprob: float | None  # None for a prompt's first token, which nothing predicted
     top: tuple[tuple[int, bytes, float], ...]
+
+
+@dataclass(frozen=True)
+class ContextShift:
+    """llama-server's context shift for one request: keep the first `n_keep` tokens (-1: the whole
+    prompt), drop `n_discard` after them (0: half of the rest) when the context is full."""
+
+    n_keep: int = 0
+    n_discard: int = 0
 
 
 @dataclass(frozen=True)

@@ -286,7 +286,7 @@ class Config:
         "LLM_MAX_TOKENS_LIMIT",
         values.non_negative_int,
         "0",
-        "Largest max_tokens a request may ask for (0: the context size)",
+        "Largest max_tokens a request may ask for (0: the context size; with LLM_CONTEXT_SHIFT=1, none)",
     )
     default_max_tokens: int = setting(
         "LLM_DEFAULT_MAX_TOKENS",
@@ -308,6 +308,15 @@ class Config:
         "A conversation longer than the context: error (a 400), or truncate (its oldest whole turns "
         "dropped, after the system messages, until it fits with room for the answer); a request's "
         "truncation (auto or disabled) decides for itself",
+    )
+    context_shift: bool = setting(
+        "LLM_CONTEXT_SHIFT",
+        values.flag,
+        "0",
+        "1: a generation that reaches the context's end drops part of its history (a request's n_keep "
+        "tokens kept, n_discard after them dropped, half the rest by default) and goes on, as "
+        "llama-server's --context-shift, where the model's memory can move positions; 0: it ends with "
+        "length",
     )
     max_n: int = setting("LLM_MAX_N", values.positive_int, "8", "Most choices (n) one request may ask for")
     prefill_assistant: bool = setting(

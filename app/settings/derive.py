@@ -10,7 +10,9 @@ from app.settings.keys import keys_checked
 from app.settings.models import POOL, ModelSpec
 from app.settings.setting import ConfigError
 
-Parsed = dict[str, Any]  # setting name -> value, as Config takes them
+Parsed = dict[str, Any]
+# max_tokens' limit when the context shifts and none is set (llama-server has none).
+UNLIMITED = 1 << 30  # setting name -> value, as Config takes them
 
 
 def derive(raw: Parsed) -> Parsed:
@@ -180,9 +182,11 @@ def _kv_cells(parsed: Parsed) -> None:
 
 
 def _token_limits(parsed: Parsed) -> None:
-    """max_tokens' limit defaults to the context; its default must fit under the limit."""
-    limit = parsed["max_tokens_limit"] or parsed["n_ctx"]
-    if limit > parsed["n_ctx"]:
+    """max_tokens' limit defaults to the context (none when the context shifts); its default must
+    fit under the limit."""
+    shifts = parsed["context_shift"]
+    limit = parsed["max_tokens_limit"] or (UNLIMITED if shifts else parsed["n_ctx"])
+    if limit > parsed["n_ctx"] and not shifts:
         raise ConfigError(f"LLM_MAX_TOKENS_LIMIT={limit}: must not exceed LLM_N_CTX={parsed['n_ctx']}")
     parsed["max_tokens_limit"] = limit
     if parsed["default_max_tokens"] > limit:

@@ -94,6 +94,7 @@ BAD_SETTINGS = [
         ("LLM_DATA_DIR", str(ROOT / "wsgi.py")),
         ("LLM_SLOT_SAVE_PATH", str(ROOT / "wsgi.py")),
         ("LLM_CONTEXT_OVERFLOW", "drop"),
+        ("LLM_CONTEXT_SHIFT", "maybe"),
         ("LLM_STORE_URL", "mysql://user@localhost/db"),
         ("LLM_STORE_URL_FILE", "/nonexistent/store-url"),
         ("LLM_STORE_TTL", "soon"),

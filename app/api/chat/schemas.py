@@ -134,6 +134,10 @@ class GenerationSchema(BaseSchema):
     # llama.cpp's and vLLM's: generate past end-of-text (benchmarks), or at least this many tokens.
     ignore_eos = StrictBoolean(allow_none=True)
     min_tokens = count(0)
+    # llama-server's context shift (LLM_CONTEXT_SHIFT=1): prompt tokens kept when the context is
+    # full (-1: all), and tokens dropped after them (0: half of the rest).
+    n_keep = StrictInteger(allow_none=True, validate=validate.Range(min=-1, max=1 << 20))
+    n_discard = count(0, 1 << 20)
     # Speculative decoding, as llama-server takes it per request: false turns it off for this
     # request, true on (n-gram drafts, even where the server's default is none); the draft
     # lengths under its dotted names (n_max 0: off).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from flask import request
+from flask import current_app, request
 
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.http.fields import PRIORITIES
@@ -15,7 +15,7 @@ from app.api.requests.generation import AdapterScale, GenerationOptions
 from app.chat_formats.profile import TemplateProfile
 from app.engine.media import MediaRun
 from app.engine.tokenizer import Tokenizer
-from app.engine.types import DraftLimits, GenerationRequest, ThinkingBudget
+from app.engine.types import ContextShift, DraftLimits, GenerationRequest, ThinkingBudget
 from app.settings.current import current_config
 from app.settings.models import ModelSpec
 
@@ -32,11 +32,12 @@ def plan(options: GenerationOptions, prompt_tokens: list[int], *, prompt_param: 
             param=max_param,
         )
     room = config.n_ctx - len(prompt_tokens)
-    if asked is None:
+    shift = context_shift(options)  # past the context's end: llama-server's context shift, if on
+    if asked is None:  # up to the context's end, shift or not: never an endless answer unasked
         max_tokens = min(config.default_max_tokens or room, config.max_tokens_limit, room)
     else:
         max_tokens = asked  # 0 only with echo (scoring a prompt): the schema and the view see to it
-    if room < (0 if asked == 0 else 1) or max_tokens > room:
+    if room < (0 if asked == 0 else 1) or (max_tokens > room and shift is None):
         raise ContextLengthError(
             f"This model's maximum context length is {config.n_ctx} tokens. However, you "
             f"requested {len(prompt_tokens) + max(max_tokens, 1)} tokens "
@@ -60,7 +61,19 @@ def plan(options: GenerationOptions, prompt_tokens: list[int], *, prompt_param: 
         adapters=request_adapters(options, config.model),
         priority=request_priority(options.priority, config.priority_header),
         progress=options.return_progress and options.stream,  # events only: a whole answer has none
+        shift=shift if max_tokens > room else None,  # else the context never fills
     )
+
+
+def context_shift(options: GenerationOptions) -> ContextShift | None:
+    """The request's context shift, where LLM_CONTEXT_SHIFT turns it on and the model's memory can
+    move positions in cells of its own (not a unified cache, whose cells sequences may share)."""
+    config = current_config()
+    memory = getattr(current_app.extensions.get("engine"), "memory_kind", None)
+    unified = config.kv_size < config.parallel * config.n_ctx
+    if not config.context_shift or memory is None or not memory.shifts or unified:
+        return None
+    return ContextShift(options.n_keep, options.n_discard)
 
 
 def request_priority(asked: int, header: str | None) -> int:
@@ -169,6 +182,8 @@ def plan_choices(
             media=media,
             prediction=prediction,
         )
+        if media:  # a medium's chunk is many positions: llama-server shifts none either
+            base = replace(base, shift=None)
         for j in range(n):
             seed = base.sampling.seed
             sampling = replace(base.sampling, seed=None if seed is None else seed + j)

@@ -96,6 +96,8 @@ class GenerationOptions:
     prediction: str | None = None  # OpenAI's predicted output, its parts joined: drafts for the answer
     constraint: Constraint | None = None  # llama-server's or vLLM's, beside response_format
     priority: int = 0  # vLLM's: lower goes first among waiting requests (LLM_PRIORITY_HEADER may set it)
+    n_keep: int = 0  # llama-server's context shift: prompt tokens kept (-1: all of them)
+    n_discard: int = 0  # and tokens dropped after them (0: half of the rest)
 
 
 def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
@@ -123,6 +125,8 @@ def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
         "prediction": _prediction_text(loaded.get("prediction")),
         "constraint": next(iter(constraints_asked(loaded)), None),
         "priority": loaded.get("priority") or 0,
+        "n_keep": loaded.get("n_keep") or 0,
+        "n_discard": loaded.get("n_discard") or 0,
     }
 
 

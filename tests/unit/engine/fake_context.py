@@ -35,6 +35,8 @@ END = 0
 class CountingPieces:
     """Token t reads `<t>`; 0 ends generation."""
 
+    adds_bos = False
+
     def is_end_of_generation(self, token: int) -> bool:
         return token == END
 
@@ -176,6 +178,11 @@ class FakeContext:
             folded = self.folded.get(seq_id, 0)
             assert folded == position, f"sequence {seq_id}: the state holds {folded} tokens, not {position}"
             self.folded[seq_id] = position + 1
+
+    def move(self, seq_id: int, start: int, end: int, delta: int) -> None:
+        cells = self.cells.setdefault(seq_id, {})
+        moved = {p: cells.pop(p) for p in sorted(cells) if p >= start and (end < 0 or p < end)}
+        cells.update({p + delta: token for p, token in moved.items()})
 
     def forget(self, seq_id: int, start: int, end: int) -> bool:
         cells = self.cells.setdefault(seq_id, {})

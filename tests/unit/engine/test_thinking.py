@@ -28,6 +28,8 @@ class ScriptedSampler:
 class Pieces:
     """Token n is the word `w<n>`; 1 and 2 are the tags."""
 
+    adds_bos = False
+
     def piece(self, token: int) -> bytes:
         return {1: b"<think>", 2: b"</think>"}.get(token, f"w{token} ".encode())
 

@@ -87,6 +87,9 @@ class Batcher:
         self._deliver = deliver
         self._inbox = NativeQueue()
         self.memory = model.memory_kind
+        # Cells can be moved (context shift, chunk reuse) where positions shift and no other
+        # sequence shares them (a unified cache's cells may belong to several).
+        self._moves_cells = self.memory.shifts and not model.shape.unified
         # Checkpoints only where the live cells cannot be cut back to any prefix.
         limit = 0 if self.memory.plain else settings.checkpoints
         self.sequences = [
@@ -236,7 +239,10 @@ class Batcher:
             self.model.share(placement.donor, target.seq_id, 0, placement.reuse)
         else:
             kept = self.host_cache if reuse else None  # its states are kept under their LoRA scales
-            resumed = resumption.resume(self.model, target, prompt, reused, placement.shared, kept, adapters)
+            chunks = self.settings.cache_reuse if reuse and self._moves_cells and not runs else 0
+            resumed = resumption.resume(
+                self.model, target, prompt, reused, placement.shared, kept, adapters, chunks
+            )
             reused = resumed.tokens
             self._resumes[0] += resumed.from_checkpoint
             self._resumes[1] += resumed.full_reprocessing

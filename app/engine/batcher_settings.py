@@ -36,3 +36,4 @@ class BatcherSettings:
     checkpoints: int = 0  # context checkpoints per sequence, on a memory that cannot be cut back
     cache_disk_bytes: int = 0  # the disk tier under the host cache (0: none)
     cache_disk_path: str = ""
+    cache_reuse: int = 0  # llama-server's --cache-reuse: cached runs this long are moved, not evaluated

@@ -277,6 +277,7 @@ class Engine(LoadingEngine[LoadedModel]):
             cfg.ctx_checkpoints,
             cfg.cache_disk_mb << 20,
             cfg.cache_disk_path,
+            cfg.cache_reuse,
         )
         self._batcher = Batcher(model, settings, self._post, draft_model)
         self.memory_kind, self.batch_invariant = model.memory_kind, model.batch_invariant

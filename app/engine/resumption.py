@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from app.engine import chunk_reuse
 from app.engine.context import BatchContext
 from app.engine.host_cache import HostCache
 from app.engine.prefix_blocks import BLOCK
@@ -38,10 +39,12 @@ def resume(
     shared: int,
     host_cache: HostCache | None,
     adapters: tuple[float, ...] = (),
+    min_chunk: int = 0,
 ) -> Resumed:
     """Make `target`'s cells hold the first `point` prompt tokens (or a longer prefix from the host
-    cache, if one is given, kept under the same LoRA `adapters`). `shared`: how many its cache
-    held, resumable or not."""
+    cache, if one is given, kept under the same LoRA `adapters`; or, with `min_chunk`, runs of its
+    cache moved to where the prompt has them: chunk_reuse.py). `shared`: how many its cache held,
+    resumable or not."""
     found = host_cache.find(prompt, point, adapters) if host_cache is not None else None
     if host_cache is not None and len(target.cached) - point >= BLOCK:
         host_cache.save(model, target)  # its cells are about to hold another prompt
@@ -51,6 +54,8 @@ def resume(
         if restored:
             return Resumed(restored, kept.resumable.from_checkpoint(length))
         point = 0  # llama.cpp refused the kept state, which dropped the sequence's own cells
+    if min_chunk:
+        point = min(chunk_reuse.reuse(model, target, prompt, point, min_chunk), len(prompt) - 1)
     from_checkpoint = target.resumable(model.memory_kind, model).from_checkpoint(point)
     lost = point < shared - BLOCK and not model.memory_kind.cuts_anywhere
     if lost:

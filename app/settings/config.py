@@ -183,6 +183,15 @@ class Config:
         "",
         "Folder of the disk tier (LLM_CACHE_DISK_MB), one subfolder per model and KV settings",
     )
+    cache_reuse: int = setting(
+        "LLM_CACHE_REUSE",
+        values.non_negative_int,
+        "0",
+        "Runs of at least this many cached tokens that a new prompt holds at other positions are moved "
+        "there rather than evaluated again (llama-server's --cache-reuse: an editor's requests after an "
+        "edit above the cursor), where the model's memory can move positions; moved cells differ from "
+        "a fresh evaluation by rounding, so answers may too; 0: off",
+    )
     route_by_cache: bool = setting(
         "LLM_ROUTE_BY_CACHE",
         values.flag,

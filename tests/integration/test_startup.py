@@ -81,6 +81,7 @@ BAD_SETTINGS = [
         ("LLM_MAX_GENERATION_SECONDS", "forever"),
         ("LLM_CACHE_RAM_MB", "-1"),
         ("LLM_CACHE_DISK_MB", "-1"),
+        ("LLM_CACHE_REUSE", "-1"),
         ("LLM_CACHE_DISK_PATH", str(ROOT / "wsgi.py")),
         ("LLM_ROUTE_BY_CACHE", "maybe"),
         ("LLM_MAX_QUEUE", "many"),

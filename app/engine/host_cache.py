@@ -11,8 +11,10 @@ state costs about a millisecond per 40 MB, far less than evaluating the tokens i
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
+from dataclasses import replace
 
 from app.engine.context import BatchContext
 from app.engine.disk_cache import DiskCache
@@ -45,10 +47,17 @@ class HostCache:
             if self.disk is not None:
                 self.disk.put(kept)
             return
-        for shorter in [k.key for k in alike if tokens[: len(k.tokens)] == k.tokens]:  # prefixes of this one
-            self._drop(shorter)
+        for shorter in [k for k in alike if tokens[: len(k.tokens)] == k.tokens]:  # prefixes of this one
+            self._drop(shorter.key)
+            if shorter.pinned_until > kept.pinned_until:  # what was asked to stay, stays
+                kept = replace(kept, pinned_until=shorter.pinned_until)
         while self.used + kept.size > self.limit:
-            evicted = self._drop(next(iter(self._kept)))
+            victim = self._victim(kept)
+            if victim is None:  # all that is kept was asked to stay: this one goes (to disk) instead
+                if self.disk is not None:
+                    self.disk.put(kept)
+                return
+            evicted = self._drop(victim)
             if self.disk is not None:
                 self.disk.put(evicted)
         self._kept[kept.key] = kept
@@ -97,6 +106,7 @@ class HostCache:
         sequence.cached = list(kept.tokens[:point])
         sequence.checkpoints.replace(tuple(c for c in kept.checkpoints if c.position <= point))
         sequence.adapters = kept.adapters
+        sequence.pinned = (point, kept.pinned_until)  # still asked to stay, while it holds the prefix
         if kept.key in self._kept:  # (saving the sequence's own cells may have pushed it out)
             self._kept.move_to_end(kept.key)
         self.restored_tokens += point
@@ -109,6 +119,15 @@ class HostCache:
         recent = plain[-PUBLISHED:]
         rows = [resumable_only(kept.blocks, kept.resumable) for kept in recent]
         return rows + [[]] * (PUBLISHED - len(recent))
+
+    def _victim(self, coming: Kept) -> tuple[tuple[float, ...], tuple[int, ...]] | None:
+        """The least recently used state not pinned (Anthropic's cache_control, within its time);
+        if every one is, the least recently used of them, only for a state pinned itself."""
+        now = time.monotonic()
+        loose = [key for key, kept in self._kept.items() if kept.pinned_until <= now]
+        if loose:
+            return loose[0]
+        return next(iter(self._kept)) if coming.pinned_until > now else None
 
     def _drop(self, key: tuple[tuple[float, ...], tuple[int, ...]]) -> Kept:
         dropped = self._kept.pop(key)

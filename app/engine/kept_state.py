@@ -25,6 +25,7 @@ class Kept:
     live_from: int = 0
     checkpoints: tuple[Checkpoint, ...] = ()
     adapters: tuple[float, ...] = ()  # the LoRA scales the cells were evaluated with (): the base model
+    pinned_until: float = 0.0  # a client asked to keep it cached until then (time.monotonic())
 
     @property
     def key(self) -> tuple[tuple[float, ...], tuple[int, ...]]:
@@ -48,7 +49,9 @@ def capture(model: BatchContext, sequence: Sequence) -> Kept:
     state = model.save_state(sequence.seq_id)
     live_from = memory.live_from(len(tokens), pos_min)
     blocks = tuple(block_hashes(tokens))
-    return Kept(tokens, state, blocks, live_from, sequence.checkpoints.kept, sequence.adapters)
+    length, until = sequence.pinned
+    pinned_until = until if len(tokens) >= length else 0.0
+    return Kept(tokens, state, blocks, live_from, sequence.checkpoints.kept, sequence.adapters, pinned_until)
 
 
 class Held(Protocol):

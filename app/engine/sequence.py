@@ -30,6 +30,8 @@ class Sequence:
     choice: Choice | None = None
     adapters: tuple[float, ...] = ()  # the LoRA scales its cells were evaluated with (): the base model
     checkpoints: Checkpoints = field(default_factory=lambda: Checkpoints(0))
+    # A prefix of its cells a client asked to keep (tokens), and until when (time.monotonic()).
+    pinned: tuple[int, float] = (0, 0.0)
 
     def resumable(self, memory: MemoryKind, model: BatchContext) -> Resumable:
         """Where its cached tokens can be picked up exactly (live cells, or a checkpoint)."""
@@ -70,6 +72,11 @@ class Sequence:
         prompt = job.request.prompt_tokens
         self.cached, self.last_used = list(prompt[:reused]), tick
         self.adapters = job.request.adapters or ()
+        keep = job.request.keep
+        if keep is not None and keep.tokens > 0:
+            self.pinned = (keep.tokens, time.monotonic() + keep.seconds)
+        elif reused < self.pinned[0]:  # the kept prefix is no longer all in its cells
+            self.pinned = (0, 0.0)
         pending = np.asarray(prompt[reused:], dtype=np.int32)
         assembler = TextAssembler(job.request.stop, job.request.n_indent)
         self.choice = Choice(job, sampler, deadline, reused, pending, assembler, drafter=drafter)

@@ -103,6 +103,7 @@ class GenerationRequest:
     progress: bool = False  # llama-server's `return_progress`: a chunk after each step of the prompt
     prediction: tuple[int, ...] = ()  # OpenAI's predicted output, as tokens: the best draft there is
     shift: ContextShift | None = None  # at the context's end: drop part of the history and go on
+    keep: KeepPrefix | None = None  # Anthropic's cache_control: hold this prefix in the host cache a while
     # llama-server's /infill limits (0: off): a line indented less than n_indent ends the answer
     # before it; past t_max_predict_ms of generating, the next newline ends it.
     n_indent: int = 0
@@ -117,6 +118,15 @@ class TokenLogprob:
     piece: bytes
     logprob: float | None  # None for a prompt's first token, which nothing predicted
     top: tuple[tuple[int, bytes, float], ...]
+
+
+@dataclass(frozen=True)
+class KeepPrefix:
+    """A prompt prefix a client asked to stay cached (Anthropic's `cache_control`): its first `tokens`,
+    for `seconds` after each use."""
+
+    tokens: int
+    seconds: float
 
 
 @dataclass(frozen=True)

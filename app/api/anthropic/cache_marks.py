@@ -25,7 +25,7 @@ Where = tuple[Any, ...]
 def last_breakpoint(body: dict[str, Any]) -> Where | None:
     """The last block with `cache_control`, in the order Anthropic caches: tools, system, messages."""
     found: Where | None = None
-    for i, tool in enumerate(_listed(body.get("tools"))):
+    for i, tool in enumerate(_listed(body.get("tools"))):  # (in order, with where each is)
         if _marked(tool):
             found = ("tools", i)
     for i, block in enumerate(_listed(body.get("system"))):
@@ -37,6 +37,13 @@ def last_breakpoint(body: dict[str, Any]) -> Where | None:
             if _marked(block):
                 found = ("messages", j, k)
     return found
+
+
+def kept_seconds(body: dict[str, Any]) -> float:
+    """How long the marked prefix is to stay cached after a use: the longest `ttl` asked ("1h"), else
+    Anthropic's default of five minutes."""
+    marks = [b["cache_control"] for b in _blocks(body) if _marked(b)]
+    return 3600.0 if any(mark.get("ttl") == "1h" for mark in marks) else 300.0
 
 
 def with_mark(body: dict[str, Any], where: Where) -> dict[str, Any]:
@@ -70,6 +77,14 @@ def covered_tokens(
     text = render(with_mark(body, where))
     at = text.find(MARK)
     return 0 if at < 0 else common_prefix(tokenize(text[:at]), prompt_tokens)
+
+
+def _blocks(body: dict[str, Any]) -> list[Any]:
+    """Every block that may carry `cache_control`: tools, system blocks, message content blocks."""
+    blocks = _listed(body.get("tools")) + _listed(body.get("system"))
+    for message in _listed(body.get("messages")):
+        blocks += _listed(message.get("content") if isinstance(message, dict) else None)
+    return blocks
 
 
 def _listed(value: Any) -> list[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -16,6 +17,7 @@ from app.api.prompting import conversation, overflow
 from app.api.requests.chat import ChatRequest
 from app.api.routing.route import route_here_or_relay
 from app.engine.tokenizer import Tokenizer
+from app.engine.types import KeepPrefix
 from app.settings.current import current_config
 
 bp = Blueprint("anthropic", __name__)
@@ -32,6 +34,7 @@ def create_message() -> Response:
     fitted = overflow.fitted_prompt(engine.tokenizer, chat)
     chat, prompt = fitted.chat, fitted.prompt
     budget = conversation.thinking_budget(engine.tokenizer, prompt, chat.reasoning_budget)
+    marked = _covered(engine.tokenizer, fitted)
     requests = plan_chat_choice(
         chat,
         prompt.tokens,
@@ -41,10 +44,11 @@ def create_message() -> Response:
         thinking_budget=budget,
         media=prompt.media,
     )
+    if marked:  # the prefix is asked to stay cached: the host cache keeps it over others a while
+        keep = KeepPrefix(marked, cache_marks.kept_seconds(request.get_json(force=True)))
+        requests = [replace(each, keep=keep) for each in requests]
     model = current_config().model_id
-    presenter = MessagesPresenter(
-        model, len(prompt.tokens), prompt.reader, _covered(engine.tokenizer, fitted)
-    )
+    presenter = MessagesPresenter(model, len(prompt.tokens), prompt.reader, marked)
     return overflow.reported(generate(engine, chat.stream, requests, presenter, len(prompt.tokens)), fitted)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings
 from app.engine.host_cache import HostCache
@@ -78,3 +80,22 @@ def test_states_are_kept_under_their_lora_scales_and_found_only_under_the_same()
     assert len(cache.published()[0]) > 0 and all(
         not row for row in cache.published()[1:]
     )  # base model's only
+
+
+def test_a_pinned_state_stays_over_others_until_its_time_is_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr("app.engine.host_cache.time.monotonic", lambda: now[0])
+    context = FakeContext(parallel=1, n_ctx=256, n_batch=64)
+    sequence = Sequence(0)
+    other = [t + 100 for t in HISTORY]
+    context.cells[0] = dict(enumerate(other))
+    cache = HostCache(limit_bytes=len(context.save_state(0)) + 10)  # room for one
+    context.cells[0], sequence.cached = dict(enumerate(HISTORY)), list(HISTORY)
+    sequence.pinned = (64, now[0] + 300)  # a client's cache_control over its first 64 tokens
+    cache.save(context, sequence)
+    context.cells[0], sequence.cached, sequence.pinned = dict(enumerate(other)), list(other), (0, 0.0)
+    cache.save(context, sequence)  # no room for both: the newcomer is not kept, the pinned one is
+    assert cache.find([*HISTORY, 1], beat=0) is not None and cache.find([*other, 1], beat=0) is None
+    now[0] += 301  # its time is up: it goes like any other
+    cache.save(context, sequence)
+    assert cache.find([*HISTORY, 1], beat=0) is None and cache.find([*other, 1], beat=0) is not None

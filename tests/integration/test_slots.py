@@ -114,3 +114,23 @@ def test_without_a_save_path_slot_actions_are_501_as_llama_servers(server: Serve
     refused = act(server, 0, "save", "x.bin")
     assert refused.status_code == 501 and "LLM_SLOT_SAVE_PATH" in refused.json()["error"]["message"]
     assert httpx.get(server.url + "/slots", timeout=10).json()[0]["id"] == 0
+
+
+def test_every_workers_slots_are_listed_and_acted_on_from_any_connection(tmp_path: Path) -> None:
+    server = Server(
+        LLM_WORKERS="2", LLM_PARALLEL="2", LLM_SLOT_SAVE_PATH=str(tmp_path / "slots")
+    ).wait_ready()
+    try:
+        for _ in range(4):  # fresh connections: either worker answers, and lists both
+            listed = httpx.get(server.url + "/slots", timeout=10).json()
+            assert [s["id"] for s in listed] == [0, 1, 2, 3]
+        ask(server)
+        (held,) = [s for s in httpx.get(server.url + "/slots", timeout=10).json() if s["n_prompt_tokens"]]
+        for _ in range(3):  # saved from whichever worker takes the connection
+            saved = act(server, held["id"], "save", "any.bin").json()
+            assert saved["n_saved"] == held["n_prompt_tokens"], saved
+        assert act(server, held["id"], "erase").json()["n_erased"] == held["n_prompt_tokens"]
+        listed = httpx.get(server.url + "/slots", timeout=10).json()
+        assert [s["n_prompt_tokens"] for s in listed] == [0, 0, 0, 0]
+    finally:
+        server.stop(wait=False)

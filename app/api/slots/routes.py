@@ -28,18 +28,18 @@ ACTIONS = ("save", "restore", "erase")
 
 @bp.get("/slots")
 def list_slots() -> Response:
-    """This worker's sequences as llama-server's slots: id, context, busy or not, tokens cached."""
+    """Every worker's sequences of the model as llama-server's slots: id, context, busy or not,
+    tokens cached (this worker's, then each other's, asked over the relay)."""
     if (relayed := route_here_or_relay(request.args.get("model"), wakes=False)) is not None:
         return relayed
     engine, config = generating_engine(), current_config()
     first = _rank() * config.parallel
-    return jsonify(
-        [
-            {"id": first + seq_id, "n_ctx": config.n_ctx, "speculative": config.spec_type != "none",
-             "is_processing": busy, "n_prompt_tokens": cached}
-            for seq_id, busy, cached in engine.slots()
-        ]
-    )  # fmt: skip
+    rows = [
+        {"id": first + seq_id, "n_ctx": config.n_ctx, "speculative": config.spec_type != "none",
+         "is_processing": busy, "n_prompt_tokens": cached}
+        for seq_id, busy, cached in engine.slots()
+    ]  # fmt: skip
+    return jsonify(sorted(rows + _peers_rows(), key=lambda row: row["id"]))
 
 
 @bp.post("/slots/<int:id_slot>")
@@ -74,6 +74,23 @@ def slot_action(id_slot: int) -> Response:
 def _rank() -> int:
     worker = workers.this_worker()
     return 0 if worker is None else routing.rank(routing.snapshot_of(worker))
+
+
+def _peers_rows() -> list[dict[str, Any]]:
+    """The slots of the model's other workers (none when this request was relayed here: it asks
+    for this worker's own)."""
+    worker = workers.this_worker()
+    if worker is None or relay.is_relayed(request, worker):
+        return []
+    snapshot = routing.snapshot_of(worker)
+    rows: list[dict[str, Any]] = []
+    place = 0
+    while (slot := routing.ranked_peer(snapshot, place)) is not None:
+        answer = None if slot == snapshot.slot else relay.to_worker(request, current_config(), worker, slot)
+        if answer is not None and answer.status_code == 200:  # a worker gone meanwhile: left out
+            rows += answer.get_json()
+        place += 1
+    return rows
 
 
 def _relayed_to(place: int) -> Response:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 
 from harness.servers import Server
@@ -109,3 +110,21 @@ def with_fingerprint(body: bytes, fingerprint: str) -> bytes:
     fields = json.loads(header)
     fields["fingerprint"] = fingerprint
     return magic + b"\n" + json.dumps(fields).encode() + b"\n" + rest
+
+
+def test_a_model_put_to_sleep_writes_its_cells_and_finds_them_when_it_wakes(tmp_path: Path) -> None:
+    folder = tmp_path / "kv"
+    server = Server(
+        LLM_WORKERS="1", LLM_PARALLEL="1", LLM_CACHE_DISK_MB="64", LLM_CACHE_DISK_PATH=str(folder)
+    ).wait_ready()
+    try:
+        first_answer, first_prompt, _ = chat(server, None)
+        slept = httpx.post(server.url + "/sleep", timeout=60)  # vLLM's: the model is unloaded
+        assert slept.status_code == 200, slept.text
+        assert len(stored(folder)) == 1
+        _, prompt_tokens, cached = chat(server, first_answer)  # wakes it
+        said = server.output()
+    finally:
+        server.stop(wait=False)
+    assert first_prompt <= cached < prompt_tokens
+    assert f"restoring {cached} of {prompt_tokens} prompt tokens from the disk cache" in said, said

@@ -14,7 +14,9 @@ from typing import Any
 
 import httpx
 import openai
+import pytest
 
+from harness.real_models import gemma3_path
 from harness.servers import Server
 
 SYSTEM = (
@@ -27,9 +29,17 @@ SYSTEM = (
 )
 
 
-def conversation(first_answer: str | None) -> list[dict[str, Any]]:
+# Gemma 3 with a window's worth of cells (LLM_SWA_FULL=0, llama-server's layout) and a history
+# longer than its 512-token window: the state on disk holds the window and the checkpoints.
+CASES = {
+    "smollm2": ({}, SYSTEM),
+    "gemma3-window": ({"LLM_MODEL_PATH": str(gemma3_path()), "LLM_SWA_FULL": "0"}, " ".join([SYSTEM] * 6)),
+}
+
+
+def conversation(first_answer: str | None, system: str = SYSTEM) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM},
+        {"role": "system", "content": system},
         {"role": "user", "content": "Tell me about the Danube."},
     ]
     if first_answer is not None:
@@ -40,13 +50,13 @@ def conversation(first_answer: str | None) -> list[dict[str, Any]]:
     return turns
 
 
-def chat(server: Server, first_answer: str | None) -> tuple[str, int, int]:
+def chat(server: Server, first_answer: str | None, system: str = SYSTEM) -> tuple[str, int, int]:
     """The answer, its prompt tokens and the cached ones (the openai SDK's view of usage)."""
     with openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0) as client:
         model = client.models.list().data[0].id
         answer = client.chat.completions.create(
             model=model,
-            messages=conversation(first_answer),
+            messages=conversation(first_answer, system),
             max_tokens=16,
             temperature=0,
         )
@@ -63,11 +73,14 @@ def stored(folder: Path) -> list[Path]:
     return sorted(folder.glob("fp_*/*.kv"))
 
 
+@pytest.mark.parametrize("case", list(CASES))
 def test_a_conversation_resumes_from_disk_after_a_restart_and_a_bad_file_is_never_used(
-    tmp_path: Path,
+    tmp_path: Path, case: str
 ) -> None:
     folder = tmp_path / "kv"
+    extra, system = CASES[case]
     env = {
+        **extra,
         "LLM_WORKERS": "1",
         "LLM_PARALLEL": "1",
         "LLM_CACHE_DISK_MB": "64",
@@ -75,14 +88,15 @@ def test_a_conversation_resumes_from_disk_after_a_restart_and_a_bad_file_is_neve
     }
     first = Server(**env).wait_ready()
     try:
-        first_answer, first_prompt, _ = chat(first, None)
+        first_answer, first_prompt, _ = chat(first, None, system)
     finally:
         first.stop()
     assert len(stored(folder)) == 1  # the stopping worker wrote its cells
+    assert case == "smollm2" or first_prompt > 512  # past Gemma's window
 
     second = Server(**env).wait_ready()
     try:
-        restored, prompt_tokens, cached = chat(second, first_answer)
+        restored, prompt_tokens, cached = chat(second, first_answer, system)
         said = second.output()
     finally:
         second.stop()
@@ -97,7 +111,7 @@ def test_a_conversation_resumes_from_disk_after_a_restart_and_a_bad_file_is_neve
     written.write_bytes(body[:-8] + bytes(b ^ 0xFF for b in body[-8:]))
     third = Server(**env).wait_ready()
     try:
-        fresh, _, cached_again = chat(third, first_answer)
+        fresh, _, cached_again = chat(third, first_answer, system)
         log = third.output()
     finally:
         third.stop()

@@ -86,20 +86,11 @@ def test_a_conversation_resumes_from_disk_after_a_restart_and_a_bad_file_is_neve
         "LLM_CACHE_DISK_MB": "64",
         "LLM_CACHE_DISK_PATH": str(folder),
     }
-    first = Server(**env).wait_ready()
-    try:
-        first_answer, first_prompt, _ = chat(first, None, system)
-    finally:
-        first.stop()
+    first_answer, first_prompt, _, _ = served_once(env, None, system)
     assert len(stored(folder)) == 1  # the stopping worker wrote its cells
     assert case == "smollm2" or first_prompt > 512  # past Gemma's window
 
-    second = Server(**env).wait_ready()
-    try:
-        restored, prompt_tokens, cached = chat(second, first_answer, system)
-        said = second.output()
-    finally:
-        second.stop()
+    restored, prompt_tokens, cached, said = served_once(env, first_answer, system)
     assert first_prompt <= cached < prompt_tokens  # at least the first turn's prompt came from disk
     assert f"restoring {cached} of {prompt_tokens} prompt tokens from the disk cache" in said, said
     (written,) = stored(folder)  # the longer conversation replaced the first turn's file
@@ -109,14 +100,18 @@ def test_a_conversation_resumes_from_disk_after_a_restart_and_a_bad_file_is_neve
     foreign = written.with_name("0" * 32 + ".kv")
     foreign.write_bytes(with_fingerprint(body, "fp_another"))
     written.write_bytes(body[:-8] + bytes(b ^ 0xFF for b in body[-8:]))
-    third = Server(**env).wait_ready()
-    try:
-        fresh, _, cached_again = chat(third, first_answer, system)
-        log = third.output()
-    finally:
-        third.stop()
+    fresh, _, cached_again, log = served_once(env, first_answer, system)
     assert cached_again == 0 and fresh == restored  # the restored cells answer as a fresh evaluation
     assert "disk cache: skipping" in log and "checksum" in log and "another model" in log, log
+
+
+def served_once(env: dict[str, str], first_answer: str | None, system: str) -> tuple[str, int, int, str]:
+    """A server started, asked one turn (`chat`), and stopped (its worker writes its cells); its log too."""
+    server = Server(**env).wait_ready()
+    try:
+        return (*chat(server, first_answer, system), server.output())
+    finally:
+        server.stop()
 
 
 def with_fingerprint(body: bytes, fingerprint: str) -> bytes:

@@ -29,6 +29,9 @@ class Stream:
     ttft: float  # seconds from sending to the first generated text
     tokens: int
     decode_seconds: float  # from the first to the last generated text
+    # Between consecutive events with text, and when each ended (seconds, perf_counter): what a
+    # reader of the stream waits between tokens (an event may carry several, with drafts).
+    gaps: tuple[tuple[float, float], ...] = ()
 
     @property
     def tokens_per_second(self) -> float:
@@ -85,6 +88,7 @@ class Tally:
         self.first: float | None = None
         self.last: float | None = None
         self.texts = self.usage_tokens = 0
+        self.gaps: list[tuple[float, float]] = []
 
     def feed(self, line: str | bytes) -> None:
         if not (line.startswith(b"data: {") if isinstance(line, bytes) else line.startswith("data: {")):
@@ -95,6 +99,8 @@ class Tally:
             self.usage_tokens = chunk["usage"]["completion_tokens"]
         if any(self.text_of(choice) for choice in chunk.get("choices", [])):
             self.texts += 1
+            if self.last is not None:
+                self.gaps.append((now - self.last, now))
             self.first, self.last = self.first or now, now
 
     @staticmethod
@@ -106,7 +112,8 @@ class Tally:
         if self.first is None or self.last is None:
             return None
         # A server that ignores include_usage (the peer) sends one event per token.
-        return Stream(self.first - self.started, self.usage_tokens or self.texts, self.last - self.first)
+        tokens = self.usage_tokens or self.texts
+        return Stream(self.first - self.started, tokens, self.last - self.first, tuple(self.gaps))
 
 
 async def _stream(client: httpx.AsyncClient, max_tokens: int, index: int) -> Stream | int | str:
@@ -161,6 +168,10 @@ class Sweep:
     rejected: int  # refused with 429 or 503
     failed: int  # broken or empty streams, other statuses
     why: tuple[str, ...] = ()  # what went wrong with the failed ones
+    # Inter-token latency over every stream of the sweep: the streams running while others start
+    # wait out their prompts' evaluation, which shows at the high percentiles.
+    itl_p50: float = float("nan")
+    itl_p99: float = float("nan")
 
 
 def sweep(url: str, clients: int, per_client: int, max_tokens: int, first_index: int) -> Sweep:
@@ -182,18 +193,29 @@ def sweep(url: str, clients: int, per_client: int, max_tokens: int, first_index:
             ]
             wall = time.perf_counter() - started
         done = [r for r in results if isinstance(r, Stream)]
-        ttfts = sorted(r.ttft for r in done) or [float("nan")]
+        ttfts = [r.ttft for r in done]
+        gaps = [gap for r in done for gap, _ in r.gaps]
         return Sweep(
             clients,
             sum(r.tokens for r in done) / wall,
-            statistics.median(ttfts),
-            ttfts[min(len(ttfts) - 1, round(0.99 * (len(ttfts) - 1)))],
+            percentile(ttfts, 0.5),
+            percentile(ttfts, 0.99),
             sum(1 for r in results if r in (429, 503)),
             sum(1 for r in results if not isinstance(r, Stream) and r not in (429, 503)),
             tuple(sorted({str(r) for r in results if not isinstance(r, Stream) and r not in (429, 503)})),
+            percentile(gaps, 0.5),
+            percentile(gaps, 0.99),
         )
 
     return asyncio.run(run())
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The value below which `share` of `values` lie (nearest rank; NaN for none)."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return statistics.median(ordered) if share == 0.5 else ordered[round(share * (len(ordered) - 1))]
 
 
 def memory_kib(pids: list[int]) -> tuple[list[int], int, int]:
@@ -228,6 +250,8 @@ def median_sweep(runs: list[Sweep]) -> Sweep:
         max(r.rejected for r in runs),
         max(r.failed for r in runs),
         tuple(sorted({why for r in runs for why in r.why})),
+        statistics.median(r.itl_p50 for r in runs),
+        statistics.median(r.itl_p99 for r in runs),
     )
 
 

@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench import measure
+from bench import arrivals, measure
 
 OURS, NGINX, CPP = "ours", "ours, through nginx", "llama.cpp llama-server"
 PEER, RAW = "llama-cpp-python server", "raw llama-cpp-python"
@@ -31,6 +31,7 @@ def markdown(
     swept: dict[str, list[measure.Sweep]],
     busy: dict[str, dict[str, list[measure.Stream]]] | None,
     mem: dict[int, tuple[list[int], int, int]] | None,
+    arrived: dict[str, list[arrivals.Arrivals]] | None = None,
 ) -> str:
     lines = [
         f"Model `{Path(args.model).name}`, {args.threads} threads, {args.slots} slots of {args.n_ctx} "
@@ -55,15 +56,17 @@ def markdown(
         "",
         f"### Concurrent clients ({args.per_client} streams each, one after the other)",
         "",
-        "| server | clients | aggregate tokens/s | TTFT p50, ms | TTFT p99, ms | rejected | failed |",
-        "|---|---|---|---|---|---|---|",
+        "| server | clients | aggregate tokens/s | TTFT p50, ms | TTFT p99, ms | ITL p50, ms | ITL p99, ms "
+        "| rejected | failed |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for clients_index, clients in enumerate(args.clients):
         for name, points in swept.items():
             p = points[clients_index]
             lines.append(
                 f"| {name} | {clients} | {p.tokens_per_second:.1f} | {1000 * p.ttft_p50:.0f} | "
-                f"{1000 * p.ttft_p99:.0f} | {p.rejected} | {p.failed} |"
+                f"{1000 * p.ttft_p99:.0f} | {1000 * p.itl_p50:.1f} | {1000 * p.itl_p99:.1f} | "
+                f"{p.rejected} | {p.failed} |"
             )
     failures = sorted({f"{name}: {why}" for name, points in swept.items() for p in points for why in p.why})
     if failures:
@@ -84,10 +87,12 @@ def markdown(
             )
     if mem:
         lines += _memory(args, mem)
+    if arrived:
+        lines += _arrivals(args, arrived)
     lines += ["", "### Targets", "", "| target | measured | verdict |", "|---|---|---|"]
     lines += [
         f"| {what} | {measured} | {verdict} |"
-        for what, measured, verdict in targets(args, singles, swept, busy)
+        for what, measured, verdict in targets(args, singles, swept, busy, arrived)
     ]
     return "\n".join(lines) + "\n"
 
@@ -110,6 +115,24 @@ def _memory(args: argparse.Namespace, mem: dict[int, tuple[list[int], int, int]]
     return lines
 
 
+def _arrivals(args: argparse.Namespace, arrived: dict[str, list[arrivals.Arrivals]]) -> list[str]:
+    lines = [
+        "",
+        f"### {args.arrivals} prompts of about {args.arrival_tokens} tokens arriving while {args.running} "
+        "streams run",
+        "",
+        "| server | long prompt's TTFT p50, ms | running streams' ITL p50, ms | ITL p99, ms "
+        "| longest wait, ms |",
+        "|---|---|---|---|---|",
+    ]
+    for name, runs in arrived.items():
+        ttft, p50, p99, longest = arrivals.median_arrivals(runs)
+        lines.append(
+            f"| {name} | {1000 * ttft:.0f} | {1000 * p50:.1f} | {1000 * p99:.1f} | {1000 * longest:.0f} |"
+        )
+    return lines
+
+
 def at_least(what: str, ours: float, reference: float, share: float, unit: str) -> tuple[str, str, str]:
     ratio = ours / reference if reference else float("inf")
     verdict = "met" if ratio >= share else f"missed by {100 * (share - ratio):.1f} points"
@@ -121,6 +144,7 @@ def targets(
     singles: dict[str, list[measure.Stream]],
     swept: dict[str, list[measure.Sweep]],
     busy: dict[str, dict[str, list[measure.Stream]]] | None,
+    arrived: dict[str, list[arrivals.Arrivals]] | None = None,
 ) -> list[tuple[str, str, str]]:
     """Each target (issue 21's, raised from issue 12's) with what was measured and whether it was met."""
     rows = []
@@ -136,6 +160,11 @@ def targets(
         rows.append((f"TTFT p50 at {clients} client(s) no worse than llama-server's",
                      f"{ours:.0f} against {cpp:.0f} ms",
                      "met" if ours <= cpp else f"missed by {ours - cpp:.0f} ms"))  # fmt: skip
+    for clients in sorted(at[OURS]):
+        ours, cpp = 1000 * at[OURS][clients].itl_p99, 1000 * at[CPP][clients].itl_p99
+        rows.append((f"inter-token latency p99 at {clients} client(s) no worse than llama-server's",
+                     f"{ours:.1f} against {cpp:.1f} ms",
+                     "met" if ours <= cpp else f"missed by {ours - cpp:.1f} ms"))  # fmt: skip
     raw_tps, ours_tps = decode(singles[RAW]), decode(singles[OURS])
     rows.append(
         at_least(
@@ -165,6 +194,11 @@ def targets(
                 "tok/s",
             )
         )
+    if arrived:
+        ours, cpp = (1000 * arrivals.median_arrivals(arrived[name])[2] for name in (OURS, CPP))
+        rows.append(("running streams' ITL p99 while long prompts arrive no worse than llama-server's",
+                     f"{ours:.1f} against {cpp:.1f} ms",
+                     "met" if ours <= cpp else f"missed by {ours - cpp:.1f} ms"))  # fmt: skip
     failed = sum(p.failed + p.rejected for p in swept[OURS])
     rows.append(
         (

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from app.settings.values import default_model_path
-from bench import measure, references, report
+from bench import arrivals, measure, references, report
 from bench.report import CPP, NGINX, OURS, PEER, RAW
 from harness import llama_server
 from harness.servers import Service, nginx
@@ -109,6 +109,18 @@ def contention(args: argparse.Namespace, urls: dict[str, str], index: Iterator[i
     return results
 
 
+def long_arrivals(args: argparse.Namespace, urls: dict[str, str], index: Iterator[int]) -> dict[str, list]:
+    """Long prompts arriving while streams run (bench/arrivals.py), for ours and llama-server."""
+    runs: dict[str, list[arrivals.Arrivals]] = {name: [] for name in urls}
+    for turn in range(args.repeats):
+        for name in rotate(list(urls), turn):
+            first = next(index) * 1000
+            runs[name].append(
+                arrivals.measure(urls[name], args.running, args.arrivals, args.arrival_tokens, first)
+            )
+    return runs
+
+
 def memory(args: argparse.Namespace, index: Iterator[int]) -> dict[int, tuple[list[int], int, int]]:
     """Per-worker RSS and total PSS of ours (default settings) with 1 and 2 workers, loaded and warm."""
     figures = {}
@@ -138,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-nginx", action="store_true")
     parser.add_argument("--skip-contention", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--running", type=int, default=4, help="streams running when long prompts arrive")
+    parser.add_argument("--arrivals", type=int, default=3, help="long prompts arriving (0: skip)")
+    parser.add_argument("--arrival-tokens", type=int, default=1500, help="each long prompt's length")
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--chart", type=Path)
     args = parser.parse_args(argv)
@@ -153,11 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         swept = sweeps(args, {n: u for n, u in urls.items() if n != NGINX}, index)
         progress("beside a busy process")
         busy = None if args.skip_contention else contention(args, {n: urls[n] for n in (OURS, CPP)}, index)
+        progress("long prompts arriving while streams run")
+        both = {n: urls[n] for n in (OURS, CPP)}
+        arrived = long_arrivals(args, both, index) if args.arrivals else None
     finally:
         stop(started)
     progress("memory")
     mem = None if args.skip_memory else memory(args, index)
-    text = report.markdown(args, singles, swept, busy, mem)
+    text = report.markdown(args, singles, swept, busy, mem, arrived)
     publish(text, args.markdown)
     if args.chart:
         report.chart(args.chart, swept)

@@ -17,7 +17,8 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown, png = tmp_path / "bench.md", tmp_path / "sweep.png"
     ran = bench(
         "run", *ONE_THREAD, "--repeats", "1", "--max-tokens", "8", "--contention-tokens", "16",
-        "--clients", "1,2", "--slots", "2", "--per-client", "1",
+        "--clients", "1,2", "--slots", "4", "--per-client", "1",
+        "--running", "2", "--arrivals", "1", "--arrival-tokens", "200",
         "--markdown", str(markdown), "--chart", str(png),
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
@@ -36,10 +37,11 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         assert row in text, row
     assert "### One stream beside a busy process" in text and "### Memory" in text
     assert "A second worker adds" in text
+    assert "### 1 prompts of about 200 tokens arriving while 2 streams run" in text
     targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
-    # Throughput and TTFT at 1 and 2 clients, one stream against raw and llama-server, contention
-    # twice, failures.
-    assert len(targets) == 9
+    # Throughput, TTFT and inter-token latency at 1 and 2 clients, one stream against raw and
+    # llama-server, contention twice, the running streams while a long prompt arrives, failures.
+    assert len(targets) == 12
     assert all(row.endswith("| met |") or "| missed" in row for row in targets), targets
     assert png.read_bytes().startswith(b"\x89PNG")
 

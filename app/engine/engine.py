@@ -287,6 +287,9 @@ class Engine(LoadingEngine[LoadedModel]):
         if self._batcher is not None and self._stepping is not None:
             self._batcher.submit(None)
             self._stepping.get()  # type: ignore[attr-defined]  # gevent's AsyncResult
+        projector = self._tokenizer.projector if self._tokenizer is not None else None
+        if projector is not None:  # else each unload (a sleep, on demand) would leave its thread
+            projector.stop_thread()
 
     def _free_model(self) -> None:
         assert self._batcher is not None, "loaded"

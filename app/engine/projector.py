@@ -93,6 +93,13 @@ class Projector:
             mtmd.mtmd_free(self.ctx)
             self.ctx = None
 
+    def stop_thread(self) -> None:
+        """End the thread that works out prompts with media (on the hub, whose pool it is: the
+        engine's native thread, which frees the projector, cannot)."""
+        if self._pool is not None:
+            self._pool.kill()
+            self._pool = None
+
     def prompt(self, text: str, media: list[bytes]) -> tuple[list[int], tuple[MediaRun, ...]]:
         """`text` (MARKER where each medium goes; a chat prompt as Tokenizer.chat_text gives it) as tokens
         and media runs, worked out in a native thread: decoding an image is llama.cpp's work, which

@@ -16,6 +16,7 @@ import json
 import random
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -495,3 +496,22 @@ def test_langchains_chat_openai_sends_an_image_part(sdk: openai.OpenAI, vision: 
         )
         answer = chat.invoke([HumanMessage(content=parts)])
     assert answer.content == ours(sdk, "smol", asking(RED)).choices[0].message.content
+
+
+def test_a_model_that_sleeps_and_wakes_leaves_no_thread_behind(sdk: openai.OpenAI, vision: Server) -> None:
+    """Each wake makes the projector's thread for prompts with media again; each sleep ends it.
+    (Last in the module: the models sleep.)"""
+
+    def threads_after_an_image() -> int:
+        ours(sdk, "smol", asking(RED), tokens=2)  # wakes the model, and makes the thread
+        (model,) = [
+            m for m in httpx.get(vision.url + "/v1/models", timeout=10).json()["data"] if m["id"] == "smol"
+        ]
+        (worker,) = model["workers"]
+        return len(list(Path(f"/proc/{worker['pid']}/task").iterdir()))
+
+    counts = []
+    for _ in range(3):
+        counts.append(threads_after_an_image())
+        assert httpx.post(vision.url + "/sleep", timeout=60).status_code == 200
+    assert counts[1] == counts[2], counts  # a wake after the first adds none for good

@@ -31,6 +31,7 @@ class Arrivals:
 
     ttfts: list[float]
     gaps: list[float]
+    failed: list[str]  # what broke: a long prompt's request, or a running stream before the end
 
     @property
     def itl_p50(self) -> float:
@@ -66,33 +67,42 @@ def measure(url: str, running: int, arriving: int, prompt_tokens: int, first_ind
             for event in started:
                 await event.wait()
             window_start = time.perf_counter()
-            ttfts = []
+            ttfts, failed = [], []
             for k in range(arriving):
-                arrived = await _first_token(client, long_prompt(first_index + running + k, prompt_tokens))
-                ttfts.append(arrived)
+                try:
+                    prompt = long_prompt(first_index + running + k, prompt_tokens)
+                    ttfts.append(await _first_token(client, prompt))
+                except httpx.HTTPError as exc:  # counted and said, not the end of the run
+                    failed.append(f"a long prompt: {type(exc).__name__}: {exc}"[:120])
             window_end = time.perf_counter()
             stop.set()
-            await asyncio.gather(*streams)
+            failed += [why for why in await asyncio.gather(*streams) if why]
         gaps = [gap for tally in tallies for gap, at in tally.gaps if window_start < at <= window_end]
-        return Arrivals(ttfts, gaps)
+        return Arrivals(ttfts, gaps, failed)
 
     return asyncio.run(run())
 
 
 async def _run_until(
     client: httpx.AsyncClient, index: int, tally: Tally, started: asyncio.Event, stop: asyncio.Event
-) -> None:
-    """A long stream, read until `stop` is set (then the client hangs up)."""
+) -> str:
+    """A long stream, read until `stop` is set (then the client hangs up); what broke it, if anything."""
     body = request_body(1536, index)
-    async with client.stream("POST", "/v1/completions", json=body) as response:
-        assert response.status_code == 200, response.status_code
-        async for line in response.aiter_lines():
-            tally.feed(line)
-            if tally.first is not None:
-                started.set()
-            if stop.is_set():
-                break
-    started.set()  # a stream that ended early must not hold the run up
+    try:
+        async with client.stream("POST", "/v1/completions", json=body) as response:
+            if response.status_code != 200:
+                return f"a running stream: status {response.status_code}"
+            async for line in response.aiter_lines():
+                tally.feed(line)
+                if tally.first is not None:
+                    started.set()
+                if stop.is_set():
+                    break
+    except httpx.HTTPError as exc:
+        return "" if stop.is_set() else f"a running stream: {type(exc).__name__}: {exc}"[:120]
+    finally:
+        started.set()  # a stream that ended early must not hold the run up
+    return ""
 
 
 async def _first_token(client: httpx.AsyncClient, prompt: str) -> float:
@@ -100,11 +110,15 @@ async def _first_token(client: httpx.AsyncClient, prompt: str) -> float:
     body = {"prompt": prompt, "max_tokens": 4, "temperature": 0, "ignore_eos": True, "stream": True}
     tally = Tally()
     async with client.stream("POST", "/v1/completions", json=body) as response:
-        assert response.status_code == 200, response.status_code
+        if response.status_code != 200:
+            raise httpx.HTTPStatusError(
+                f"status {response.status_code}", request=response.request, response=response
+            )
         async for line in response.aiter_lines():
             tally.feed(line)
     result: Stream | None = tally.result()
-    assert result is not None, "no text came"
+    if result is None:
+        raise httpx.DecodingError("no text came")
     return result.ttft
 
 

@@ -158,7 +158,9 @@ def interleaved(
     """Ours (one worker of `args.parallel` sequences) and llama-server (as many slots), each
     (target, condition) of `runs` measured in turn, `args.repeats` rounds in a rotating order:
     the probes' TTFTs and the background's pace, by run."""
-    ours = references.ours(1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.parallel))
+    ours = references.ours(
+        1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.parallel), LLM_MODEL_PATH=args.model
+    )
     cpp: Service | None = None
     results: dict[tuple[str, str], list[float]] = {}
     paces: dict[tuple[str, str], list[float]] = {}

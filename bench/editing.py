@@ -122,12 +122,12 @@ def after_restart(args: argparse.Namespace, folder: Path) -> dict[str, list[floa
         for name in rotate(list(runs), turn):
             disk = {"LLM_CACHE_DISK_MB": "256", "LLM_CACHE_DISK_PATH": str(folder / f"round-{turn}")}
             env = disk if name == WITH_DISK else {}
-            first = references.ours(1, args.threads, args.n_ctx, **env)
+            first = references.ours(1, args.threads, args.n_ctx, LLM_MODEL_PATH=args.model, **env)
             try:
                 answer = _whole(first.url, {"messages": history(turn), "max_tokens": 24, "temperature": 0})
             finally:
                 first.stop()
-            second = references.ours(1, args.threads, args.n_ctx, **env)
+            second = references.ours(1, args.threads, args.n_ctx, LLM_MODEL_PATH=args.model, **env)
             try:
                 body = {"messages": history(turn, answer), "max_tokens": 8, "temperature": 0, "stream": True}
                 runs[name].append(workloads.chat_stream(second.url, body).ttft * 1000)
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     fim = str(smollm2_fim_path())
     started: list[Service] = []
     try:
-        ours = references.ours(1, args.threads, args.n_ctx)
+        ours = references.ours(1, args.threads, args.n_ctx, LLM_MODEL_PATH=args.model)
         started.append(ours)
         reference = llama_server.start(args.model, args.threads, 1, args.n_ctx, same_kernels=True)
         started.append(reference)

@@ -50,7 +50,9 @@ def start_servers(args: argparse.Namespace) -> dict[str, Service]:
     """Ours (one worker of `slots` sequences), nginx in front of it, llama-server, and the peer."""
     started: dict[str, Service] = {}
     try:
-        started[OURS] = references.ours(1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.slots))
+        started[OURS] = references.ours(
+            1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.slots), LLM_MODEL_PATH=args.model
+        )
         if not args.skip_nginx:
             started[NGINX] = nginx([started[OURS].port])
         started[CPP] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx)
@@ -125,7 +127,9 @@ def memory(args: argparse.Namespace, index: Iterator[int]) -> dict[int, tuple[li
     """Per-worker RSS and total PSS of ours (default settings) with 1 and 2 workers, loaded and warm."""
     figures = {}
     for workers in (1, 2):
-        service = references.ours(workers, max(1, args.threads // workers), args.n_ctx)
+        service = references.ours(
+            workers, max(1, args.threads // workers), args.n_ctx, LLM_MODEL_PATH=args.model
+        )
         try:
             for _ in range(2 * workers):
                 measure.single(service.url, 4, next(index))

@@ -88,7 +88,8 @@ def start(args: argparse.Namespace) -> dict[str, list[Service]]:
     threads = max(1, args.threads // 2)
     try:
         for name, routing in ((BY_CACHE, "1"), (BY_LOAD, "0")):
-            env = {"LLM_PARALLEL": str(args.slots), "LLM_ROUTE_BY_CACHE": routing, "LLM_MODEL_PATH": args.model}
+            env = {"LLM_PARALLEL": str(args.slots), "LLM_ROUTE_BY_CACHE": routing}
+            env["LLM_MODEL_PATH"] = args.model
             started[name] = [references.ours(2, threads, args.n_ctx, **env)]
         servers = [llama_server.start(args.model, threads, args.slots, args.n_ctx) for _ in range(2)]
         started[CPP] = [nginx([s.port for s in servers]), *servers]

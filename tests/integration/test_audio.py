@@ -213,6 +213,22 @@ def test_what_a_client_gets_wrong_is_a_clear_error(hearing: Server) -> None:
     assert bad(hearing, **{"timestamp_granularities[]": "word"})["param"] == "timestamp_granularities[]"
     assert bad(hearing, response_format="mp4")["param"] == "response_format"
     assert bad(hearing, 404, model="whisper-1")["code"] == "model_not_found"
+    boundary = "part-boundary"
+    nameless = (
+        (  # a part whose Content-Disposition names no field (the fuzzer's find: once a 500)
+            f"--{boundary}\r\nContent-Disposition: form-data\r\n\r\nsmol\r\n--{boundary}\r\n"
+            f'Content-Disposition: form-data; name="file"; filename="clip.wav"\r\n\r\n'
+        ).encode()
+        + WAV
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    answer = httpx.post(
+        hearing.url + "/v1/audio/transcriptions",
+        content=nameless,
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+        timeout=60,
+    )
+    assert answer.status_code == 400 and "needs a name" in answer.json()["error"]["message"], answer.text
     for clip, why in (
         (b"RIFF not really", "not an audio file"),
         (tone(MAX_SECONDS + 1), "LLM_MAX_AUDIO_SECONDS"),

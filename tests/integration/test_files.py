@@ -71,3 +71,17 @@ def test_uploads_the_server_does_not_take_are_clear_errors(store_server: Server)
         headers={"Authorization": "Bearer key-alice"},
     )
     assert no_file.status_code == 400 and no_file.json()["error"]["param"] == "file"
+    boundary = "part-boundary"
+    nameless = (  # a part whose Content-Disposition names no field
+        f"--{boundary}\r\nContent-Disposition: form-data\r\n\r\nbatch\r\n--{boundary}\r\n"
+        f'Content-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\na\r\n--{boundary}--\r\n'
+    )
+    answer = httpx.post(
+        store_server.url + "/v1/files",
+        content=nameless.encode(),
+        headers={
+            "Authorization": "Bearer key-alice",
+            "Content-Type": f"multipart/form-data; boundary={boundary}",
+        },
+    )
+    assert answer.status_code == 400 and "needs a name" in answer.json()["error"]["message"], answer.text

@@ -13,7 +13,7 @@ from app.api.audio.schemas import STREAMED_FORMATS, transcription_form_schema
 from app.api.generation.loop import generate
 from app.api.generation.planning import plan_choices
 from app.api.http import media
-from app.api.http.body import check_model, generating_engine
+from app.api.http.body import check_model, form_parts, generating_engine
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting import conversation
 from app.api.requests.chat import ChatRequest
@@ -86,7 +86,7 @@ def _form() -> tuple[dict[str, Any], bytes]:
     try:
         request.get_data()  # kept: a relay sends the body on as it came
         upload = request.files.get("file")
-        form = request.form.to_dict(flat=False)
+        form = form_parts()
     except RequestEntityTooLarge:
         raise media.too_large("file", limit) from None
     loaded: dict[str, Any] = transcription_form_schema.load(

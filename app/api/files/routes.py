@@ -7,6 +7,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.api.files.schemas import file_list_query_schema, upload_form_schema
 from app.api.http import store_access
+from app.api.http.body import form_parts
 from app.api.http.errors import InvalidRequestError, PayloadTooLargeError
 from app.settings.current import current_config
 from app.store.files import FileStore, new_file_id
@@ -30,7 +31,7 @@ def upload_file() -> Response:
     request.max_content_length = limit + 64 * 1024  # the form's other fields and boundaries too
     try:
         upload = request.files.get("file")
-        form = upload_form_schema.load(request.form.to_dict())
+        form = upload_form_schema.load({key: values[0] for key, values in form_parts().items()})
     except RequestEntityTooLarge:
         raise PayloadTooLargeError(
             f"The file is larger than this server takes ({limit} bytes, LLM_MAX_FILE_BYTES).", param="file"

@@ -75,6 +75,15 @@ def parse_request(
     return typed
 
 
+def form_parts() -> dict[str, list[str]]:
+    """A multipart request's form fields (each with its values), once every part is named: werkzeug
+    keys a part whose Content-Disposition names no field by None."""
+    form = request.form.to_dict(flat=False)
+    if not all(isinstance(key, str) and key for key in [*form, *request.files]):
+        raise InvalidRequestError("Every part of the multipart form needs a name (Content-Disposition).")
+    return form
+
+
 def check_model(name: str | None, use: str | None) -> None:
     """Refuse a model this server does not serve, or one that cannot do what the route does."""
     spec = current_config().models[model_index(name, use)]

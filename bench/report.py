@@ -13,6 +13,7 @@ from bench import arrivals, measure
 
 OURS, NGINX, CPP = "ours", "ours, through nginx", "llama.cpp llama-server"
 PEER, RAW = "llama-cpp-python server", "raw llama-cpp-python"
+FAST = "ours, LLM_BATCH_INVARIANT=0"
 
 
 def spread(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
@@ -85,6 +86,8 @@ def markdown(
                 f"| {name} | {spread([s.tokens_per_second for s in pair['quiet']])} | "
                 f"{spread([s.tokens_per_second for s in pair['busy']])} | {100 * loaded / quiet:.0f}% |"
             )
+    if FAST in swept:
+        lines += _kernels_share(singles, swept)
     if mem:
         lines += _memory(args, mem)
     if arrived:
@@ -95,6 +98,38 @@ def markdown(
         for what, measured, verdict in targets(args, singles, swept, busy, arrived)
     ]
     return "\n".join(lines) + "\n"
+
+
+def _kernels_share(
+    singles: dict[str, list[measure.Stream]], swept: dict[str, list[measure.Sweep]]
+) -> list[str]:
+    """Each gap to llama-server split in two: ours' batch-invariant kernels against llama.cpp's fastest
+    (ours against ours with LLM_BATCH_INVARIANT=0), and the rest (that one against llama-server)."""
+    lines = [
+        "",
+        "### What the gaps are made of: the batch-invariant kernels, and the rest",
+        "",
+        "Ours against ours with llama.cpp's fastest kernels (the kernels' cost), and that one against "
+        "llama-server (the rest: Python per token and per request, HTTP). Throughput as a share, "
+        "times as a difference.",
+        "",
+        "| clients | aggregate: ours / fast | fast / llama-server | TTFT p50: ours − fast, ms "
+        "| fast − llama-server, ms | ITL p99: ours − fast, ms | fast − llama-server, ms |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    at = {name: {p.clients: p for p in points} for name, points in swept.items()}
+    for clients in sorted(at[OURS]):
+        ours, fast, cpp = at[OURS][clients], at[FAST][clients], at[CPP][clients]
+        lines.append(
+            f"| {clients} | {100 * ours.tokens_per_second / fast.tokens_per_second:.1f}% "
+            f"| {100 * fast.tokens_per_second / cpp.tokens_per_second:.1f}% "
+            f"| {1000 * (ours.ttft_p50 - fast.ttft_p50):+.0f} | {1000 * (fast.ttft_p50 - cpp.ttft_p50):+.0f} "
+            f"| {1000 * (ours.itl_p99 - fast.itl_p99):+.1f} | {1000 * (fast.itl_p99 - cpp.itl_p99):+.1f} |"
+        )
+    if FAST in singles:
+        ours, fast, cpp = decode(singles[OURS]), decode(singles[FAST]), decode(singles[CPP])
+        lines.append(f"| one stream | {100 * ours / fast:.1f}% | {100 * fast / cpp:.1f}% | | | | |")
+    return lines
 
 
 def _memory(args: argparse.Namespace, mem: dict[int, tuple[list[int], int, int]]) -> list[str]:

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from app.settings.values import default_model_path
 from bench import arrivals, measure, references, report
-from bench.report import CPP, NGINX, OURS, PEER, RAW
+from bench.report import CPP, FAST, NGINX, OURS, PEER, RAW
 from harness import llama_server
 from harness.servers import Service, nginx
 
@@ -53,6 +53,11 @@ def start_servers(args: argparse.Namespace) -> dict[str, Service]:
         started[OURS] = references.ours(
             1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.slots), LLM_MODEL_PATH=args.model
         )
+        if args.fast_kernels:  # what the batch-invariant kernels cost, measured beside the rest
+            started[FAST] = references.ours(
+                1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.slots), LLM_MODEL_PATH=args.model,
+                LLM_BATCH_INVARIANT="0",
+            )  # fmt: skip
         if not args.skip_nginx:
             started[NGINX] = nginx([started[OURS].port])
         started[CPP] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx)
@@ -157,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--running", type=int, default=4, help="streams running when long prompts arrive")
     parser.add_argument("--arrivals", type=int, default=3, help="long prompts arriving (0: skip)")
     parser.add_argument("--arrival-tokens", type=int, default=1500, help="each long prompt's length")
+    parser.add_argument(
+        "--fast-kernels",
+        action="store_true",
+        help="also ours with LLM_BATCH_INVARIANT=0 (llama.cpp's fastest kernels, as llama-server runs)",
+    )
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--chart", type=Path)
     args = parser.parse_args(argv)
@@ -173,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         progress("beside a busy process")
         busy = None if args.skip_contention else contention(args, {n: urls[n] for n in (OURS, CPP)}, index)
         progress("long prompts arriving while streams run")
-        both = {n: urls[n] for n in (OURS, CPP)}
+        both = {n: urls[n] for n in (OURS, FAST, CPP) if n in urls}
         arrived = long_arrivals(args, both, index) if args.arrivals else None
     finally:
         stop(started)

@@ -24,6 +24,9 @@ def leader_for(sequences: Iterable[Sequence], prompt: list[int]) -> Sequence | N
 
 def hand_to_followers(sequences: Iterable[Sequence], model: BatchContext) -> None:
     """Choices waiting on a leader whose prompt was just evaluated share its cells and sample its row."""
+    sequences = list(sequences)
+    if not any(s.choice is not None and s.choice.leader is not None for s in sequences):
+        return  # the common step: nobody waits on a leader
     by_id = {s.seq_id: s for s in sequences}
     for follower in by_id.values():
         choice = follower.choice

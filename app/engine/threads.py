@@ -32,6 +32,9 @@ def process_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+_TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
+
+
 def idle_cpu_seconds() -> float:
     """Idle time so far of the CPUs this process may run on (0 where /proc/stat cannot tell)."""
     mine = {f"cpu{n}" for n in os.sched_getaffinity(0)}
@@ -39,12 +42,14 @@ def idle_cpu_seconds() -> float:
     try:
         with open("/proc/stat") as stat:
             for line in stat:
+                if not line.startswith("cpu"):
+                    break  # the per-CPU lines come first; the rest (interrupts...) is long
                 fields = line.split()
-                if fields and fields[0] in mine:
+                if fields[0] in mine:
                     ticks += int(fields[4]) + int(fields[5])  # idle + iowait
     except (OSError, ValueError, IndexError):
         return 0.0
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return ticks / _TICKS_PER_SECOND
 
 
 class ThreadGovernor:

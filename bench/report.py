@@ -127,8 +127,10 @@ def _kernels_share(
             f"| {1000 * (ours.itl_p99 - fast.itl_p99):+.1f} | {1000 * (fast.itl_p99 - cpp.itl_p99):+.1f} |"
         )
     if FAST in singles:
-        ours, fast, cpp = decode(singles[OURS]), decode(singles[FAST]), decode(singles[CPP])
-        lines.append(f"| one stream | {100 * ours / fast:.1f}% | {100 * fast / cpp:.1f}% | | | | |")
+        alone = decode(singles[OURS]), decode(singles[FAST]), decode(singles[CPP])
+        lines.append(
+            f"| one stream | {100 * alone[0] / alone[1]:.1f}% | {100 * alone[1] / alone[2]:.1f}% | | | | |"
+        )
     return lines
 
 

@@ -291,6 +291,36 @@ class Config:
         "10",
         "Seconds a media URL may take to fetch, all of it (longer is a 400)",
     )
+    mcp_allow: tuple[str, ...] | None = setting(
+        "LLM_MCP_ALLOW",
+        values.fetch_allowlist,
+        "",
+        "Which MCP servers a Responses request's mcp tool may name by server_url: comma-separated hosts "
+        "(host or host:port) or URL prefixes; empty: none. A private or loopback address only when "
+        "listed as an IP address itself",
+        optional=True,
+    )
+    mcp_timeout: float = setting(
+        "LLM_MCP_TIMEOUT",
+        values.positive_float,
+        "30",
+        "Seconds one MCP request (listing a server's tools, or one tool call) may take, connecting "
+        "included; longer is an error in the response's mcp item",
+    )
+    mcp_max_output_bytes: int = setting(
+        "LLM_MCP_MAX_OUTPUT_BYTES",
+        values.positive_int,
+        "1048576",
+        "Largest answer taken from an MCP server (a tool's output, a tool listing); larger is an error in "
+        "the response's mcp item",
+    )
+    mcp_max_calls: int = setting(
+        "LLM_MCP_MAX_CALLS",
+        values.int_between(1, 64),
+        "8",
+        "Most MCP tool calls the server makes for one response (a request's max_tool_calls may ask fewer); "
+        "then the model answers without tools",
+    )
     max_tokens_limit: int = setting(
         "LLM_MAX_TOKENS_LIMIT",
         values.non_negative_int,

@@ -10,30 +10,17 @@ body is bounded by LLM_MAX_MEDIA_BYTES and the whole fetch by LLM_MEDIA_FETCH_TI
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 import time
-from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 import urllib3
 
-from app.api.http import media
+from app.api.http import destinations, media
+from app.api.http.destinations import Destination
 from app.api.http.media import MediaError
 from app.settings.current import current_config
 
 MAX_REDIRECTS = 3
-
-
-@dataclass(frozen=True)
-class _Target:
-    """A URL cleared for fetching: where to connect, and what to ask for."""
-
-    https: bool
-    host: str  # the name the URL gives (sent as Host, and checked against the certificate)
-    address: str  # the checked IP address to connect to
-    port: int
-    path: str
 
 
 def media_at(url: str, field: str) -> bytes:
@@ -67,58 +54,17 @@ def fetch(url: str, field: str) -> bytes:
     raise MediaError(f"the URL redirects more than {MAX_REDIRECTS} times", field)
 
 
-def listed(url: str, allowlist: tuple[str, ...]) -> bool:
-    """Whether the allowlist names the URL's host (host, or host:port) or a prefix of the URL."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    default = parts.port in (None, 443 if parts.scheme == "https" else 80)
-    # A host listed without a port is that host on the scheme's own port, not every port of it.
-    netloc = host if default else f"{host}:{parts.port}"
-    for entry in allowlist:
-        if "://" in entry:
-            if url.startswith(entry.rstrip("/") + "/") or url == entry:
-                return True
-        elif entry.lower().strip("[]") == netloc:
-            return True
-    return False
-
-
-def _cleared(url: str, allowlist: tuple[str, ...], field: str) -> _Target:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise MediaError("must be an http(s) URL or a data URL", field)
-    host = parts.hostname.lower()
-    if not listed(url, allowlist):
-        raise MediaError(
-            f"{host} is not among the hosts this server fetches media from (LLM_MEDIA_FETCH)", field
-        )
-    https = parts.scheme == "https"
-    port = parts.port or (443 if https else 80)
+def _cleared(url: str, allowlist: tuple[str, ...], field: str) -> Destination:
     try:
-        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
-        raise MediaError(f"{host} does not resolve", field) from None
-    addresses = [ipaddress.ip_address(info[4][0]) for info in found]
-    literal = _literal(host)
-    for address in addresses:
-        if not address.is_global and address != literal:
-            raise MediaError(
-                f"{host} resolves to a private or loopback address ({address}); list the address itself "
-                "in LLM_MEDIA_FETCH to fetch from it",
-                field,
-            )
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return _Target(https, host, str(addresses[0]), port, path)
+        return destinations.cleared(url, allowlist, "LLM_MEDIA_FETCH", "fetches media from")
+    except destinations.RefusedError as refused:
+        message = str(refused)
+        if message == "must be an http(s) URL":
+            message = "must be an http(s) URL or a data URL"
+        raise MediaError(message, field) from None
 
 
-def _literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return None
-
-
-def _get(target: _Target, deadline: float, limit: int, field: str) -> bytes | str:
+def _get(target: Destination, deadline: float, limit: int, field: str) -> bytes | str:
     """The body (bytes), or a redirect's Location (str)."""
     left = max(0.1, deadline - time.monotonic())
     timeout = urllib3.Timeout(connect=left, read=left)

@@ -108,7 +108,38 @@ def _normalized_item(item: Any, where: str) -> dict[str, Any]:
         ]
         texts = [str(p["text"]) for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
         return {"type": kind, "text": "\n".join(texts)}
+    if kind in MCP_ITEMS:
+        return _mcp_item(item, kind, where)
     raise ValidationError(f"{where}.type: item type {kind!r} is not supported by this server")
+
+
+# The Responses API's MCP items, as a response's output gives them and the next request's input
+# carries them back: with the fields that matter (an approval request keeps its id, which the
+# approval response names).
+MCP_ITEMS = {
+    "mcp_list_tools": ("server_label", "tools", "error"),
+    "mcp_call": ("server_label", "name", "arguments", "output", "error"),
+    "mcp_approval_request": ("id", "server_label", "name", "arguments"),
+    "mcp_approval_response": ("approval_request_id", "approve", "reason"),
+}
+_MCP_PREFIXES = {"mcp_list_tools": "mcpl", "mcp_call": "mcp", "mcp_approval_request": "mcpr"}
+_MCP_REQUIRED = {
+    "mcp_list_tools": ("server_label",),
+    "mcp_call": ("server_label", "name", "arguments"),
+    "mcp_approval_request": ("id", "server_label", "name", "arguments"),
+    "mcp_approval_response": ("approval_request_id",),
+}
+
+
+def _mcp_item(item: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    for key in _MCP_REQUIRED[kind]:
+        if not isinstance(item.get(key), str):
+            raise ValidationError(f"{where}.{key}: must be a string")
+    if kind == "mcp_approval_response" and not isinstance(item.get("approve"), bool):
+        raise ValidationError(f"{where}.approve: must be true or false")
+    if kind == "mcp_list_tools" and not isinstance(item.get("tools", []), list):
+        raise ValidationError(f"{where}.tools: must be a list")
+    return {"type": kind, **{key: item.get(key) for key in MCP_ITEMS[kind]}}
 
 
 def _parts(role: str, content: str) -> list[dict[str, Any]]:
@@ -144,9 +175,18 @@ def with_id(item: dict[str, Any], item_id: str | None = None) -> dict[str, Any]:
         return {**item, "id": item_id or new_id("fc"), "status": "completed"}
     if kind == "function_call_output":
         return {**item, "id": item_id or new_id("fco"), "status": "completed"}
+    if kind in MCP_ITEMS:
+        prefix = _MCP_PREFIXES.get(kind, "mcpa")
+        return {**item, "id": item.get("id") or item_id or new_id(prefix), **_mcp_status(item)}
     return {  # reasoning
         "type": "reasoning",
         "id": item_id or new_id("rs"),
         "summary": [],
         "content": [{"type": "reasoning_text", "text": item["text"]}],
     }
+
+
+def _mcp_status(item: dict[str, Any]) -> dict[str, str]:
+    if item["type"] != "mcp_call":
+        return {}
+    return {"status": "failed" if item.get("error") else "completed"}

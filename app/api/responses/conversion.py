@@ -34,7 +34,22 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
                 conversation.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif item["type"] == "function_call_output":
             conversation.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
-        if thought and item["type"] != "reasoning" and conversation[-1]["role"] == "assistant":
+        elif item["type"] == "mcp_call":  # a call the server made: to the model, a call and its result
+            call_id = f"call_mcp_{len(conversation)}"
+            call = {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": item["name"], "arguments": item["arguments"]},
+            }
+            conversation.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            result = item["output"] if item.get("error") is None else f"Error: {item['error']}"
+            conversation.append({"role": "tool", "tool_call_id": call_id, "content": result or ""})
+        if (
+            thought
+            and item["type"] != "reasoning"
+            and conversation
+            and conversation[-1]["role"] == "assistant"
+        ):
             conversation[-1]["reasoning_content"], thought = thought, ""
     return conversation
 
@@ -70,6 +85,7 @@ def as_chat(body: dict[str, Any]) -> ChatRequest:
                 },
             }
             for t in body.get("tools") or []
+            if t.get("type", "function") == "function"  # mcp tools: as their servers list them (mcp_loop)
         ],
     )
 

@@ -46,6 +46,56 @@ def call_item(
     }
 
 
+def mcp_list_tools_item(label: str, tools: list[dict[str, Any]], error: str | None) -> dict[str, Any]:
+    return {
+        "type": "mcp_list_tools",
+        "id": new_id("mcpl"),
+        "server_label": label,
+        "tools": tools,
+        "error": error,
+    }
+
+
+def mcp_call_item(
+    label: str, name: str, arguments: str, output: str | None, error: str | None
+) -> dict[str, Any]:
+    """A call the server made to an MCP server's tool, with its output or its error."""
+    return {
+        "type": "mcp_call",
+        "id": new_id("mcp"),
+        "server_label": label,
+        "name": name,
+        "arguments": arguments,
+        "output": output,
+        "error": error,
+        "status": "failed" if error is not None else "completed",
+    }
+
+
+def mcp_approval_request_item(label: str, name: str, arguments: str) -> dict[str, Any]:
+    return {
+        "type": "mcp_approval_request",
+        "id": new_id("mcpr"),
+        "server_label": label,
+        "name": name,
+        "arguments": arguments,
+    }
+
+
+def _echoed_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool as the Response echoes it; an mcp tool's headers never (they carry credentials)."""
+    if tool.get("type") == "mcp":
+        defaults = {"server_description": None, "allowed_tools": None, "require_approval": "always"}
+        return {**defaults, **tool, "headers": None}
+    return {"type": "function", "description": None, "parameters": None, "strict": None, **tool}
+
+
+def _echoed_choice(choice: str | dict[str, str]) -> str | dict[str, str]:
+    if not isinstance(choice, dict):
+        return choice
+    return {"type": "mcp" if "server_label" in choice else "function", **choice}
+
+
 def usage(input_tokens: int, output_tokens: int, cached_tokens: int) -> dict[str, Any]:
     return {
         "input_tokens": input_tokens,
@@ -79,11 +129,8 @@ class ResponseHeader:
             "store": stored,  # whether it is kept: false with LLM_STORE=off, whatever was asked
             "temperature": _DEFAULTS.temperature if body.get("temperature") is None else body["temperature"],
             "text": {"format": text_format},
-            "tool_choice": {"type": "function", **choice} if isinstance(choice, dict) else choice,
-            "tools": [
-                {"type": "function", "description": None, "parameters": None, "strict": None, **tool}
-                for tool in body.get("tools") or []
-            ],
+            "tool_choice": _echoed_choice(choice),
+            "tools": [_echoed_tool(tool) for tool in body.get("tools") or []],
             "top_p": _DEFAULTS.top_p if body.get("top_p") is None else body["top_p"],
             "top_logprobs": body.get("top_logprobs"),
             "truncation": body.get("truncation") or "disabled",

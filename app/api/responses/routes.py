@@ -5,12 +5,11 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 
 from app.api.generation.loop import generate
-from app.api.generation.planning import plan_choices
 from app.api.http import sse, store_access
 from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError
-from app.api.prompting import conversation, overflow, structured_output
-from app.api.responses import background, conversion, history
+from app.api.prompting import conversation, overflow
+from app.api.responses import background, conversion, history, mcp_loop, steps
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
 from app.api.responses.schemas import (
@@ -33,24 +32,16 @@ def create_response() -> Response:
         return relayed
     engine = generating_engine()
     new_input = body["input"]
-    body = {**body, "input": history.history(body) + new_input}
-    fitted = overflow.fitted_prompt(engine.tokenizer, conversion.as_chat(body))
-    chat, prompt = fitted.chat, fitted.prompt
+    before = history.history(body)
+    if any(tool["type"] == "mcp" for tool in body.get("tools") or []):
+        return mcp_loop.respond(engine, body, before, new_input)
+    body = {**body, "input": before + new_input}
     # The truncation in force, echoed on the response: as asked, else the server's policy.
-    body["truncation"] = "auto" if overflow.truncates(chat, current_config()) else "disabled"
-    grammar, triggers, param = conversion.grammar(
-        chat, (body.get("text") or {}).get("format"), prompt.profile
+    body["truncation"] = (
+        "auto" if overflow.truncates(conversion.as_chat(body), current_config()) else "disabled"
     )
-    requests = plan_choices(
-        chat,
-        [prompt.tokens],
-        prompt_param="input",
-        logprobs=chat.top_logprobs if chat.logprobs else None,
-        grammar=structured_output.checked(engine.tokenizer, grammar, param),
-        grammar_triggers=triggers,
-        vocabulary_size=engine.tokenizer.vocabulary_size,
-        media=prompt.media,
-    )
+    planned = steps.plan(engine, body)
+    chat, prompt = planned.chat, planned.fitted.prompt
     keeper = history.Keeper(body, new_input)
     header = ResponseHeader(
         body, current_config().model_id, keeper.responses is not None, keeper.conversation
@@ -59,9 +50,12 @@ def create_response() -> Response:
         header, len(prompt.tokens), prompt.reader, on_final=keeper or None, wants_logprobs=chat.logprobs
     )
     if body.get("background"):
-        return overflow.reported(background.start(engine, body, requests, presenter, keeper), fitted)
-    answer = generate(engine, chat.stream, requests, presenter, len(prompt.tokens), chat.prompt_cache_key)
-    return overflow.reported(answer, fitted)
+        started = background.start(engine, body, planned.requests, presenter, keeper)
+        return overflow.reported(started, planned.fitted)
+    answer = generate(
+        engine, chat.stream, planned.requests, presenter, len(prompt.tokens), chat.prompt_cache_key
+    )
+    return overflow.reported(answer, planned.fitted)
 
 
 @bp.post("/v1/responses/input_tokens")

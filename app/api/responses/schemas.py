@@ -43,6 +43,75 @@ class FunctionToolSchema(BaseSchema):
     strict = StrictBoolean(allow_none=True)
 
 
+class ToolNamesSchema(BaseSchema):
+    tool_names = fields.List(fields.String(), required=True, validate=validate.Length(max=256))
+    read_only = StrictBoolean(allow_none=True)
+
+
+class ApprovalSchema(BaseSchema):
+    """`require_approval` as an object: the tools that never, or always, need the client's approval."""
+
+    never = fields.Nested(ToolNamesSchema, allow_none=True)
+    always = fields.Nested(ToolNamesSchema, allow_none=True)
+
+
+class ApprovalField(fields.Field[str | dict[str, Any]]):
+    """`require_approval`: "always", "never", or {"never": {"tool_names": [...]}, "always": {...}}."""
+
+    OPENAPI = {"anyOf": [{"enum": ["always", "never"]}, {"type": "object"}]}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | dict[str, Any]:
+        if value in ("always", "never"):
+            return str(value)
+        if isinstance(value, dict):
+            loaded: dict[str, Any] = ApprovalSchema().load(value)
+            return loaded
+        raise ValidationError("must be 'always', 'never' or {'never': {'tool_names': [...]}}")
+
+
+class AllowedToolsField(fields.Field[list[str]]):
+    """`allowed_tools`: a list of tool names, or {"tool_names": [...]}."""
+
+    OPENAPI = {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "object"}]}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[str]:
+        names = value.get("tool_names") if isinstance(value, dict) else value
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            return list(names)
+        raise ValidationError("must be a list of tool names or {'tool_names': [...]}")
+
+
+class McpToolSchema(BaseSchema):
+    """A remote MCP server whose tools the server lists, offers the model and calls itself."""
+
+    type = fields.String(required=True, validate=validate.Equal("mcp"))
+    server_label = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    server_url = fields.String(required=True, validate=validate.Length(min=1, max=2048))
+    server_description = fields.String(allow_none=True)
+    headers = fields.Dict(keys=fields.String(), values=fields.String(), allow_none=True)
+    allowed_tools = AllowedToolsField(allow_none=True)
+    require_approval = ApprovalField(allow_none=True)
+
+
+class ToolField(fields.Field[dict[str, Any]]):
+    """One tool: a function the client runs, or an MCP server the server calls."""
+
+    OPENAPI = {
+        "type": "object",
+        "description": "A function tool, or an mcp tool (server_label, server_url...)",
+    }
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict[str, Any]:
+        kind = value.get("type") if isinstance(value, dict) else None
+        if kind == "mcp":
+            loaded: dict[str, Any] = McpToolSchema().load(value)
+            return loaded
+        if kind != "function":
+            raise ValidationError({"type": ["only function and mcp tools are supported"]})
+        function: dict[str, Any] = FunctionToolSchema().load(value)
+        return function
+
+
 class ToolChoiceField(fields.Field[str | dict[str, str]]):
     """`tool_choice`: none, auto, required, or {"type": "function", "name": ...}."""
 
@@ -62,7 +131,18 @@ class ToolChoiceField(fields.Field[str | dict[str, str]]):
             return str(value)
         if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("name"), str):
             return {"name": value["name"]}
-        raise ValidationError("must be 'none', 'auto', 'required' or {'type': 'function', 'name': ...}")
+        if (
+            isinstance(value, dict)
+            and value.get("type") == "mcp"
+            and isinstance(value.get("server_label"), str)
+        ):
+            name = value.get("name")
+            if name is None or isinstance(name, str):
+                return {"server_label": value["server_label"], **({"name": name} if name else {})}
+        raise ValidationError(
+            "must be 'none', 'auto', 'required', {'type': 'function', 'name': ...} or "
+            "{'type': 'mcp', 'server_label': ..., 'name': ...}"
+        )
 
 
 class TextFormatSchema(BaseSchema):
@@ -95,7 +175,8 @@ class ResponseRequestSchema(BaseSchema):
     top_p = number(0, 1, low_inclusive=False)
     seed = StrictInteger(allow_none=True)  # llama.cpp's extension, as on the other endpoints
     stream = StrictBoolean(allow_none=True)
-    tools = fields.List(fields.Nested(FunctionToolSchema), allow_none=True, validate=validate.Length(max=128))
+    tools = fields.List(ToolField(), allow_none=True, validate=validate.Length(max=128))
+    max_tool_calls = count(1)  # calls to MCP tools the server makes for this response, at most
     tool_choice = ToolChoiceField(allow_none=True)
     parallel_tool_calls = StrictBoolean(allow_none=True)
     text = fields.Nested(TextSchema, allow_none=True)
@@ -121,10 +202,17 @@ class ResponseRequestSchema(BaseSchema):
         if data.get("background") and data.get("store") is False:
             raise ValidationError("a background response is kept to be polled: it needs store", "background")
         choice = data.get("tool_choice")
-        names = {tool["name"] for tool in data.get("tools") or []}
-        if choice == "required" and not names:
+        tools = data.get("tools") or []
+        names = {tool["name"] for tool in tools if tool["type"] == "function"}
+        labels = [tool["server_label"] for tool in tools if tool["type"] == "mcp"]
+        if len(set(labels)) < len(labels):
+            raise ValidationError("two mcp tools have the same server_label", "tools")
+        if choice == "required" and not tools:
             raise ValidationError("'required' needs tools", "tool_choice")
-        if isinstance(choice, dict) and choice["name"] not in names:
+        if isinstance(choice, dict) and "server_label" in choice:
+            if choice["server_label"] not in labels:
+                raise ValidationError(f"names server {choice['server_label']!r}, not in tools", "tool_choice")
+        elif isinstance(choice, dict) and choice["name"] not in names:
             raise ValidationError(f"names {choice['name']!r}, which is not in tools", "tool_choice")
 
 

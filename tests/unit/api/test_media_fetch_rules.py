@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.api.http.fetch import listed
+from app.api.http.destinations import listed
 from app.settings.values import fetch_allowlist
 
 ALLOWED = ("images.example.com", "127.0.0.1:8080", "https://cdn.example.org/public/")

@@ -1,0 +1,145 @@
+"""Listing an MCP server's tools and calling one, over streamable HTTP, with the official `mcp` SDK.
+
+Every request is bounded: LLM_MCP_TIMEOUT for the whole exchange (connecting included) and
+LLM_MCP_MAX_OUTPUT_BYTES for what comes back. What goes wrong comes back as an McpError whose
+message names the server and the cause, never the request's headers (they carry credentials).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import gevent
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from app.mcp import aio
+
+T = TypeVar("T")
+
+
+class McpError(Exception):
+    """An MCP server could not be reached, refused, failed, or answered too much or too late."""
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """Where a request's mcp tool points: its label, URL (cleared) and the headers to send."""
+
+    label: str
+    url: str
+    host: str  # the URL's host, and the address its name was checked to resolve to
+    address: str
+    port: int
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # credentials: never printed
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool as the server lists it."""
+
+    name: str
+    description: str | None
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    seconds: float
+    output_bytes: int
+
+
+def list_tools(server: McpServer, limits: Limits) -> list[Tool]:
+    """The server's tools; McpError if it cannot say."""
+
+    async def listing(client: Client) -> list[Tool]:
+        found = await client.list_tools()
+        return [
+            Tool(
+                t.name,
+                t.description,
+                dict(t.input_schema or {"type": "object"}),
+                t.annotations.model_dump(exclude_none=True) if t.annotations else None,
+            )
+            for t in found.tools
+        ]
+
+    tools = _exchange(server, limits, listing, "listing its tools")
+    if len(json.dumps([t.__dict__ for t in tools])) > limits.output_bytes:
+        raise McpError(f"{server.label}: its tool listing is larger than LLM_MCP_MAX_OUTPUT_BYTES")
+    return tools
+
+
+def call_tool(server: McpServer, name: str, arguments: dict[str, Any], limits: Limits) -> str:
+    """The tool's output as text; McpError if the call fails (the tool's own error included)."""
+
+    async def calling(client: Client) -> tuple[bool, str]:
+        result = await client.call_tool(name, arguments)
+        texts = [getattr(part, "text", None) for part in result.content or []]
+        text = "".join(t for t in texts if isinstance(t, str))
+        if not text and result.structured_content is not None:
+            text = json.dumps(result.structured_content)
+        return bool(result.is_error), text
+
+    failed, text = _exchange(server, limits, calling, f"calling {name}")
+    if len(text.encode()) > limits.output_bytes:
+        raise McpError(f"{server.label}: the output of {name} is larger than LLM_MCP_MAX_OUTPUT_BYTES")
+    if failed:
+        raise McpError(text or f"{name} failed")
+    return text
+
+
+def _exchange(server: McpServer, limits: Limits, work: Callable[[Client], Awaitable[T]], doing: str) -> T:
+    async def session() -> T:
+        async with AsyncExitStack() as stack:
+            http = await stack.enter_async_context(
+                create_mcp_http_client(
+                    headers={**server.headers, **_pinned_host(server)},
+                    timeout=httpx2.Timeout(limits.seconds + 1),  # the deadline below ends it first
+                )
+            )
+            transport = streamable_http_client(
+                _pinned_url(server), http_client=http, max_sse_event_size=limits.output_bytes
+            )
+            client = await stack.enter_async_context(Client(transport, cache=None))
+            return await work(client)
+
+    try:
+        return aio.run(session(), limits.seconds)
+    except gevent.Timeout:
+        raise McpError(f"{server.label}: no answer within {limits.seconds:g} s while {doing}") from None
+    except McpError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the SDK or the network raise is the call's error
+        raise McpError(f"{server.label}: {doing} failed: {_cause(exc)}") from None
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost error's message (the SDK wraps network errors in task-group exception groups)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _pinned_url(server: McpServer) -> str:
+    """A plain-HTTP URL with its host replaced by the address that was checked, so that no second
+    lookup can lead elsewhere; an HTTPS one as given (the certificate must name the host)."""
+    parts = urlsplit(server.url)
+    if parts.scheme == "https":
+        return server.url
+    address = f"[{server.address}]" if ":" in server.address else server.address
+    return urlunsplit(parts._replace(netloc=f"{address}:{server.port}"))
+
+
+def _pinned_host(server: McpServer) -> dict[str, str]:
+    if server.url.startswith("https:"):
+        return {}
+    return {"Host": server.host if server.port == 80 else f"{server.host}:{server.port}"}

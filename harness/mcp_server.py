@@ -1,0 +1,62 @@
+"""An MCP server for the tests, written with the `mcp` SDK (MCPServer) and served over streamable HTTP:
+a calculator, a tool that fails, one that hangs, one with a large output, and one that says which
+Authorization header it was sent (so a test sees headers reach the server, and nowhere else).
+
+    python -m harness.mcp_server PORT
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("test-tools")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def fail(code: int) -> str:
+    """A tool that always fails."""
+    raise ValueError(f"this tool always fails ({code})")
+
+
+@server.tool()
+def hang(seconds: int) -> str:
+    """A tool that answers after a long time."""
+    print("hang: called", flush=True)  # a test waits for this line
+    time.sleep(600)
+    return "never"
+
+
+@server.tool()
+def big(size: int) -> str:
+    """A tool whose output is ten megabytes."""
+    return "x" * 10_000_000
+
+
+def main() -> None:
+    import uvicorn
+
+    app = server.streamable_http_app()
+
+    async def recording(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """The app, printing each request's Authorization header (the test reads the log)."""
+        if scope["type"] == "http":
+            for key, value in scope["headers"]:
+                if key == b"authorization":
+                    print(f"authorization: {value.decode()}", flush=True)
+        await app(scope, receive, send)
+
+    uvicorn.run(recording, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+"""The Responses API's mcp tools against a real MCP server (the `mcp` SDK's, over streamable HTTP on
+loopback), driven by the openai SDK: listing, calls and the final text, approvals, allowed tools,
+refused URLs, and a failing, a hanging and a too-talkative tool. Forced tool choices make SmolLM2's
+calls deterministic; its arguments are whatever it writes, so the expected output is computed
+from them."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from harness.servers import ROOT, Server, Service, free_port
+from tests.support.clients import openai_client
+
+SECRET = "Bearer mcp-secret-7f3a"
+MODEL = "SmolLM2-135M-Instruct.Q4_1"
+
+
+@pytest.fixture(scope="module")
+def mcp_server() -> Iterator[Service]:
+    port = free_port()
+    service = Service([sys.executable, "-m", "harness.mcp_server", str(port)], port, cwd=ROOT)
+    _wait_listening(service)
+    yield service
+    service.stop(wait=False)
+
+
+def _wait_listening(service: Service) -> None:
+    """Until the MCP endpoint answers at all (a GET without a session is a 4xx: it is up)."""
+    for _ in range(300):
+        try:
+            httpx.get(service.url + "/mcp", timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the MCP server did not start:\n{service.output()}")
+
+
+@pytest.fixture(scope="module")
+def server(mcp_server: Service) -> Iterator[Server]:
+    started = Server(
+        LLM_WORKERS="1", LLM_MCP_ALLOW=f"127.0.0.1:{mcp_server.port}", LLM_MCP_TIMEOUT="3",
+        LLM_MCP_MAX_OUTPUT_BYTES="100000",
+    ).wait_ready()  # fmt: skip
+    yield started
+    started.stop(wait=False)
+
+
+def mcp_tool(mcp_server: Service, **fields: Any) -> dict[str, Any]:
+    return {
+        "type": "mcp",
+        "server_label": "calc",
+        "server_url": mcp_server.url + "/mcp",
+        "headers": {"Authorization": SECRET},
+        **fields,
+    }
+
+
+def forced(name: str) -> dict[str, str]:
+    return {"type": "mcp", "server_label": "calc", "name": name}
+
+
+def test_a_call_and_the_final_text(server: Server, mcp_server: Service) -> None:
+    client = openai_client(server)
+    response = client.responses.create(
+        model=MODEL, input="What is 2 plus 3?", tools=[mcp_tool(mcp_server, require_approval="never")],
+        tool_choice=forced("add"), max_tool_calls=1, max_output_tokens=40, temperature=0,
+    )  # fmt: skip
+    kinds = [item.type for item in response.output]
+    assert kinds[:2] == ["mcp_list_tools", "mcp_call"] and kinds[-1] == "message", kinds
+    listing, call = response.output[0], response.output[1]
+    assert {t.name for t in listing.tools} == {"add", "fail", "hang", "big"}
+    assert listing.tools[0].input_schema["properties"]
+    arguments = json.loads(call.arguments)
+    assert call.name == "add" and call.error is None
+    assert call.output == str(arguments["a"] + arguments["b"])  # the MCP server's own answer
+    assert response.output_text  # the model answered in text after the call
+    assert response.usage.input_tokens > 0 and response.usage.output_tokens > 0
+    # The headers reached the MCP server, and nothing the client can read back holds them.
+    assert SECRET in mcp_server.output()
+    stored = httpx.get(f"{server.url}/v1/responses/{response.id}").text
+    assert "mcp-secret" not in stored and "mcp-secret" not in response.model_dump_json()
+    assert response.tools[0].headers is None
+
+
+def test_a_call_waits_for_approval_then_runs(server: Server, mcp_server: Service) -> None:
+    client = openai_client(server)
+    tools = [mcp_tool(mcp_server)]  # require_approval: "always" by default, as OpenAI's
+    first = client.responses.create(
+        model=MODEL, input="Add 4 and 5.", tools=tools, tool_choice=forced("add"), max_output_tokens=40,
+        temperature=0,
+    )  # fmt: skip
+    request = first.output[-1]
+    assert [i.type for i in first.output] == ["mcp_list_tools", "mcp_approval_request"]
+    assert request.name == "add" and json.loads(request.arguments)
+    second = client.responses.create(
+        model=MODEL, previous_response_id=first.id, tools=tools, max_tool_calls=1, max_output_tokens=40,
+        input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
+        temperature=0,
+    )  # fmt: skip
+    kinds = [i.type for i in second.output]
+    assert kinds[0] == "mcp_call" and "mcp_list_tools" not in kinds, kinds  # the listing came from the chain
+    arguments = json.loads(second.output[0].arguments)
+    assert second.output[0].output == str(arguments["a"] + arguments["b"])
+    declined = client.responses.create(
+        model=MODEL, previous_response_id=first.id, tools=tools, max_tool_calls=1, max_output_tokens=20,
+        input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": False}],
+    )  # fmt: skip
+    assert not any(i.type == "mcp_call" for i in declined.output)
+
+
+def test_allowed_tools_limit_what_is_listed_and_offered(server: Server, mcp_server: Service) -> None:
+    client = openai_client(server)
+    response = client.responses.create(
+        model=MODEL, input="Add 1 and 1.", max_tool_calls=1, max_output_tokens=20,
+        tools=[mcp_tool(mcp_server, allowed_tools=["add"], require_approval="never")], tool_choice="required",
+    )  # fmt: skip
+    assert [t.name for t in response.output[0].tools] == ["add"]
+    assert response.output[1].type == "mcp_call" and response.output[1].name == "add"
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("fail", "fail"),
+        ("hang", "no answer within 3 s"),
+        ("big", "LLM_MCP_MAX_OUTPUT_BYTES"),
+    ],
+)
+def test_a_failing_hanging_or_huge_tool_is_an_error_in_its_call(
+    server: Server, mcp_server: Service, name: str, error: str
+) -> None:
+    client = openai_client(server)
+    response = client.responses.create(
+        model=MODEL, input="Use the tool.", tools=[mcp_tool(mcp_server, require_approval="never")],
+        tool_choice=forced(name), max_tool_calls=1, max_output_tokens=60,
+    )  # fmt: skip
+    call = next(i for i in response.output if i.type == "mcp_call")
+    assert call.output is None and error in call.error, call.error
+    assert response.status != "failed" and response.error is None  # the failure is the call's alone
+    assert "mcp-secret" not in server.output()  # nor in the server's log
+
+
+def test_urls_the_operator_did_not_allow_are_refused(server: Server, mcp_server: Service) -> None:
+    client = openai_client(server)
+    for url, said in [
+        ("http://127.0.0.1:1/mcp", "not among the hosts"),  # another port of an allowed address
+        (f"http://localhost:{mcp_server.port}/mcp", "not among the hosts"),  # a name, not the listed IP
+        ("ftp://127.0.0.1/mcp", "http(s)"),
+    ]:
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.responses.create(
+                model=MODEL, input="hi", tools=[mcp_tool(mcp_server, server_url=url)], max_output_tokens=5
+            )
+        assert refused.value.body["param"] == "tools[0].server_url" and said in refused.value.body["message"]
+
+
+def test_a_server_that_allows_none_refuses_every_mcp_tool(mcp_server: Service) -> None:
+    plain = Server(LLM_WORKERS="1").wait_ready()
+    try:
+        with pytest.raises(openai.BadRequestError) as refused:
+            openai_client(plain).responses.create(
+                model=MODEL, input="hi", tools=[mcp_tool(mcp_server)], max_output_tokens=5
+            )
+        assert "LLM_MCP_ALLOW" in refused.value.body["message"]
+    finally:
+        plain.stop(wait=False)
+
+
+def test_a_hanging_mcp_call_holds_up_no_other_request(server: Server, mcp_server: Service) -> None:
+    """The MCP exchange waits on the worker's event loop: the same worker answers others meanwhile."""
+    client = openai_client(server)
+    calls_before = mcp_server.output().count("hang: called")
+    hanging = ThreadPoolExecutor(1).submit(
+        client.responses.create,
+        model=MODEL, input="Use the tool.", tools=[mcp_tool(mcp_server, require_approval="never")],
+        tool_choice=forced("hang"), max_tool_calls=1, max_output_tokens=30,
+    )  # fmt: skip
+    _wait_for(lambda: mcp_server.output().count("hang: called") > calls_before or hanging.done())
+    answered = []
+    while not hanging.done():
+        started = time.monotonic()
+        reply = client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "Hi"}], max_tokens=4
+        )
+        answered.append((time.monotonic() - started, hanging.done(), reply.choices[0].message.content))
+    call = next(i for i in hanging.result().output if i.type == "mcp_call")
+    assert "no answer within 3 s" in call.error
+    assert [done for _, done, _ in answered].count(False) >= 2, answered  # answered while the call hung
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)

@@ -1,0 +1,58 @@
+"""The mcp tools' pure rules: who approves, how MCP items come back in input, what the Response echoes."""
+
+from __future__ import annotations
+
+import pytest
+from marshmallow import ValidationError
+
+from app.api.prompting.items import normalized_input, with_id
+from app.api.responses.conversion import messages
+from app.api.responses.mcp_loop import needs_approval
+from app.api.responses.objects import ResponseHeader
+
+
+@pytest.mark.parametrize(
+    ("policy", "name", "needed"),
+    [
+        ("always", "add", True),
+        ("never", "add", False),
+        ({"never": {"tool_names": ["add"]}}, "add", False),
+        ({"never": {"tool_names": ["add"]}}, "fail", True),
+        ({"always": {"tool_names": ["fail"]}}, "add", True),  # not named under never: asked
+    ],
+)
+def test_approval_is_needed_unless_never(policy: str | dict, name: str, needed: bool) -> None:
+    assert needs_approval(policy, name) is needed
+
+
+def test_mcp_items_come_back_through_input_and_keep_what_matters() -> None:
+    items = normalized_input(
+        [
+            {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "calc", "tools": [{"name": "add"}]},
+            {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "calc", "name": "add",
+             "arguments": "{}"},
+            {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True},
+            {"type": "mcp_call", "id": "mcp_1", "server_label": "calc", "name": "add", "arguments": "{}",
+             "output": "5", "error": None, "status": "completed"},
+        ]
+    )  # fmt: skip
+    assert items[1]["id"] == "mcpr_1"  # the approval response names it
+    assert "id" not in items[3] and items[3]["output"] == "5"
+    assert with_id(items[3])["status"] == "completed" and with_id(items[3])["id"].startswith("mcp_")
+    # To the model, only the call is a turn: a call and its result.
+    turns = messages({"input": items})
+    assert [t["role"] for t in turns] == ["assistant", "tool"]
+    assert turns[0]["tool_calls"][0]["function"]["name"] == "add" and turns[1]["content"] == "5"
+
+
+def test_a_broken_mcp_item_is_refused() -> None:
+    with pytest.raises(ValidationError, match="approve"):
+        normalized_input(
+            [{"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": "yes"}]
+        )
+
+
+def test_the_response_never_echoes_an_mcp_tools_headers() -> None:
+    tool = {"type": "mcp", "server_label": "calc", "server_url": "http://h/mcp", "headers": {"A": "secret"}}
+    echoed = ResponseHeader({"tools": [tool]}, "m").render("completed")["tools"][0]
+    assert echoed["headers"] is None and echoed["require_approval"] == "always"

@@ -6,6 +6,7 @@ from them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
@@ -113,6 +114,7 @@ def test_a_call_waits_for_approval_then_runs(server: Server, mcp_server: Service
     declined = client.responses.create(
         model=MODEL, previous_response_id=first.id, tools=tools, max_tool_calls=1, max_output_tokens=20,
         input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": False}],
+        temperature=0,
     )  # fmt: skip
     assert not any(i.type == "mcp_call" for i in declined.output)
 
@@ -120,7 +122,7 @@ def test_a_call_waits_for_approval_then_runs(server: Server, mcp_server: Service
 def test_allowed_tools_limit_what_is_listed_and_offered(server: Server, mcp_server: Service) -> None:
     client = openai_client(server)
     response = client.responses.create(
-        model=MODEL, input="Add 1 and 1.", max_tool_calls=1, max_output_tokens=20,
+        model=MODEL, input="Add 1 and 1.", max_tool_calls=1, max_output_tokens=40, temperature=0,
         tools=[mcp_tool(mcp_server, allowed_tools=["add"], require_approval="never")], tool_choice="required",
     )  # fmt: skip
     assert [t.name for t in response.output[0].tools] == ["add"]
@@ -141,7 +143,7 @@ def test_a_failing_hanging_or_huge_tool_is_an_error_in_its_call(
     client = openai_client(server)
     response = client.responses.create(
         model=MODEL, input="Use the tool.", tools=[mcp_tool(mcp_server, require_approval="never")],
-        tool_choice=forced(name), max_tool_calls=1, max_output_tokens=60,
+        tool_choice=forced(name), max_tool_calls=1, max_output_tokens=60, temperature=0,
     )  # fmt: skip
     call = next(i for i in response.output if i.type == "mcp_call")
     assert call.output is None and error in call.error, call.error
@@ -182,7 +184,7 @@ def test_a_hanging_mcp_call_holds_up_no_other_request(server: Server, mcp_server
     hanging = ThreadPoolExecutor(1).submit(
         client.responses.create,
         model=MODEL, input="Use the tool.", tools=[mcp_tool(mcp_server, require_approval="never")],
-        tool_choice=forced("hang"), max_tool_calls=1, max_output_tokens=30,
+        tool_choice=forced("hang"), max_tool_calls=1, max_output_tokens=60, temperature=0,
     )  # fmt: skip
     _wait_for(lambda: mcp_server.output().count("hang: called") > calls_before or hanging.done())
     answered = []
@@ -202,3 +204,78 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+def test_the_agents_sdks_hosted_mcp_tool(server: Server, mcp_server: Service) -> None:
+    """The openai Agents SDK's HostedMCPTool: the SDK sends the mcp tool, this server runs the loop."""
+    import agents
+    from agents.model_settings import MCPToolChoice
+
+    agents.set_tracing_disabled(True)  # its traces would go to OpenAI's servers
+    client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+    tool = agents.HostedMCPTool(tool_config=mcp_tool(mcp_server, require_approval="never"))
+    agent = agents.Agent(
+        name="calculator",
+        instructions="Use the tools to compute.",
+        tools=[tool],
+        model=agents.OpenAIResponsesModel(model=MODEL, openai_client=client),
+        model_settings=agents.ModelSettings(
+            tool_choice=MCPToolChoice(server_label="calc", name="add"),
+            temperature=0,
+            max_tokens=80,
+            extra_args={"max_tool_calls": 1},
+        ),
+    )
+
+    async def run() -> Any:
+        async with client:
+            return await agents.Runner.run(agent, "What is 2 plus 3?", max_turns=2)
+
+    result = asyncio.run(run())
+    kinds = [item.type for item in result.new_items]
+    assert "mcp_list_tools_item" in kinds and "tool_call_item" in kinds, kinds
+    call = next(i.raw_item for i in result.new_items if i.type == "tool_call_item")
+    arguments = json.loads(call.arguments)
+    assert call.type == "mcp_call" and call.output == str(arguments["a"] + arguments["b"])
+    assert isinstance(result.final_output, str)
+
+
+def test_the_loop_streams_with_openais_event_names(server: Server, mcp_server: Service) -> None:
+    client = openai_client(server)
+    with client.responses.stream(
+        model=MODEL, input="What is 2 plus 3?", tools=[mcp_tool(mcp_server, require_approval="never")],
+        tool_choice=forced("add"), max_tool_calls=1, max_output_tokens=60, temperature=0,
+    ) as stream:  # fmt: skip
+        events = list(stream)
+        final = stream.get_final_response()
+    names = [e.type for e in events]
+    expected = [
+        "response.created",
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_call_arguments.delta",
+        "response.mcp_call_arguments.done",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.output_text.delta",
+        "response.completed",
+    ]
+    positions = [names.index(name) for name in expected]
+    assert positions == sorted(positions), names  # each once at least, in this order
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    kinds = [item.type for item in final.output]
+    assert kinds[:2] == ["mcp_list_tools", "mcp_call"] and kinds[-1] == "message", kinds
+    call = final.output[1]
+    arguments = json.loads(call.arguments)
+    assert call.output == str(arguments["a"] + arguments["b"]) and call.id.startswith("mcp_")
+    done = [e.item for e in events if e.type == "response.output_item.done"]
+    assert [item.id for item in done] == [item.id for item in final.output]  # the same items, the same ids
+    deltas = "".join(e.delta for e in events if e.type == "response.mcp_call_arguments.delta")
+    assert deltas == call.arguments
+    # Streamed and whole answers are the same loop: the same items and text at temperature 0.
+    whole = client.responses.create(
+        model=MODEL, input="What is 2 plus 3?", tools=[mcp_tool(mcp_server, require_approval="never")],
+        tool_choice=forced("add"), max_tool_calls=1, max_output_tokens=60, temperature=0,
+    )  # fmt: skip
+    assert [i.type for i in whole.output] == kinds and whole.output_text == final.output_text
+    assert whole.output[1].arguments == call.arguments

@@ -1,111 +1,99 @@
 """The Responses API's `mcp` tools: the server lists each MCP server's tools, offers them to the model
 beside the client's functions, runs the calls the model makes, and generates again with their results.
 
-The loop ends when the model answers without calling an MCP tool (text, or the client's own
-functions), when a call needs the client's approval (an `mcp_approval_request` item; the next
-request answers it with an `mcp_approval_response`), or after LLM_MCP_MAX_CALLS calls (or the
-request's fewer `max_tool_calls`), the model then answering without tools. A tool listing
-already in the conversation (an `mcp_list_tools` item) is not asked for again, as OpenAI's.
+One loop makes the Response's events (OpenAI's: `response.mcp_list_tools.*`, `mcp_call` items
+with `response.mcp_call_arguments.delta/done` and `response.mcp_call.in_progress/completed/
+failed`); a whole answer runs the same loop and returns the final object. The loop ends when
+the model answers without calling an MCP tool (text, or the client's own functions), when a
+call needs the client's approval (an `mcp_approval_request` item; the next request answers it
+with an `mcp_approval_response`), or after LLM_MCP_MAX_CALLS calls (or the request's fewer
+`max_tool_calls`), the model then answering without tools. A tool listing already in the
+conversation (an `mcp_list_tools` item) is not asked for again, as OpenAI's.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
-from flask import Response, jsonify
+from flask import Response, g, jsonify, request, stream_with_context
 
-from app.api.generation.loop import HungUp, collect
-from app.api.http import destinations
-from app.api.http.errors import InvalidRequestError
-from app.api.prompting import overflow, tools
-from app.api.responses import conversion, history, objects, steps
+from app.api.generation.answer_blocks import BlockEvent
+from app.api.generation.loop import ChoiceResult, HungUp, chunks
+from app.api.http import sse
+from app.api.http.errors import APIError, InvalidRequestError, from_engine
+from app.api.prompting import overflow
+from app.api.responses import conversion, history, mcp_tools, objects, steps
+from app.api.responses.mcp_tools import McpTool, listed_tool
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
 from app.engine.engine import Engine
+from app.engine.errors import EngineError
 from app.mcp import client
-from app.mcp.client import Limits, McpError, McpServer
+from app.mcp.client import Limits, McpError
+from app.serving import disconnect
 from app.settings.current import current_config
-
-
-@dataclass(frozen=True)
-class McpTool:
-    """A request's mcp tool: the server, which of its tools the model may call, which need approval."""
-
-    server: McpServer
-    allowed: frozenset[str] | None
-    approval: str | dict[str, Any]
-
-    def needs_approval(self, name: str) -> bool:
-        return needs_approval(self.approval, name)
-
-
-def needs_approval(policy: str | dict[str, Any], name: str) -> bool:
-    """OpenAI's rule: every call needs approval unless "never", or the tool is named under "never"."""
-    if isinstance(policy, str):
-        return policy != "never"
-    never = set((policy.get("never") or {}).get("tool_names") or [])
-    return name not in never
-
-
-def mcp_tools(body: dict[str, Any]) -> dict[str, McpTool]:
-    """The request's mcp tools by label, each URL cleared against LLM_MCP_ALLOW (a 400 otherwise)."""
-    allowlist = current_config().mcp_allow
-    found = {}
-    for index, tool in enumerate(body.get("tools") or []):
-        if tool["type"] != "mcp":
-            continue
-        param = f"tools[{index}].server_url"
-        if not allowlist:
-            raise InvalidRequestError(
-                "this server calls no MCP servers a request names (LLM_MCP_ALLOW is empty)", param=param
-            )
-        try:
-            target = destinations.cleared(
-                tool["server_url"], allowlist, "LLM_MCP_ALLOW", "calls MCP servers on"
-            )
-        except destinations.RefusedError as refused:
-            raise InvalidRequestError(str(refused), param=param) from None
-        server = McpServer(
-            tool["server_label"], tool["server_url"], target.host, target.address, target.port,
-            dict(tool.get("headers") or {}),
-        )  # fmt: skip
-        allowed = tool.get("allowed_tools")
-        found[tool["server_label"]] = McpTool(
-            server, None if allowed is None else frozenset(allowed), tool.get("require_approval") or "always"
-        )
-    return found
+from app.telemetry.request_stats import RequestStats
 
 
 def respond(
     engine: Engine, body: dict[str, Any], before: list[dict[str, Any]], new_input: list[dict[str, Any]]
 ) -> Response:
-    """Answer a request with mcp tools, the whole loop run here; a JSON Response object."""
-    if body.get("stream") or body.get("background"):
+    """Answer a request with mcp tools, the whole loop run here: its events, or the final object."""
+    if body.get("background"):
         raise InvalidRequestError(
-            "mcp tools are answered whole for now: send stream and background false", param="tools"
+            "mcp tools are not run in the background yet: send background false", "tools"
         )
-    servers = mcp_tools(body)
+    servers = mcp_tools.requested(body)
     config = current_config()
-    limits = Limits(config.mcp_timeout, config.mcp_max_output_bytes)
-    calls_left = min(config.mcp_max_calls, body.get("max_tool_calls") or config.mcp_max_calls)
+    calls = min(config.mcp_max_calls, body.get("max_tool_calls") or config.mcp_max_calls)
     keeper = history.Keeper(body, new_input)
     header = ResponseHeader(body, config.model_id, keeper.responses is not None, keeper.conversation)
-    run = _Run(engine, body, servers, limits, before + new_input)
-    run.list_tools(before + new_input)
-    calls_left -= run.approved(new_input, calls_left)
+    presenter = _Presenter(header, keeper or None)
+    run = _Run(engine, body, servers, Limits(config.mcp_timeout, config.mcp_max_output_bytes), presenter)
+    events = run.events(before + new_input, new_input, calls, request.environ, g.stats)
+    if body.get("stream"):
+        # Each step plans and submits inside the stream: it needs the request's context there.
+        return sse.stream_response(stream_with_context(_guarded(events, presenter)))
     try:
-        response = run.steps(header, calls_left)
+        for _ in events:  # the same loop; its events unread
+            pass
     except HungUp:
         return Response(status=499)
-    if keeper:
-        keeper(response)
-    return jsonify(response)
+    assert presenter.final is not None
+    return jsonify(presenter.final)
+
+
+def _guarded(events: Iterator[bytes], presenter: ResponsesPresenter) -> Iterator[bytes]:
+    """The stream's events; an error after the 200 ends it with response.failed, a hang-up quietly."""
+    try:
+        yield from events
+    except HungUp:
+        return
+    except (APIError, EngineError) as exc:
+        yield presenter.failure(exc if isinstance(exc, APIError) else from_engine(exc))
+
+
+class _Presenter(ResponsesPresenter):
+    """One Response over several generations: usage summed over them, the final object kept."""
+
+    def __init__(self, header: ResponseHeader, on_final: Any) -> None:
+        super().__init__(header, 0, None, on_final=on_final)  # type: ignore[arg-type]  # reader: per step
+        self.usage = [0, 0, 0]  # input, output and cached tokens over every step
+        self.final: dict[str, Any] | None = None
+
+    def _final(self, output: list[dict[str, Any]], result: ChoiceResult) -> dict[str, Any]:
+        status = "incomplete" if result.finish_reason == "length" else "completed"
+        tokens = objects.usage(self.usage[0], self.usage[1], self.usage[2])
+        self.final = self._finished(self.header.render(status, output, tokens))
+        return self.final
+
+    def item_event(self, kind: str, **fields: Any) -> bytes:
+        return self._event(kind, **fields)
 
 
 class _Run:
-    """One response's loop: the items so far (the model's view), the output, the usage summed."""
+    """One response's loop: the items the model sees, the calls it makes in this step."""
 
     def __init__(
         self,
@@ -113,15 +101,51 @@ class _Run:
         body: dict[str, Any],
         servers: dict[str, McpTool],
         limits: Limits,
-        items: list[dict[str, Any]],
+        presenter: _Presenter,
     ) -> None:
         self.engine, self.body, self.servers, self.limits = engine, body, servers, limits
-        self.items = list(items)
-        self.output: list[dict[str, Any]] = []
+        self.presenter = presenter
+        self.items: list[dict[str, Any]] = []
         self.listed: dict[str, list[dict[str, Any]]] = {}  # label -> its tools, as listed
-        self.usage = [0, 0, 0]  # input, output, cached tokens over every step
+        self.pending: list[tuple[str, int, str, str, str]] = []  # this step's calls to make
+        self.asked = 0  # this step's approval requests
+        self.calls_left = 0
+        presenter.call_events = self._call_block
 
-    def list_tools(self, seen: list[dict[str, Any]]) -> None:
+    def events(
+        self,
+        items: list[dict[str, Any]],
+        new_input: list[dict[str, Any]],
+        calls: int,
+        environ: dict[str, Any],
+        stats: RequestStats,
+    ) -> Iterator[bytes]:
+        """Every event of the Response, from created to completed."""
+        self.items, self.calls_left = list(items), calls
+        yield from self.presenter.opening()
+        yield from self._listings(items)
+        yield from self._approved(new_input)
+        first = True
+        while True:
+            planned = steps.plan(self.engine, self._step_body(first))
+            self.presenter.reader = planned.fitted.prompt.reader
+            self.pending, self.asked = [], 0
+            generation = self.engine.submit(planned.requests)
+            generation.on_close(disconnect.watch(environ, generation.cancel))
+            result = yield from self.presenter.step(chunks(generation, stats))
+            if generation.cancelled:
+                raise HungUp
+            usage = self.presenter.usage
+            usage[0], usage[1] = usage[0] + planned.prompt_tokens, usage[1] + result.completion_tokens
+            usage[2] += result.cached_tokens
+            for item_id, index, label, name, arguments in self.pending:
+                yield from self._call(item_id, index, label, name, arguments)
+            if not self.pending or self.asked:
+                break
+            first = False
+        yield self.presenter.closing(result)
+
+    def _listings(self, seen: list[dict[str, Any]]) -> Iterator[bytes]:
         """Each server's tools: from an mcp_list_tools item of the conversation, else asked now."""
         for item in seen:
             if (
@@ -133,19 +157,32 @@ class _Run:
         for label, tool in self.servers.items():
             if label in self.listed:
                 continue
+            item_id, index, event = (
+                objects.new_id("mcpl"),
+                len(self.presenter.output),
+                self.presenter.item_event,
+            )
+            where = {"item_id": item_id, "output_index": index}
+            yield event("response.output_item.added", output_index=index,
+                        item=objects.mcp_list_tools_item(label, [], None, item_id))  # fmt: skip
+            yield event("response.mcp_list_tools.in_progress", **where)
             try:
                 listed = client.list_tools(tool.server, self.limits)
-                found = [_listed(t) for t in listed if tool.allowed is None or t.name in tool.allowed]
+                found = [listed_tool(t) for t in listed if tool.allowed is None or t.name in tool.allowed]
                 error = None
             except McpError as failed:
                 found, error = [], str(failed)
             self.listed[label] = found
-            self.output.append(objects.mcp_list_tools_item(label, found, error))
+            item = objects.mcp_list_tools_item(label, found, error, item_id)
+            yield event(
+                "response.mcp_list_tools.failed" if error else "response.mcp_list_tools.completed", **where
+            )
+            yield event("response.output_item.done", output_index=index, item=item)
+            self.presenter.output.append(item)
 
-    def approved(self, new_input: list[dict[str, Any]], calls_left: int) -> int:
-        """Run the calls the client approved in this request's input; how many were made."""
+    def _approved(self, new_input: list[dict[str, Any]]) -> Iterator[bytes]:
+        """Make the calls the client approved in this request's input; tell the model of the others."""
         requests = {i["id"]: i for i in self.items if i["type"] == "mcp_approval_request"}
-        made = 0
         for answer in new_input:
             if answer["type"] != "mcp_approval_response":
                 continue
@@ -155,117 +192,70 @@ class _Run:
                     f"no mcp_approval_request with id {answer['approval_request_id']!r} in the conversation",
                     param="input",
                 )
-            if answer["approve"] and made < calls_left:
-                self._call(asked["server_label"], asked["name"], asked["arguments"])
-                made += 1
-            else:
-                declined = objects.mcp_call_item(
-                    asked["server_label"],
-                    asked["name"],
-                    asked["arguments"],
-                    None,
-                    "the call was not approved",
+            label, name, arguments = asked["server_label"], asked["name"], asked["arguments"]
+            if answer["approve"] and self.calls_left > 0:
+                item_id, index = objects.new_id("mcp"), len(self.presenter.output)
+                yield self.presenter.item_event(
+                    "response.output_item.added", output_index=index,
+                    item=objects.mcp_call_item(label, name, arguments, None, None, item_id, "in_progress"),
+                )  # fmt: skip
+                yield from self._call(item_id, index, label, name, arguments)
+            else:  # the model hears of it; the client knows already
+                self.items.append(
+                    objects.mcp_call_item(label, name, arguments, None, "the call was not approved")
                 )
-                self.items.append(declined)  # the model hears of it; the client knows already
-        return made
 
-    def steps(self, header: ResponseHeader, calls_left: int) -> dict[str, Any]:
-        """Generate, run the MCP calls the answer makes, generate again; the finished Response."""
-        first = True
-        while True:
-            step_body = self._step_body(first, calls_left > 0)
-            planned = steps.plan(self.engine, step_body)
-            (result,) = collect(self.engine, planned.requests)
-            self._count(planned.prompt_tokens, result.completion_tokens, result.cached_tokens)
-            reader = planned.fitted.prompt.reader
-            parsed = reader.read(result.text, partial=False)
-            calls = tools.openai_calls(parsed, reader)
-            ours = [c for c in calls if self._server_of(c["function"]["name"]) is not None]
-            if not ours or calls_left <= 0:
-                presenter = ResponsesPresenter(header, planned.prompt_tokens, reader)
-                final = presenter.build([result])["output"]
-                mine = {c["function"]["name"] for c in ours}
-                self.output += [i for i in final if not (i["type"] == "function_call" and i["name"] in mine)]
-                status = "incomplete" if result.finish_reason == "length" else "completed"
-                return header.render(status, self.output, self._usage())
-            for call in ours[:calls_left]:
-                name, arguments = call["function"]["name"], call["function"]["arguments"]
-                label = self._server_of(name)
-                assert label is not None
-                if self.servers[label].needs_approval(name):
-                    self.output.append(objects.mcp_approval_request_item(label, name, arguments))
-                    continue
-                self._call(label, name, arguments)
-                calls_left -= 1
-            if any(i["type"] == "mcp_approval_request" for i in self.output):
-                return header.render("completed", self.output, self._usage())
-            first = False
+    def _call_block(self, event: BlockEvent, item_id: str, index: int) -> Iterator[bytes] | None:
+        """A call block's events if it calls an MCP tool (None: the client's function, as usual)."""
+        block = event.block
+        label = mcp_tools.server_of(block.name, self.servers, self.listed)
+        if label is None:
+            return None
+        if self.calls_left - len(self.pending) <= 0:
+            return iter(())  # past the most calls: not made, not shown
+        approval = self.servers[label].needs_approval(block.name)
+        item_id = ("mcpr_" if approval else "mcp_") + item_id.partition("_")[
+            2
+        ]  # the block's own id, as an mcp item's
+        emit, where = self.presenter.item_event, {"item_id": item_id, "output_index": index}
+        if approval:
+            if event.kind != "stop":
+                return iter(())
+            self.asked += 1
+            item = objects.mcp_approval_request_item(label, block.name, block.text, item_id)
+            self.presenter.output.append(item)
+            added = emit("response.output_item.added", output_index=index, item=item)
+            return iter((added, emit("response.output_item.done", output_index=index, item=item)))
+        if event.kind == "start":
+            item = objects.mcp_call_item(label, block.name, "", None, None, item_id, "in_progress")
+            return iter((emit("response.output_item.added", output_index=index, item=item),))
+        if event.kind == "delta":
+            return iter((emit("response.mcp_call_arguments.delta", **where, delta=event.piece),))
+        self.pending.append((item_id, index, label, block.name, block.text))
+        return iter((emit("response.mcp_call_arguments.done", **where, arguments=block.text),))
 
-    def _step_body(self, first: bool, may_call: bool) -> dict[str, Any]:
+    def _call(self, item_id: str, index: int, label: str, name: str, arguments: str) -> Iterator[bytes]:
+        """Make one call: in_progress, then completed or failed, and the finished item."""
+        emit, where = self.presenter.item_event, {"item_id": item_id, "output_index": index}
+        yield emit("response.mcp_call.in_progress", **where)
+        output, error = mcp_tools.made(self.servers[label], name, arguments, self.limits)
+        item = objects.mcp_call_item(label, name, arguments, output, error, item_id)
+        yield emit("response.mcp_call.failed" if error else "response.mcp_call.completed", **where)
+        yield emit("response.output_item.done", output_index=index, item=item)
+        self.presenter.output.append(item)
+        self.items.append(item)
+        self.calls_left -= 1
+
+    def _step_body(self, first: bool) -> dict[str, Any]:
         functions = [t for t in self.body.get("tools") or [] if t["type"] == "function"]
-        offered = [
-            {
-                "type": "function",
-                "name": t["name"],
-                "description": t.get("description"),
-                "parameters": t["input_schema"],
-            }
-            for label, listed in self.listed.items()
-            for t in listed
-            if self._offered(label, t["name"])
-        ]
-        choice = self.body.get("tool_choice") if first else "auto"
-        if isinstance(choice, dict) and "server_label" in choice:
-            choice = {"name": choice["name"]} if choice.get("name") else "required"
-        if not may_call:
+        offered = mcp_tools.offered(self.servers, self.listed)
+        choice = mcp_tools.as_chat_choice(self.body.get("tool_choice")) if first else "auto"
+        if self.calls_left <= 0:
             choice = "none"
         body = {**self.body, "input": self.items, "tools": functions + offered, "tool_choice": choice}
         if self.body.get("max_output_tokens"):  # OpenAI's bound is the whole response's, every step's tokens
-            body["max_output_tokens"] = max(1, self.body["max_output_tokens"] - self.usage[1])
+            body["max_output_tokens"] = max(1, self.body["max_output_tokens"] - self.presenter.usage[1])
         body["truncation"] = (
             "auto" if overflow.truncates(conversion.as_chat(body), current_config()) else "disabled"
         )
         return body
-
-    def _offered(self, label: str, name: str) -> bool:
-        allowed = self.servers[label].allowed
-        return allowed is None or name in allowed
-
-    def _server_of(self, name: str) -> str | None:
-        """The label of the server whose listed (and allowed) tool `name` is; the first that has it."""
-        for label, listed in self.listed.items():
-            if any(t["name"] == name for t in listed) and self._offered(label, name):
-                return label
-        return None
-
-    def _call(self, label: str, name: str, arguments: str) -> None:
-        try:
-            parsed = json.loads(arguments or "{}")
-        except json.JSONDecodeError as bad:  # e.g. cut short by max_output_tokens
-            parsed = f"the model's arguments are not JSON ({bad}); the call was not made"
-        try:
-            if not isinstance(parsed, dict):
-                raise McpError(
-                    parsed if isinstance(parsed, str) else "the model's arguments are not a JSON object"
-                )
-            output, error = client.call_tool(self.servers[label].server, name, parsed, self.limits), None
-        except McpError as failed:
-            output, error = None, str(failed)
-        item = objects.mcp_call_item(label, name, arguments, output, error)
-        self.output.append(item)
-        self.items.append(item)
-
-    def _usage(self) -> dict[str, Any]:
-        return objects.usage(self.usage[0], self.usage[1], self.usage[2])
-
-    def _count(self, prompt: int, completion: int, cached: int) -> None:
-        self.usage = [self.usage[0] + prompt, self.usage[1] + completion, self.usage[2] + cached]
-
-
-def _listed(tool: client.Tool) -> dict[str, Any]:
-    return {
-        "name": tool.name,
-        "description": tool.description,
-        "input_schema": tool.input_schema,
-        "annotations": tool.annotations,
-    }

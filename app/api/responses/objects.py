@@ -46,10 +46,12 @@ def call_item(
     }
 
 
-def mcp_list_tools_item(label: str, tools: list[dict[str, Any]], error: str | None) -> dict[str, Any]:
+def mcp_list_tools_item(
+    label: str, tools: list[dict[str, Any]], error: str | None, item_id: str | None = None
+) -> dict[str, Any]:
     return {
         "type": "mcp_list_tools",
-        "id": new_id("mcpl"),
+        "id": item_id or new_id("mcpl"),
         "server_label": label,
         "tools": tools,
         "error": error,
@@ -57,25 +59,34 @@ def mcp_list_tools_item(label: str, tools: list[dict[str, Any]], error: str | No
 
 
 def mcp_call_item(
-    label: str, name: str, arguments: str, output: str | None, error: str | None
+    label: str,
+    name: str,
+    arguments: str,
+    output: str | None,
+    error: str | None,
+    item_id: str | None = None,
+    status: str | None = None,
 ) -> dict[str, Any]:
-    """A call the server made to an MCP server's tool, with its output or its error."""
+    """A call the server made to an MCP server's tool, with its output or its error (`status`: while
+    it is being made, in_progress)."""
     return {
         "type": "mcp_call",
-        "id": new_id("mcp"),
+        "id": item_id or new_id("mcp"),
         "server_label": label,
         "name": name,
         "arguments": arguments,
         "output": output,
         "error": error,
-        "status": "failed" if error is not None else "completed",
+        "status": status or ("failed" if error is not None else "completed"),
     }
 
 
-def mcp_approval_request_item(label: str, name: str, arguments: str) -> dict[str, Any]:
+def mcp_approval_request_item(
+    label: str, name: str, arguments: str, item_id: str | None = None
+) -> dict[str, Any]:
     return {
         "type": "mcp_approval_request",
-        "id": new_id("mcpr"),
+        "id": item_id or new_id("mcpr"),
         "server_label": label,
         "name": name,
         "arguments": arguments,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import asdict
 from typing import Any
 
@@ -50,6 +50,10 @@ class ResponsesPresenter:
         self.wants_logprobs = wants_logprobs
         self._pending: list[TokenLogprob] = []
         self._given: list[dict[str, Any]] = []
+        self.offset = 0  # output items before this generation's (a server-side tool loop's earlier steps)
+        self.empty_message = True  # a generation that wrote nothing is one empty message
+        # The events of a call block, when something other than the client runs it (mcp_loop).
+        self.call_events: Callable[[BlockEvent, str, int], Iterator[bytes] | None] | None = None
 
     def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
         """The whole Response: a reasoning item, a message, function calls, as the model wrote them."""
@@ -77,11 +81,24 @@ class ResponsesPresenter:
 
     def events(self, chunks: Iterator[Chunk | None]) -> Iterator[bytes]:
         """created, in_progress, then the output items as they form, then completed or incomplete."""
+        yield from self.opening()
+        result = yield from self.step(chunks)
+        yield self.closing(result)
+
+    def opening(self) -> Iterator[bytes]:
         yield self._event("response.created", response=self.header.render("in_progress"))
         yield self._event("response.in_progress", response=self.header.render("in_progress"))
+
+    def closing(self, result: ChoiceResult) -> bytes:
+        name = "response.incomplete" if result.finish_reason == "length" else "response.completed"
+        return self._event(name, response=self._final(self.output, result))
+
+    def step(self, chunks: Iterator[Chunk | None]) -> Generator[bytes, None, ChoiceResult]:
+        """One generation's output items as they form (after those already in the output); its result."""
         result = ChoiceResult(0)
         blocks = BlockStream(self.reader)
         ids: dict[int, str] = {}
+        self.offset = len(self.output)
         for chunk in chunks:
             if chunk is None:
                 yield sse.KEEPALIVE
@@ -97,17 +114,21 @@ class ResponsesPresenter:
             for event in blocks.feed(chunk.text, chunk.finish_reason is not None):
                 item_id = ids.setdefault(event.block.position, objects.new_id(_PREFIXES[event.block.kind]))
                 yield from self._item_events(event, item_id, result)
-        if not blocks.blocks:  # nothing at all was written: still one (empty) message
+        if not blocks.blocks and self.empty_message:  # nothing at all was written: still one (empty) message
             item_id = objects.new_id("msg")
             empty = Block("content", 0)
             for kind in ("start", "stop"):
                 yield from self._item_events(BlockEvent(kind, empty), item_id, result)
-        name = "response.incomplete" if result.finish_reason == "length" else "response.completed"
-        yield self._event(name, response=self._final(self.output, result))
+        return result
 
     def _item_events(self, event: BlockEvent, item_id: str, result: ChoiceResult) -> Iterator[bytes]:
-        block, index = event.block, event.block.position
+        block, index = event.block, self.offset + event.block.position
         where = {"item_id": item_id, "output_index": index}
+        if block.kind == "call" and self.call_events is not None:  # a call the server may make itself
+            own = self.call_events(event, item_id, index)
+            if own is not None:
+                yield from own
+                return
         if event.kind == "start":
             yield self._event(
                 "response.output_item.added", output_index=index, item=_item(block, item_id, None)

@@ -7,7 +7,7 @@ from marshmallow import ValidationError
 
 from app.api.prompting.items import normalized_input, with_id
 from app.api.responses.conversion import messages
-from app.api.responses.mcp_loop import needs_approval
+from app.api.responses.mcp_tools import needs_approval
 from app.api.responses.objects import ResponseHeader
 
 

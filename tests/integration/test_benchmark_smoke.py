@@ -18,7 +18,7 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     ran = bench(
         "run", *ONE_THREAD, "--repeats", "1", "--max-tokens", "8", "--contention-tokens", "16",
         "--clients", "1,2", "--slots", "4", "--per-client", "1",
-        "--running", "2", "--arrivals", "1", "--arrival-tokens", "200",
+        "--running", "2", "--arrivals", "1", "--arrival-tokens", "200", "--fast-kernels",
         "--markdown", str(markdown), "--chart", str(png),
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
@@ -33,11 +33,17 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         "| ours | 2 |",
         "| llama.cpp llama-server | 2 |",
         "| llama-cpp-python server | 2 |",
+        "| ours, LLM_BATCH_INVARIANT=0 | 2 |",
     ):
         assert row in text, row
     assert "### One stream beside a busy process" in text and "### Memory" in text
     assert "A second worker adds" in text
     assert "### 1 prompts of about 200 tokens arriving while 2 streams run" in text
+    # --fast-kernels: each gap split into the kernels' share and the rest, per level and for one stream.
+    shares = text.split("### What the gaps are made of")[1].split("###")[0]
+    assert [line.split("|")[1].strip() for line in shares.splitlines() if line.startswith("| ")][1:] == [
+        "1", "2", "one stream",
+    ]  # fmt: skip
     targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
     # Throughput, TTFT and inter-token latency at 1 and 2 clients, one stream against raw and
     # llama-server, contention twice, the running streams while a long prompt arrives, failures.

@@ -7,8 +7,11 @@ from them."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
+import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -279,3 +282,42 @@ def test_the_loop_streams_with_openais_event_names(server: Server, mcp_server: S
     )  # fmt: skip
     assert [i.type for i in whole.output] == kinds and whole.output_text == final.output_text
     assert whole.output[1].arguments == call.arguments
+
+
+class _Redirecting(http.server.BaseHTTPRequestHandler):
+    """An allowed address whose endpoint redirects elsewhere (a private address, another origin)."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(307)
+        self.send_header("Location", "http://10.1.2.3/mcp")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_redirect_elsewhere_and_a_silent_server_are_errors_in_the_listing(mcp_server: Service) -> None:
+    redirecting = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Redirecting)
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts (the kernel does), never answers
+    threading.Thread(target=redirecting.serve_forever, daemon=True).start()
+    ports = redirecting.server_address[1], silent.getsockname()[1]
+    server = Server(
+        LLM_WORKERS="1", LLM_MCP_TIMEOUT="2", LLM_MCP_ALLOW=",".join(f"127.0.0.1:{p}" for p in ports)
+    ).wait_ready()
+    try:
+        client = openai_client(server)
+        for port, said in zip(ports, ("10.1.2.3", "no answer within 2 s"), strict=True):
+            tool = mcp_tool(mcp_server, server_url=f"http://127.0.0.1:{port}/mcp", require_approval="never")
+            response = client.responses.create(
+                model=MODEL, input="Hi", tools=[tool], max_output_tokens=8, temperature=0
+            )
+            listing = response.output[0]
+            assert listing.type == "mcp_list_tools" and listing.tools == [] and said in listing.error
+            assert response.output[-1].type == "message"  # the model answered without those tools
+        assert "mcp-secret" not in server.output()
+    finally:
+        server.stop(wait=False)
+        redirecting.shutdown()
+        redirecting.server_close()
+        silent.close()

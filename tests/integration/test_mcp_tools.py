@@ -321,3 +321,24 @@ def test_a_redirect_elsewhere_and_a_silent_server_are_errors_in_the_listing(mcp_
         redirecting.shutdown()
         redirecting.server_close()
         silent.close()
+
+
+def test_a_background_response_runs_the_loop_and_keeps_its_events(
+    server: Server, mcp_server: Service
+) -> None:
+    client = openai_client(server)
+    queued = client.responses.create(
+        model=MODEL, input="What is 2 plus 3?", tools=[mcp_tool(mcp_server, require_approval="never")],
+        tool_choice=forced("add"), max_tool_calls=1, max_output_tokens=60, temperature=0, background=True,
+    )  # fmt: skip
+    assert queued.status == "queued"
+    _wait_for(lambda: client.responses.retrieve(queued.id).status not in ("queued", "in_progress"), 120)
+    done = client.responses.retrieve(queued.id)
+    kinds = [item.type for item in done.output]
+    assert done.status in ("completed", "incomplete") and kinds[:2] == ["mcp_list_tools", "mcp_call"], kinds
+    arguments = json.loads(done.output[1].arguments)
+    assert done.output[1].output == str(arguments["a"] + arguments["b"])
+    # Its events, kept: read again from the start as the SDK resumes a background stream.
+    replay = httpx.get(f"{server.url}/v1/responses/{queued.id}", params={"stream": "true"}, timeout=30).text
+    assert "event: response.mcp_call.completed" in replay and "event: response.completed" in replay
+    assert "mcp-secret" not in replay

@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from flask import Response, g, jsonify
+from flask import Response, current_app, g, jsonify
 
 from app.api.generation.loop import HungUp, chunks
 from app.api.http import sse, store_access
@@ -65,16 +65,50 @@ def start(
     except BaseException:
         generation.close()  # the store is away: its sequence goes back at once
         raise
+    run = _Run(presenter, keeper, kept.events, kept.responses, queued["id"], _handoff())
+    return _started(body, run, lambda: run.run(generation), queued)
+
+
+def start_loop(
+    body: dict[str, Any],
+    presenter: ResponsesPresenter,
+    keeper: Keeper,
+    events: Callable[[Callable[[], bool], RequestStats], Iterator[bytes]],
+) -> Response:
+    """Run a loop of generations (the mcp tools') in the background: `events(cancelled, stats)` makes
+    its events, looking at `cancelled()` as it goes. Kept queued first, then run apart."""
+    kept = store_access.kept()
+    if kept is None or keeper.responses is None:
+        raise InvalidRequestError(
+            "This server keeps no responses (LLM_STORE=off), so none can run in the background.",
+            param="background",
+        )
+    queued = presenter.header.render("queued")
+    keeper.save(queued)
+    run = _Run(presenter, keeper, kept.events, kept.responses, queued["id"], _handoff())
+    app = current_app._get_current_object()  # type: ignore[attr-defined]  # the thread plans steps in it
+
+    def looped() -> None:
+        with app.app_context():
+            run.run_loop(events)
+
+    return _started(body, run, looped, queued)
+
+
+def _handoff() -> detached.Handoff:
     # The key's place and tokens are settled when the run ends, not when this POST does.
     g.handoff = handoff = detached.Handoff()
-    run = _Run(presenter, keeper, kept.events, kept.responses, queued["id"], handoff)
+    return handoff
+
+
+def _started(body: dict[str, Any], run: _Run, target: Callable[[], None], queued: dict[str, Any]) -> Response:
     _written[run.response_id] = threading.Event()
     # Under gevent's patching, a greenlet that outlives this request; a stopping worker waits
     # for it as it waits for open connections (app/serving/detached.py).
-    detached.start(
-        threading.Thread(target=run.run, args=(generation,), daemon=True, name=f"bg-{run.response_id}")
-    )
+    detached.start(threading.Thread(target=target, daemon=True, name=f"bg-{run.response_id}"))
     if body.get("stream"):
+        kept = store_access.kept()
+        assert kept is not None
         keepalive = current_config().sse_keepalive
         return sse.stream_response(tail(kept.events, kept.responses, run.response_id, -1, keepalive))
     return jsonify(queued)
@@ -105,7 +139,31 @@ class _Run:
     def run(self, generation: Any) -> None:
         stats = RequestStats(prompt_tokens=len(generation.requests[0].prompt_tokens))
         try:
-            for _ in self.presenter.events(self._watched(chunks(generation, stats), generation)):
+            self._events(self.presenter.events(self._watched(chunks(generation, stats), generation)))
+        finally:
+            generation.close()
+            self._finish()
+            self.handoff.end(stats.prompt_tokens + stats.completion_tokens)
+
+    def run_loop(self, events: Callable[[Callable[[], bool], RequestStats], Iterator[bytes]]) -> None:
+        stats = RequestStats()
+        looked = [time.monotonic(), False]
+
+        def cancelled() -> bool:  # a look at the stored status now and then
+            if not looked[1] and time.monotonic() - float(looked[0]) > CANCEL_CHECK:
+                looked[0], looked[1] = time.monotonic(), self._stored_status() == "cancelled"
+            return bool(looked[1])
+
+        try:
+            self._events(events(cancelled, stats))
+        finally:
+            self._finish()
+            self.handoff.end(stats.prompt_tokens + stats.completion_tokens)
+
+    def _events(self, events: Iterator[bytes]) -> None:
+        """Run the events through (each kept by the presenter's on_event); a failure is the Response's."""
+        try:
+            for _ in events:
                 pass
         except HungUp:  # cancelled: keep what was written so far, as cancelled
             self.final = self.presenter.header.render("cancelled", self.presenter.output)
@@ -114,10 +172,6 @@ class _Run:
         except Exception:  # noqa: BLE001 - a background run has nobody else to tell
             log.exception("a background response failed")
             self.presenter.failure(ServerError("The server had an error while generating; please retry."))
-        finally:
-            generation.close()
-            self._finish()
-            self.handoff.end(stats.prompt_tokens + stats.completion_tokens)
 
     def _watched(self, chunks: Iterator[Chunk | None], generation: Any) -> Iterator[Chunk | None]:
         """The chunks, with a look at the stored status now and then: a cancel stops the generation."""

@@ -13,7 +13,7 @@ conversation (an `mcp_list_tools` item) is not asked for again, as OpenAI's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from flask import Response, g, jsonify, request, stream_with_context
@@ -23,12 +23,14 @@ from app.api.generation.loop import ChoiceResult, HungUp, chunks
 from app.api.http import sse
 from app.api.http.errors import APIError, InvalidRequestError, from_engine
 from app.api.prompting import overflow
-from app.api.responses import conversion, history, mcp_tools, objects, steps
+from app.api.responses import background, conversion, history, mcp_tools, objects, steps
 from app.api.responses.mcp_tools import McpTool, listed_tool
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
 from app.engine.engine import Engine
 from app.engine.errors import EngineError
+from app.engine.generation import Generation
+from app.engine.types import Chunk
 from app.mcp import client
 from app.mcp.client import Limits, McpError
 from app.serving import disconnect
@@ -40,10 +42,6 @@ def respond(
     engine: Engine, body: dict[str, Any], before: list[dict[str, Any]], new_input: list[dict[str, Any]]
 ) -> Response:
     """Answer a request with mcp tools, the whole loop run here: its events, or the final object."""
-    if body.get("background"):
-        raise InvalidRequestError(
-            "mcp tools are not run in the background yet: send background false", "tools"
-        )
     servers = mcp_tools.requested(body)
     config = current_config()
     calls = min(config.mcp_max_calls, body.get("max_tool_calls") or config.mcp_max_calls)
@@ -51,6 +49,11 @@ def respond(
     header = ResponseHeader(body, config.model_id, keeper.responses is not None, keeper.conversation)
     presenter = _Presenter(header, keeper or None)
     run = _Run(engine, body, servers, Limits(config.mcp_timeout, config.mcp_max_output_bytes), presenter)
+    if body.get("background"):  # the same loop, apart, its events kept for pollers and readers
+        return background.start_loop(
+            body, presenter, keeper,
+            lambda cancelled, stats: run.events(before + new_input, new_input, calls, None, stats, cancelled),
+        )  # fmt: skip
     events = run.events(before + new_input, new_input, calls, request.environ, g.stats)
     if body.get("stream"):
         # Each step plans and submits inside the stream: it needs the request's context there.
@@ -72,6 +75,15 @@ def _guarded(events: Iterator[bytes], presenter: ResponsesPresenter) -> Iterator
         return
     except (APIError, EngineError) as exc:
         yield presenter.failure(exc if isinstance(exc, APIError) else from_engine(exc))
+
+
+def _watched(
+    chunks: Iterator[Chunk | None], generation: Generation, cancelled: Callable[[], bool]
+) -> Iterator[Chunk | None]:
+    for chunk in chunks:
+        if cancelled():
+            generation.cancel()
+        yield chunk
 
 
 class _Presenter(ResponsesPresenter):
@@ -117,10 +129,12 @@ class _Run:
         items: list[dict[str, Any]],
         new_input: list[dict[str, Any]],
         calls: int,
-        environ: dict[str, Any],
+        environ: dict[str, Any] | None,
         stats: RequestStats,
+        cancelled: Callable[[], bool] = lambda: False,
     ) -> Iterator[bytes]:
-        """Every event of the Response, from created to completed."""
+        """Every event of the Response, from created to completed. `environ`: the client's connection,
+        whose hang-up cancels (None in the background, where `cancelled()` says)."""
         self.items, self.calls_left = list(items), calls
         yield from self.presenter.opening()
         yield from self._listings(items)
@@ -130,9 +144,13 @@ class _Run:
             planned = steps.plan(self.engine, self._step_body(first))
             self.presenter.reader = planned.fitted.prompt.reader
             self.pending, self.asked = [], 0
+            if cancelled():
+                raise HungUp
             generation = self.engine.submit(planned.requests)
-            generation.on_close(disconnect.watch(environ, generation.cancel))
-            result = yield from self.presenter.step(chunks(generation, stats))
+            if environ is not None:
+                generation.on_close(disconnect.watch(environ, generation.cancel))
+            watched = _watched(chunks(generation, stats), generation, cancelled)
+            result = yield from self.presenter.step(watched)
             if generation.cancelled:
                 raise HungUp
             usage = self.presenter.usage

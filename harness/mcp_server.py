@@ -3,6 +3,7 @@ a calculator, a tool that fails, one that hangs, one with a large output, and on
 Authorization header it was sent (so a test sees headers reach the server, and nowhere else).
 
     python -m harness.mcp_server PORT
+    python -m harness.mcp_server stdio     # the same tools over stdin and stdout
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def big(size: int) -> str:
 
 
 def main() -> None:
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+        return
     import uvicorn
 
     app = server.streamable_http_app()

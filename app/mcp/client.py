@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 import gevent
 import httpx2
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -30,14 +31,23 @@ class McpError(Exception):
 
 
 @dataclass(frozen=True)
-class McpServer:
-    """Where a request's mcp tool points: its label, URL (cleared) and the headers to send."""
+class Pin:
+    """The URL's host, and the address its name was checked to resolve to (connect there only)."""
 
-    label: str
-    url: str
-    host: str  # the URL's host, and the address its name was checked to resolve to
+    host: str
     address: str
     port: int
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """Where an mcp tool points: a URL (a request's: cleared and `pin`ned; the operator's: as
+    configured) or a `command` run over stdio; and the headers to send."""
+
+    label: str
+    url: str = ""
+    pin: Pin | None = None
+    command: tuple[str, ...] = ()
     headers: dict[str, str] = field(default_factory=dict, repr=False)  # credentials: never printed
 
 
@@ -100,6 +110,9 @@ def call_tool(server: McpServer, name: str, arguments: dict[str, Any], limits: L
 def _exchange(server: McpServer, limits: Limits, work: Callable[[Client], Awaitable[T]], doing: str) -> T:
     async def session() -> T:
         async with AsyncExitStack() as stack:
+            if server.command:  # a process of its own for each exchange, over its stdin and stdout
+                params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]))
+                return await work(await stack.enter_async_context(Client(params, cache=None)))
             http = await stack.enter_async_context(
                 create_mcp_http_client(
                     headers={**server.headers, **_pinned_host(server)},
@@ -132,14 +145,15 @@ def _cause(exc: BaseException) -> str:
 def _pinned_url(server: McpServer) -> str:
     """A plain-HTTP URL with its host replaced by the address that was checked, so that no second
     lookup can lead elsewhere; an HTTPS one as given (the certificate must name the host)."""
-    parts = urlsplit(server.url)
-    if parts.scheme == "https":
+    parts, pin = urlsplit(server.url), server.pin
+    if parts.scheme == "https" or pin is None:
         return server.url
-    address = f"[{server.address}]" if ":" in server.address else server.address
-    return urlunsplit(parts._replace(netloc=f"{address}:{server.port}"))
+    address = f"[{pin.address}]" if ":" in pin.address else pin.address
+    return urlunsplit(parts._replace(netloc=f"{address}:{pin.port}"))
 
 
 def _pinned_host(server: McpServer) -> dict[str, str]:
-    if server.url.startswith("https:"):
+    pin = server.pin
+    if server.url.startswith("https:") or pin is None:
         return {}
-    return {"Host": server.host if server.port == 80 else f"{server.host}:{server.port}"}
+    return {"Host": pin.host if pin.port == 80 else f"{pin.host}:{pin.port}"}

@@ -12,6 +12,7 @@ from app.settings import derive, otel, values
 from app.settings.keys import ApiKey
 from app.settings.keys import from_file as keys_from_file
 from app.settings.keys import from_variable as keys_from_variable
+from app.settings.mcp_servers import McpServerConfig, parse_mcp_servers
 from app.settings.model_entries import KV_TYPES, SPEC_TYPES
 from app.settings.models import ModelSpec
 from app.settings.models import parse as parse_models
@@ -299,6 +300,14 @@ class Config:
         "(host or host:port) or URL prefixes; empty: none. A private or loopback address only when "
         "listed as an IP address itself",
         optional=True,
+    )
+    mcp_servers: tuple[McpServerConfig, ...] = setting(
+        "LLM_MCP_SERVERS",
+        parse_mcp_servers,
+        "{}",
+        'MCP servers requests may name by server_label alone: a JSON object of {"name": {"url": '
+        '"http://...", "headers_file": "/path/headers.json"}} or {"name": {"command": ["prog", "arg"]}} '
+        "(run over stdio); not subject to LLM_MCP_ALLOW",
     )
     mcp_timeout: float = setting(
         "LLM_MCP_TIMEOUT",

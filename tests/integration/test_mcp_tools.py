@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -342,3 +343,40 @@ def test_a_background_response_runs_the_loop_and_keeps_its_events(
     replay = httpx.get(f"{server.url}/v1/responses/{queued.id}", params={"stream": "true"}, timeout=30).text
     assert "event: response.mcp_call.completed" in replay and "event: response.completed" in replay
     assert "mcp-secret" not in replay
+
+
+def test_servers_the_operator_configured_are_named_by_label(mcp_server: Service, tmp_path: Path) -> None:
+    """LLM_MCP_SERVERS: a URL with its headers from a file, and a command run over stdio; a request
+    names them by server_label alone, with no LLM_MCP_ALLOW."""
+    headers = tmp_path / "calc-headers.json"
+    headers.write_text(json.dumps({"Authorization": "Bearer from-a-file-91c2"}))
+    configured = {
+        "calc": {"url": mcp_server.url + "/mcp", "headers_file": str(headers)},
+        "local": {"command": [sys.executable, "-m", "harness.mcp_server", "stdio"]},
+    }
+    server = Server(
+        LLM_WORKERS="1", LLM_MCP_SERVERS=json.dumps(configured), LLM_MCP_TIMEOUT="20"
+    ).wait_ready()
+    try:
+        client = openai_client(server)
+        for label in ("calc", "local"):
+            response = client.responses.create(
+                model=MODEL, input="What is 2 plus 3?", max_tool_calls=1, max_output_tokens=60, temperature=0,
+                tools=[{"type": "mcp", "server_label": label, "require_approval": "never"}],
+                tool_choice={"type": "mcp", "server_label": label, "name": "add"},
+            )  # fmt: skip
+            call = next(i for i in response.output if i.type == "mcp_call")
+            arguments = json.loads(call.arguments)
+            assert call.server_label == label and call.output == str(arguments["a"] + arguments["b"])
+        assert "Bearer from-a-file-91c2" in mcp_server.output()  # the file's headers reached it
+        with pytest.raises(openai.BadRequestError) as unknown:
+            client.responses.create(
+                model=MODEL, input="hi", max_output_tokens=5, tools=[{"type": "mcp", "server_label": "nope"}]
+            )
+        assert (
+            unknown.value.body["param"] == "tools[0].server_label"
+            and "LLM_MCP_SERVERS" in unknown.value.body["message"]
+        )
+        assert "from-a-file" not in server.output()
+    finally:
+        server.stop(wait=False)

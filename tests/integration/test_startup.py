@@ -79,6 +79,8 @@ BAD_SETTINGS = [
         ("LLM_MCP_TIMEOUT", "0"),
         ("LLM_MCP_MAX_OUTPUT_BYTES", "0"),
         ("LLM_MCP_MAX_CALLS", "65"),
+        ("LLM_MCP_SERVERS", '{"calc": {"url": "http://h/mcp", "command": "prog"}}'),
+        ("LLM_MCP_SERVERS", '{"calc": {"url": "http://h/mcp", "headers_file": "/nonexistent/headers.json"}}'),
         ("LLM_MAX_TOKENS_LIMIT", "99999"),
         ("LLM_DEFAULT_MAX_TOKENS", "99999"),
         ("LLM_SSE_KEEPALIVE", "soon"),

@@ -10,7 +10,7 @@ from typing import Any
 from app.api.http import destinations
 from app.api.http.errors import InvalidRequestError
 from app.mcp import client
-from app.mcp.client import Limits, McpError, McpServer
+from app.mcp.client import Limits, McpError, McpServer, Pin
 from app.settings.current import current_config
 
 
@@ -35,32 +35,49 @@ def needs_approval(policy: str | dict[str, Any], name: str) -> bool:
 
 
 def requested(body: dict[str, Any]) -> dict[str, McpTool]:
-    """The request's mcp tools by label, each URL cleared against LLM_MCP_ALLOW (a 400 otherwise)."""
-    allowlist = current_config().mcp_allow
+    """The request's mcp tools by label: a server the operator configured (LLM_MCP_SERVERS) named by
+    its label alone, or a server_url cleared against LLM_MCP_ALLOW (a 400 otherwise)."""
     found = {}
     for index, tool in enumerate(body.get("tools") or []):
         if tool["type"] != "mcp":
             continue
-        param = f"tools[{index}].server_url"
-        if not allowlist:
-            raise InvalidRequestError(
-                "this server calls no MCP servers a request names (LLM_MCP_ALLOW is empty)", param=param
-            )
-        try:
-            target = destinations.cleared(
-                tool["server_url"], allowlist, "LLM_MCP_ALLOW", "calls MCP servers on"
-            )
-        except destinations.RefusedError as refused:
-            raise InvalidRequestError(str(refused), param=param) from None
-        server = McpServer(
-            tool["server_label"], tool["server_url"], target.host, target.address, target.port,
-            dict(tool.get("headers") or {}),
-        )  # fmt: skip
+        if tool.get("server_url"):
+            server = _named_by_url(tool, f"tools[{index}].server_url")
+        else:
+            server = _configured(tool, f"tools[{index}].server_label")
         allowed = tool.get("allowed_tools")
         found[tool["server_label"]] = McpTool(
             server, None if allowed is None else frozenset(allowed), tool.get("require_approval") or "always"
         )
     return found
+
+
+def _named_by_url(tool: dict[str, Any], param: str) -> McpServer:
+    allowlist = current_config().mcp_allow
+    if not allowlist:
+        raise InvalidRequestError(
+            "this server calls no MCP servers a request names (LLM_MCP_ALLOW is empty)", param=param
+        )
+    try:
+        target = destinations.cleared(tool["server_url"], allowlist, "LLM_MCP_ALLOW", "calls MCP servers on")
+    except destinations.RefusedError as refused:
+        raise InvalidRequestError(str(refused), param=param) from None
+    pin = Pin(target.host, target.address, target.port)
+    return McpServer(tool["server_label"], tool["server_url"], pin, headers=dict(tool.get("headers") or {}))
+
+
+def _configured(tool: dict[str, Any], param: str) -> McpServer:
+    label = tool["server_label"]
+    config = next((c for c in current_config().mcp_servers if c.name == label), None)
+    if config is None:
+        raise InvalidRequestError(
+            f"the mcp tool {label!r} has no server_url, and the server configures no MCP server of that name "
+            "(LLM_MCP_SERVERS)",
+            param=param,
+        )
+    # The operator's headers over the request's: a client does not replace the server's credentials.
+    headers = {**(tool.get("headers") or {}), **dict(config.headers)}
+    return McpServer(label, config.url or "", None, config.command or (), headers)
 
 
 def listed_tool(tool: client.Tool) -> dict[str, Any]:

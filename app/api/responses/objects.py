@@ -96,7 +96,12 @@ def mcp_approval_request_item(
 def _echoed_tool(tool: dict[str, Any]) -> dict[str, Any]:
     """A tool as the Response echoes it; an mcp tool's headers never (they carry credentials)."""
     if tool.get("type") == "mcp":
-        defaults = {"server_description": None, "allowed_tools": None, "require_approval": "always"}
+        defaults = {
+            "server_url": None,
+            "server_description": None,
+            "allowed_tools": None,
+            "require_approval": "always",
+        }
         return {**defaults, **tool, "headers": None}
     return {"type": "function", "description": None, "parameters": None, "strict": None, **tool}
 

@@ -86,7 +86,8 @@ class McpToolSchema(BaseSchema):
 
     type = fields.String(required=True, validate=validate.Equal("mcp"))
     server_label = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
-    server_url = fields.String(required=True, validate=validate.Length(min=1, max=2048))
+    # Absent: the server the operator configured under this label (LLM_MCP_SERVERS).
+    server_url = fields.String(allow_none=True, validate=validate.Length(min=1, max=2048))
     server_description = fields.String(allow_none=True)
     headers = fields.Dict(keys=fields.String(), values=fields.String(), allow_none=True)
     allowed_tools = AllowedToolsField(allow_none=True)

@@ -183,22 +183,23 @@ def test_a_server_that_allows_none_refuses_every_mcp_tool(mcp_server: Service) -
 
 def test_a_hanging_mcp_call_holds_up_no_other_request(server: Server, mcp_server: Service) -> None:
     """The MCP exchange waits on the worker's event loop: the same worker answers others meanwhile."""
-    client = openai_client(server)
     calls_before = mcp_server.output().count("hang: called")
-    hanging = ThreadPoolExecutor(1).submit(
-        client.responses.create,
-        model=MODEL, input="Use the tool.", tools=[mcp_tool(mcp_server, require_approval="never")],
-        tool_choice=forced("hang"), max_tool_calls=1, max_output_tokens=60, temperature=0,
-    )  # fmt: skip
-    _wait_for(lambda: mcp_server.output().count("hang: called") > calls_before or hanging.done())
-    answered = []
-    while not hanging.done():
-        started = time.monotonic()
-        reply = client.chat.completions.create(
-            model=MODEL, messages=[{"role": "user", "content": "Hi"}], max_tokens=4
-        )
-        answered.append((time.monotonic() - started, hanging.done(), reply.choices[0].message.content))
-    call = next(i for i in hanging.result().output if i.type == "mcp_call")
+    with openai_client(server) as client, ThreadPoolExecutor(1) as pool:
+        hanging = pool.submit(
+            client.responses.create,
+            model=MODEL, input="Use the tool.", tools=[mcp_tool(mcp_server, require_approval="never")],
+            tool_choice=forced("hang"), max_tool_calls=1, max_output_tokens=60, temperature=0,
+        )  # fmt: skip
+        _wait_for(lambda: mcp_server.output().count("hang: called") > calls_before or hanging.done())
+        answered = []
+        while not hanging.done():
+            started = time.monotonic()
+            reply = client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "Hi"}], max_tokens=4
+            )
+            answered.append((time.monotonic() - started, hanging.done(), reply.choices[0].message.content))
+        response = hanging.result()
+    call = next(i for i in response.output if i.type == "mcp_call")
     assert "no answer within 3 s" in call.error
     assert [done for _, done, _ in answered].count(False) >= 2, answered  # answered while the call hung
 

@@ -18,13 +18,14 @@ from typing import Any
 
 from flask import Response, g, jsonify, request, stream_with_context
 
+from app.api.generation import mcp_calls
 from app.api.generation.answer_blocks import BlockEvent
 from app.api.generation.loop import ChoiceResult, HungUp, chunks
+from app.api.generation.mcp_calls import McpTool, listed_tool
 from app.api.http import sse
 from app.api.http.errors import APIError, InvalidRequestError, from_engine
 from app.api.prompting import overflow
 from app.api.responses import background, conversion, history, mcp_tools, objects, steps
-from app.api.responses.mcp_tools import McpTool, listed_tool
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
 from app.engine.engine import Engine
@@ -226,7 +227,7 @@ class _Run:
     def _call_block(self, event: BlockEvent, item_id: str, index: int) -> Iterator[bytes] | None:
         """A call block's events if it calls an MCP tool (None: the client's function, as usual)."""
         block = event.block
-        label = mcp_tools.server_of(block.name, self.servers, self.listed)
+        label = mcp_calls.server_of(block.name, self.servers, self.listed)
         if label is None:
             return None
         if self.calls_left - len(self.pending) <= 0:
@@ -256,7 +257,7 @@ class _Run:
         """Make one call: in_progress, then completed or failed, and the finished item."""
         emit, where = self.presenter.item_event, {"item_id": item_id, "output_index": index}
         yield emit("response.mcp_call.in_progress", **where)
-        output, error = mcp_tools.made(self.servers[label], name, arguments, self.limits)
+        output, error = mcp_calls.made(self.servers[label], name, arguments, self.limits)
         item = objects.mcp_call_item(label, name, arguments, output, error, item_id)
         yield emit("response.mcp_call.failed" if error else "response.mcp_call.completed", **where)
         yield emit("response.output_item.done", output_index=index, item=item)
@@ -266,7 +267,7 @@ class _Run:
 
     def _step_body(self, first: bool) -> dict[str, Any]:
         functions = [t for t in self.body.get("tools") or [] if t["type"] == "function"]
-        offered = mcp_tools.offered(self.servers, self.listed)
+        offered = mcp_calls.offered(self.servers, self.listed)
         choice = mcp_tools.as_chat_choice(self.body.get("tool_choice")) if first else "auto"
         if self.calls_left <= 0:
             choice = "none"

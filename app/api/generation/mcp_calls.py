@@ -1,0 +1,108 @@
+"""MCP servers a request's tools name, as every API family resolves and calls them: a URL cleared
+against LLM_MCP_ALLOW, or a server the operator configured (LLM_MCP_SERVERS); which of their
+tools the model may call; a call made with the model's arguments."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.api.http import destinations
+from app.api.http.errors import InvalidRequestError
+from app.mcp import client
+from app.mcp.client import Limits, McpError, McpServer, Pin
+from app.settings.current import current_config
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """A request's mcp tool: the server, which of its tools the model may call, which need approval."""
+
+    server: McpServer
+    allowed: frozenset[str] | None  # None: every tool it lists
+    needs_approval: Callable[[str], bool] = lambda name: False  # the protocol's rule, per tool name
+
+
+def named_by_url(label: str, url: str, headers: dict[str, str], param: str) -> McpServer:
+    """A server a request names by URL, if LLM_MCP_ALLOW lets it be reached (a 400 naming `param` if not)."""
+    allowlist = current_config().mcp_allow
+    if not allowlist:
+        raise InvalidRequestError(
+            "this server calls no MCP servers a request names (LLM_MCP_ALLOW is empty)", param=param
+        )
+    try:
+        target = destinations.cleared(url, allowlist, "LLM_MCP_ALLOW", "calls MCP servers on")
+    except destinations.RefusedError as refused:
+        raise InvalidRequestError(str(refused), param=param) from None
+    pin = Pin(target.host, target.address, target.port)
+    return McpServer(label, url, pin, headers=headers)
+
+
+def configured(label: str, headers: dict[str, str], param: str) -> McpServer:
+    """The server the operator configured under `label` (a 400 naming `param` if none)."""
+    config = next((c for c in current_config().mcp_servers if c.name == label), None)
+    if config is None:
+        raise InvalidRequestError(
+            f"the mcp tool {label!r} has no server_url, and the server configures no MCP server of that name "
+            "(LLM_MCP_SERVERS)",
+            param=param,
+        )
+    # The operator's headers over the request's: a client does not replace the server's credentials.
+    headers = {**headers, **dict(config.headers)}
+    return McpServer(label, config.url or "", None, config.command or (), headers)
+
+
+def listed_tool(tool: client.Tool) -> dict[str, Any]:
+    """A tool as an mcp_list_tools item lists it."""
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": tool.input_schema,
+        "annotations": tool.annotations,
+    }
+
+
+Listings = dict[str, list[dict[str, Any]]]  # each server's label -> its tools, as listed
+
+
+def offered(servers: dict[str, McpTool], listed: Listings) -> list[dict[str, Any]]:
+    """The listed tools the model may call, as function tools for the chat template."""
+    return [
+        {
+            "type": "function",
+            "name": t["name"],
+            "description": t.get("description"),
+            "parameters": t["input_schema"],
+        }
+        for label, tools in listed.items()
+        for t in tools
+        if _allowed(servers[label], t["name"])
+    ]
+
+
+def server_of(name: str, servers: dict[str, McpTool], listed: Listings) -> str | None:
+    """The label of the server whose listed (and allowed) tool `name` is; the first that has it."""
+    for label, tools in listed.items():
+        if any(t["name"] == name for t in tools) and _allowed(servers[label], name):
+            return label
+    return None
+
+
+def made(tool: McpTool, name: str, arguments: str, limits: Limits) -> tuple[str | None, str | None]:
+    """Call `name` with the model's `arguments`: its output, or the error."""
+    try:
+        parsed = json.loads(arguments or "{}")
+    except json.JSONDecodeError as bad:  # e.g. cut short by max_output_tokens
+        return None, f"the model's arguments are not JSON ({bad}); the call was not made"
+    if not isinstance(parsed, dict):
+        return None, "the model's arguments are not a JSON object; the call was not made"
+    try:
+        return client.call_tool(tool.server, name, parsed, limits), None
+    except McpError as failed:
+        return None, str(failed)
+
+
+def _allowed(tool: McpTool, name: str) -> bool:
+    return tool.allowed is None or name in tool.allowed

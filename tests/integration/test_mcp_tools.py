@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -381,3 +382,55 @@ def test_servers_the_operator_configured_are_named_by_label(mcp_server: Service,
         assert "from-a-file" not in server.output()
     finally:
         server.stop(wait=False)
+
+
+def anthropic_servers(mcp_server: Service, **fields: Any) -> list[dict[str, Any]]:
+    return [{"type": "url", "name": "calc", "url": mcp_server.url + "/mcp",
+             "authorization_token": "mcp-secret-anthropic", **fields}]  # fmt: skip
+
+
+def test_anthropics_mcp_connector_whole_and_streamed(server: Server, mcp_server: Service) -> None:
+    """The anthropic SDK's beta mcp_servers: mcp_tool_use and mcp_tool_result blocks, then the text."""
+    with anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0) as client:
+        asked: dict[str, Any] = dict(
+            model=MODEL, max_tokens=60, betas=["mcp-client-2025-04-04"], extra_body={"temperature": 0},
+            messages=[{"role": "user", "content": "What is 2 plus 3?"}],
+            mcp_servers=anthropic_servers(mcp_server, tool_configuration={"allowed_tools": ["add"]}),
+            tool_choice={"type": "tool", "name": "add"},
+        )  # fmt: skip
+        message = client.beta.messages.create(**asked)
+        kinds = [block.type for block in message.content]
+        assert kinds[:2] == ["mcp_tool_use", "mcp_tool_result"] and kinds[-1] == "text", kinds
+        used, result = message.content[0], message.content[1]
+        assert used.name == "add" and used.server_name == "calc" and result.tool_use_id == used.id
+        assert not result.is_error and result.content[0].text == str(used.input["a"] + used.input["b"])
+        assert message.stop_reason in ("end_turn", "max_tokens") and message.usage.output_tokens > 0
+        assert "mcp-secret-anthropic" in mcp_server.output()  # sent as the bearer token, to it alone
+        with client.beta.messages.stream(**asked) as stream:
+            events = [event.type for event in stream]
+            streamed = stream.get_final_message()
+        assert [b.type for b in streamed.content] == kinds
+        assert (
+            streamed.content[0].input == used.input
+            and streamed.content[1].content[0].text == result.content[0].text
+        )
+        assert events[0] == "message_start" and events[-1] == "message_stop"
+        # The conversation goes on with the blocks handed back.
+        after = client.beta.messages.create(
+            model=MODEL, max_tokens=20, betas=["mcp-client-2025-04-04"], extra_body={"temperature": 0},
+            mcp_servers=anthropic_servers(mcp_server),
+            messages=[*asked["messages"], {"role": "assistant", "content": message.content},
+                      {"role": "user", "content": "Thanks. And 3 plus 4?"}],
+        )  # fmt: skip
+        assert after.content
+    assert "mcp-secret-anthropic" not in server.output()
+
+
+def test_anthropics_mcp_servers_are_refused_where_not_allowed(server: Server) -> None:
+    with anthropic.Anthropic(base_url=server.url, api_key="unused", max_retries=0) as client:
+        with pytest.raises(anthropic.BadRequestError) as refused:
+            client.beta.messages.create(
+                model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "hi"}],
+                mcp_servers=[{"type": "url", "name": "x", "url": "http://10.9.8.7/mcp"}],
+            )  # fmt: skip
+    assert "LLM_MCP_ALLOW" in refused.value.message

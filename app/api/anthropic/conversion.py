@@ -16,6 +16,9 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
         conversation.append({"role": "system", "content": body["system"]})
     for message in body["messages"]:
         blocks = message["content"]
+        if any(block["type"].startswith("mcp_") for block in blocks):
+            conversation += _with_server_calls(blocks)
+            continue
         for block in blocks:
             if block["type"] == "tool_result":
                 conversation.append(
@@ -70,8 +73,30 @@ def as_chat(body: dict[str, Any]) -> ChatRequest:
                 },
             }
             for t in body.get("tools") or []
+            if t.get("type", "custom") == "custom"  # an mcp_toolset's tools: as their server lists them
         ],
     )
+
+
+def _with_server_calls(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An assistant turn holding calls the server made (MCP connector): each call and its result in
+    order, as the model made them, with the text around them."""
+    turns: list[dict[str, Any]] = []
+    text = ""
+    for block in blocks:
+        if block["type"] == "text":
+            text += block["text"]
+        elif block["type"] == "mcp_tool_use":
+            call = {"id": block["id"], "type": "function",
+                    "function": {"name": block["name"], "arguments": json.dumps(block["input"])}}  # fmt: skip
+            turns.append({"role": "assistant", "content": text or None, "tool_calls": [call]})
+            text = ""
+        elif block["type"] == "mcp_tool_result":
+            content = block["content"] if not block.get("is_error") else f"Error: {block['content']}"
+            turns.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": content})
+    if text:
+        turns.append({"role": "assistant", "content": text})
+    return turns
 
 
 def tool_input(arguments: str) -> dict[str, Any]:

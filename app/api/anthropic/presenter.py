@@ -69,7 +69,7 @@ class MessagesPresenter:
             content.append({"type": "thinking", "thinking": parsed.reasoning, "signature": ""})
         if parsed.content:
             content.append({"type": "text", "text": parsed.content})
-        content += [_tool_use(self.reader.new_id(), call.name, call.arguments) for call in parsed.calls]
+        content += [tool_use_block(self.reader.new_id(), call.name, call.arguments) for call in parsed.calls]
         sequence = None if parsed.calls else result.stop_sequence
         message = self._message(content, stop_reason(result, bool(parsed.calls)), sequence)
         message["usage"] = self._usage(result.completion_tokens, result.cached_tokens)
@@ -91,7 +91,7 @@ class MessagesPresenter:
                 continue
             result.add(chunk)
             for event in blocks.feed(chunk.text, chunk.finish_reason is not None):
-                yield _block_event(event)
+                yield block_event(event)
         called = bool(blocks.deltas.last.calls)
         delta = {
             "stop_reason": stop_reason(result, called),
@@ -106,7 +106,7 @@ class MessagesPresenter:
         return sse.named_event("error", errors.body(error))
 
 
-def _tool_use(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+def tool_use_block(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     return {
         "type": "tool_use",
         "id": "toolu_" + call_id.removeprefix("call_"),
@@ -115,9 +115,10 @@ def _tool_use(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     }
 
 
-def _block_event(event: BlockEvent) -> bytes:
-    """A block event as Anthropic's content_block_start / _delta / _stop."""
-    block, index = event.block, event.block.position
+def block_event(event: BlockEvent, offset: int = 0) -> bytes:
+    """A block event as Anthropic's content_block_start / _delta / _stop (`offset`: blocks before this
+    generation's, in a Message the server's MCP calls made of several)."""
+    block, index = event.block, offset + event.block.position
     if event.kind == "start":
         return sse.named_event(
             "content_block_start",
@@ -138,4 +139,4 @@ def _empty(block: Block) -> dict[str, Any]:
         return {"type": "text", "text": ""}
     if block.kind == "reasoning":
         return {"type": "thinking", "thinking": "", "signature": ""}
-    return {**_tool_use(block.call_id, block.name, "{}"), "input": {}}
+    return {**tool_use_block(block.call_id, block.name, "{}"), "input": {}}

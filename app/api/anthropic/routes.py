@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from app.api.anthropic import cache_marks, errors
+from app.api.anthropic import cache_marks, errors, mcp_connector
 from app.api.anthropic.presenter import MessagesPresenter
 from app.api.anthropic.schemas import count_tokens_request_schema, messages_request_schema
 from app.api.generation.loop import generate
@@ -31,6 +31,9 @@ def create_message() -> Response:
     if (relayed := route_here_or_relay(chat.model, streams=chat.stream)) is not None:
         return relayed
     engine = generating_engine()
+    body = request.get_json(force=True)  # as parsed for the view (cached)
+    if body.get("mcp_servers"):  # the MCP connector: the server calls tools for the model
+        return mcp_connector.respond(engine, chat, body, current_config().model_id)
     fitted = overflow.fitted_prompt(engine.tokenizer, chat)
     chat, prompt = fitted.chat, fitted.prompt
     budget = conversation.thinking_budget(engine.tokenizer, prompt, chat.reasoning_budget)

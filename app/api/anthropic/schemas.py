@@ -48,6 +48,25 @@ def _image_source(source: Any, where: str) -> bytes:
     )
 
 
+def _server_call_block(block: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    """An mcp_tool_use or mcp_tool_result block handed back in a later turn."""
+    if kind == "mcp_tool_use":
+        if not all(isinstance(block.get(k), str) for k in ("id", "name", "server_name")):
+            raise ValidationError(f"{where}: an mcp_tool_use block needs an id, a name and a server_name")
+        if not isinstance(block.get("input"), dict):
+            raise ValidationError(f"{where}.input: must be an object")
+        return {k: block[k] for k in ("type", "id", "name", "server_name", "input")}
+    if not isinstance(block.get("tool_use_id"), str):
+        raise ValidationError(f"{where}.tool_use_id: must be a string")
+    text = _text_blocks(block.get("content") or "", f"{where}.content")
+    return {
+        "type": kind,
+        "tool_use_id": block["tool_use_id"],
+        "content": text,
+        "is_error": block.get("is_error") is True,
+    }
+
+
 class SystemField(fields.Field[str]):
     """`system`: a string or a list of text blocks."""
 
@@ -84,6 +103,8 @@ class ContentField(fields.Field[list[dict[str, Any]]]):
                 raise ValidationError(f"{where}.tool_use_id: must be a string")
             text = _text_blocks(block.get("content") or "", f"{where}.content")
             return {"type": kind, "tool_use_id": block["tool_use_id"], "content": text}
+        if kind in ("mcp_tool_use", "mcp_tool_result"):  # calls the server made (the MCP connector)
+            return _server_call_block(block, kind, where)
         if kind == "thinking":  # the model's own thinking, handed back for its template
             return {
                 "type": kind,
@@ -116,6 +137,48 @@ class ClientToolSchema(BaseSchema):
     input_schema = fields.Dict(required=True)
 
 
+class ToolConfigSchema(BaseSchema):
+    enabled = StrictBoolean(allow_none=True)
+    defer_loading = StrictBoolean(allow_none=True)
+
+
+class McpToolsetSchema(BaseSchema):
+    """The MCP connector's `mcp_toolset` tool (mcp-client-2025-11-20): which of a server's tools are on."""
+
+    type = fields.String(required=True, validate=validate.Equal("mcp_toolset"))
+    mcp_server_name = fields.String(required=True)
+    default_config = fields.Nested(ToolConfigSchema, allow_none=True)
+    configs = fields.Dict(keys=fields.String(), values=fields.Nested(ToolConfigSchema), allow_none=True)
+
+
+class ToolField(fields.Field[dict[str, Any]]):
+    """A client tool, or an MCP server's toolset (the MCP connector)."""
+
+    OPENAPI = {"type": "object", "description": "A client tool (custom), or an mcp_toolset"}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict[str, Any]:
+        schema = (
+            McpToolsetSchema() if isinstance(value, dict) and value.get("type") == "mcp_toolset" else None
+        )
+        loaded: dict[str, Any] = (schema or ClientToolSchema()).load(value)
+        return loaded
+
+
+class McpToolConfigurationSchema(BaseSchema):
+    enabled = StrictBoolean(allow_none=True)
+    allowed_tools = fields.List(fields.String(), allow_none=True)
+
+
+class McpServerSchema(BaseSchema):
+    """One of `mcp_servers` (the MCP connector): a server this server calls for the model."""
+
+    type = fields.String(required=True, validate=validate.Equal("url"))
+    url = fields.String(required=True, validate=validate.Length(min=1, max=2048))
+    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    authorization_token = fields.String(allow_none=True)
+    tool_configuration = fields.Nested(McpToolConfigurationSchema, allow_none=True)
+
+
 class ClientToolChoiceSchema(BaseSchema):
     type = fields.String(required=True, validate=validate.OneOf(["auto", "any", "tool", "none"]))
     name = fields.String()
@@ -135,17 +198,28 @@ class CountTokensRequestSchema(BaseSchema):
     model = fields.String(required=True)
     messages = fields.List(fields.Nested(InputMessageSchema), required=True, validate=validate.Length(min=1))
     system = SystemField(allow_none=True)
-    tools = fields.List(fields.Nested(ClientToolSchema), allow_none=True, validate=validate.Length(max=128))
+    tools = fields.List(ToolField(), allow_none=True, validate=validate.Length(max=128))
     tool_choice = fields.Nested(ClientToolChoiceSchema, allow_none=True)
     thinking = fields.Nested(ThinkingSchema, allow_none=True)
+    mcp_servers = fields.List(
+        fields.Nested(McpServerSchema), allow_none=True, validate=validate.Length(max=20)
+    )
 
     @validates_schema
     def tool_choice_names_a_tool(self, data: dict[str, Any], **kwargs: Any) -> None:
         choice = data.get("tool_choice") or {}
-        names = {tool["name"] for tool in data.get("tools") or []}
-        if choice.get("type") in ("any", "tool") and not names:
+        names = {tool["name"] for tool in data.get("tools") or [] if tool.get("type") != "mcp_toolset"}
+        servers = [server["name"] for server in data.get("mcp_servers") or []]
+        if len(set(servers)) < len(servers):
+            raise ValidationError("two MCP servers have the same name", "mcp_servers")
+        for tool in data.get("tools") or []:
+            if tool.get("type") == "mcp_toolset" and tool["mcp_server_name"] not in servers:
+                raise ValidationError(
+                    f"names MCP server {tool['mcp_server_name']!r}, not in mcp_servers", "tools"
+                )
+        if choice.get("type") in ("any", "tool") and not names and not servers:
             raise ValidationError(f"{choice['type']!r} needs tools", "tool_choice")
-        if choice.get("type") == "tool" and choice.get("name") not in names:
+        if choice.get("type") == "tool" and choice.get("name") not in names and not servers:
             raise ValidationError(f"names {choice.get('name')!r}, which is not in tools", "tool_choice")
 
     @post_load

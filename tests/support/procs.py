@@ -17,20 +17,26 @@ def worker_pids(master_pid: int) -> list[int]:
     return [int(pid) for pid in children]
 
 
-def _socket_inode(local_port: int) -> str | None:
-    """The inode of the server side of the loopback connection from `local_port`."""
+def _socket_inode(client_port: int, server_port: int) -> str | None:
+    """The inode of the server side of the loopback connection from `client_port` to `server_port`.
+
+    Both ports, and a live socket: a closed connection of an earlier test that used the same
+    client port lingers in the table (TIME_WAIT, inode 0) and must not be taken for this one.
+    """
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in Path(table).read_text().splitlines()[1:]:
             fields = line.split()
+            local_port = int(fields[1].split(":")[1], 16)
             remote_port = int(fields[2].split(":")[1], 16)
-            if remote_port == local_port:  # the server's end: its peer is our client port
+            # The server's end: it is on the server's port, its peer our client port.
+            if (local_port, remote_port) == (server_port, client_port) and fields[9] != "0":
                 return fields[9]
     return None
 
 
 def worker_holding(master_pid: int, client: socket.socket) -> int | None:
     """The pid of the worker that accepted `client`'s connection, if one has."""
-    inode = _socket_inode(client.getsockname()[1])
+    inode = _socket_inode(client.getsockname()[1], client.getpeername()[1])
     if inode is None:
         return None
     target = f"socket:[{inode}]"

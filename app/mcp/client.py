@@ -10,61 +10,18 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import gevent
-import httpx2
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from app.mcp import aio
+from app.mcp.servers import Limits, McpError, McpServer, Tool
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 T = TypeVar("T")
-
-
-class McpError(Exception):
-    """An MCP server could not be reached, refused, failed, or answered too much or too late."""
-
-
-@dataclass(frozen=True)
-class Pin:
-    """The URL's host, and the address its name was checked to resolve to (connect there only)."""
-
-    host: str
-    address: str
-    port: int
-
-
-@dataclass(frozen=True)
-class McpServer:
-    """Where an mcp tool points: a URL (a request's: cleared and `pin`ned; the operator's: as
-    configured) or a `command` run over stdio; and the headers to send."""
-
-    label: str
-    url: str = ""
-    pin: Pin | None = None
-    command: tuple[str, ...] = ()
-    headers: dict[str, str] = field(default_factory=dict, repr=False)  # credentials: never printed
-
-
-@dataclass(frozen=True)
-class Tool:
-    """One tool as the server lists it."""
-
-    name: str
-    description: str | None
-    input_schema: dict[str, Any]
-    annotations: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Limits:
-    seconds: float
-    output_bytes: int
 
 
 def list_tools(server: McpServer, limits: Limits) -> list[Tool]:
@@ -108,6 +65,14 @@ def call_tool(server: McpServer, name: str, arguments: dict[str, Any], limits: L
 
 
 def _exchange(server: McpServer, limits: Limits, work: Callable[[Client], Awaitable[T]], doing: str) -> T:
+    # The SDK (about 0.4 s to import) loads in the first request that uses an MCP tool, not in
+    # every worker's start.
+    import httpx2
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
     async def session() -> T:
         async with AsyncExitStack() as stack:
             if server.command:  # a process of its own for each exchange, over its stdin and stdout

@@ -33,7 +33,7 @@ from app.api.requests.chat import ChatRequest
 from app.engine.engine import Engine
 from app.engine.errors import EngineError
 from app.mcp import client
-from app.mcp.client import Limits, McpError
+from app.mcp.servers import Limits, McpError
 from app.serving import disconnect
 from app.settings.current import current_config
 from app.telemetry.request_stats import RequestStats

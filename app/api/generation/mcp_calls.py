@@ -12,7 +12,7 @@ from typing import Any
 from app.api.http import destinations
 from app.api.http.errors import InvalidRequestError
 from app.mcp import client
-from app.mcp.client import Limits, McpError, McpServer, Pin
+from app.mcp.servers import Limits, McpError, McpServer, Pin, Tool
 from app.settings.current import current_config
 
 
@@ -54,7 +54,7 @@ def configured(label: str, headers: dict[str, str], param: str) -> McpServer:
     return McpServer(label, config.url or "", None, config.command or (), headers)
 
 
-def listed_tool(tool: client.Tool) -> dict[str, Any]:
+def listed_tool(tool: Tool) -> dict[str, Any]:
     """A tool as an mcp_list_tools item lists it."""
     return {
         "name": tool.name,

@@ -33,7 +33,7 @@ from app.engine.errors import EngineError
 from app.engine.generation import Generation
 from app.engine.types import Chunk
 from app.mcp import client
-from app.mcp.client import Limits, McpError
+from app.mcp.servers import Limits, McpError
 from app.serving import disconnect
 from app.settings.current import current_config
 from app.telemetry.request_stats import RequestStats

@@ -124,6 +124,30 @@ def test_a_call_waits_for_approval_then_runs(server: Server, mcp_server: Service
     assert not any(i.type == "mcp_call" for i in declined.output)
 
 
+def test_a_stateless_client_approves_with_its_whole_conversation(server: Server, mcp_server: Service) -> None:
+    """store: false, every turn sends the conversation so far: the approved call is made once, and
+    the answer handed back again in later turns does not make it again."""
+    client = openai_client(server)
+    tools = [mcp_tool(mcp_server)]  # every call waits for approval
+    asked: dict[str, Any] = dict(model=MODEL, tools=tools, store=False, max_output_tokens=40, temperature=0)
+    conversation: list[Any] = [{"role": "user", "content": "Add 4 and 5."}]
+    first = client.responses.create(input=conversation, tool_choice=forced("add"), **asked)
+    request = first.output[-1]
+    assert request.type == "mcp_approval_request"
+    conversation += [item.model_dump(exclude_none=True) for item in first.output]
+    conversation.append({"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True})
+    second = client.responses.create(input=conversation, max_tool_calls=1, **asked)
+    call = second.output[0]
+    assert call.type == "mcp_call" and call.approval_request_id == request.id
+    assert call.output == str(sum(json.loads(call.arguments).values()))
+    assert not any(i.type == "mcp_list_tools" for i in second.output)  # listed in the input already
+    conversation += [item.model_dump(exclude_none=True) for item in second.output]
+    conversation.append({"role": "user", "content": "Thanks. And now?"})
+    third = client.responses.create(input=conversation, max_tool_calls=1, **asked)
+    # Any call the model makes now waits for approval: an mcp_call here could only be the old one again.
+    assert not any(i.type == "mcp_call" for i in third.output), [i.type for i in third.output]
+
+
 def test_allowed_tools_limit_what_is_listed_and_offered(server: Server, mcp_server: Service) -> None:
     client = openai_client(server)
     response = client.responses.create(

@@ -118,7 +118,7 @@ def _normalized_item(item: Any, where: str) -> dict[str, Any]:
 # approval response names).
 MCP_ITEMS = {
     "mcp_list_tools": ("server_label", "tools", "error"),
-    "mcp_call": ("server_label", "name", "arguments", "output", "error"),
+    "mcp_call": ("server_label", "name", "arguments", "output", "error", "approval_request_id"),
     "mcp_approval_request": ("id", "server_label", "name", "arguments"),
     "mcp_approval_response": ("approval_request_id", "approve", "reason"),
 }

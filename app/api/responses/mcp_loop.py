@@ -23,7 +23,7 @@ from app.api.generation.answer_blocks import BlockEvent
 from app.api.generation.loop import ChoiceResult, HungUp, chunks
 from app.api.generation.mcp_calls import McpTool, listed_tool
 from app.api.http import sse
-from app.api.http.errors import APIError, InvalidRequestError, from_engine
+from app.api.http.errors import APIError, from_engine
 from app.api.prompting import overflow
 from app.api.responses import background, conversion, history, mcp_tools, objects, steps
 from app.api.responses.objects import ResponseHeader
@@ -201,24 +201,15 @@ class _Run:
 
     def _approved(self, new_input: list[dict[str, Any]]) -> Iterator[bytes]:
         """Make the calls the client approved in this request's input; tell the model of the others."""
-        requests = {i["id"]: i for i in self.items if i["type"] == "mcp_approval_request"}
-        for answer in new_input:
-            if answer["type"] != "mcp_approval_response":
-                continue
-            asked = requests.get(answer["approval_request_id"])
-            if asked is None:
-                raise InvalidRequestError(
-                    f"no mcp_approval_request with id {answer['approval_request_id']!r} in the conversation",
-                    param="input",
-                )
+        for asked, approve in mcp_tools.answered(self.items, new_input):
             label, name, arguments = asked["server_label"], asked["name"], asked["arguments"]
-            if answer["approve"] and self.calls_left > 0:
+            if approve and self.calls_left > 0:
                 item_id, index = objects.new_id("mcp"), len(self.presenter.output)
                 yield self.presenter.item_event(
                     "response.output_item.added", output_index=index,
                     item=objects.mcp_call_item(label, name, arguments, None, None, item_id, "in_progress"),
                 )  # fmt: skip
-                yield from self._call(item_id, index, label, name, arguments)
+                yield from self._call(item_id, index, label, name, arguments, asked["id"])
             else:  # the model hears of it; the client knows already
                 self.items.append(
                     objects.mcp_call_item(label, name, arguments, None, "the call was not approved")
@@ -253,12 +244,15 @@ class _Run:
         self.pending.append((item_id, index, label, block.name, block.text))
         return iter((emit("response.mcp_call_arguments.done", **where, arguments=block.text),))
 
-    def _call(self, item_id: str, index: int, label: str, name: str, arguments: str) -> Iterator[bytes]:
-        """Make one call: in_progress, then completed or failed, and the finished item."""
+    def _call(
+        self, item_id: str, index: int, label: str, name: str, arguments: str, approval: str | None = None
+    ) -> Iterator[bytes]:
+        """Make one call (`approval`: the id of the request the client approved it by): in_progress,
+        then completed or failed, and the finished item."""
         emit, where = self.presenter.item_event, {"item_id": item_id, "output_index": index}
         yield emit("response.mcp_call.in_progress", **where)
         output, error = mcp_calls.made(self.servers[label], name, arguments, self.limits)
-        item = objects.mcp_call_item(label, name, arguments, output, error, item_id)
+        item = objects.mcp_call_item(label, name, arguments, output, error, item_id, approval=approval)
         yield emit("response.mcp_call.failed" if error else "response.mcp_call.completed", **where)
         yield emit("response.output_item.done", output_index=index, item=item)
         self.presenter.output.append(item)

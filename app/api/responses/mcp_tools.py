@@ -7,6 +7,7 @@ import functools
 from typing import Any
 
 from app.api.generation.mcp_calls import McpTool, configured, named_by_url
+from app.api.http.errors import InvalidRequestError
 
 
 def needs_approval(policy: str | dict[str, Any], name: str) -> bool:
@@ -44,3 +45,25 @@ def as_chat_choice(choice: str | dict[str, str] | None) -> str | dict[str, str] 
     if isinstance(choice, dict) and "server_label" in choice:
         return {"name": choice["name"]} if choice.get("name") else "required"
     return choice
+
+
+def answered(
+    items: list[dict[str, Any]], new_input: list[dict[str, Any]]
+) -> list[tuple[dict[str, Any], bool]]:
+    """The approval requests this request's input answers, each with the answer; not those a call
+    made already answered (a stateless client sends its whole conversation, old answers too)."""
+    requests = {i["id"]: i for i in items if i["type"] == "mcp_approval_request"}
+    made = {i.get("approval_request_id") for i in items if i["type"] == "mcp_call"}
+    found = []
+    for answer in new_input:
+        if answer["type"] != "mcp_approval_response":
+            continue
+        asked = requests.get(answer["approval_request_id"])
+        if asked is None:
+            raise InvalidRequestError(
+                f"no mcp_approval_request with id {answer['approval_request_id']!r} in the conversation",
+                param="input",
+            )
+        if asked["id"] not in made:
+            found.append((asked, bool(answer["approve"])))
+    return found

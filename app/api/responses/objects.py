@@ -66,9 +66,10 @@ def mcp_call_item(
     error: str | None,
     item_id: str | None = None,
     status: str | None = None,
+    approval: str | None = None,
 ) -> dict[str, Any]:
     """A call the server made to an MCP server's tool, with its output or its error (`status`: while
-    it is being made, in_progress)."""
+    it is being made, in_progress; `approval`: the approval request it answers, if any)."""
     return {
         "type": "mcp_call",
         "id": item_id or new_id("mcp"),
@@ -78,6 +79,7 @@ def mcp_call_item(
         "output": output,
         "error": error,
         "status": status or ("failed" if error is not None else "completed"),
+        "approval_request_id": approval,
     }
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from marshmallow import ValidationError
 
+from app.api.http.errors import InvalidRequestError
 from app.api.prompting.items import normalized_input, with_id
 from app.api.responses.conversion import messages
-from app.api.responses.mcp_tools import needs_approval
+from app.api.responses.mcp_tools import answered, needs_approval
 from app.api.responses.objects import ResponseHeader
 
 
@@ -56,3 +57,21 @@ def test_the_response_never_echoes_an_mcp_tools_headers() -> None:
     tool = {"type": "mcp", "server_label": "calc", "server_url": "http://h/mcp", "headers": {"A": "secret"}}
     echoed = ResponseHeader({"tools": [tool]}, "m").render("completed")["tools"][0]
     assert echoed["headers"] is None and echoed["require_approval"] == "always"
+
+
+def test_an_answer_already_acted_on_is_not_acted_on_again() -> None:
+    asked = {
+        "type": "mcp_approval_request",
+        "id": "mcpr_1",
+        "server_label": "calc",
+        "name": "add",
+        "arguments": "{}",
+    }
+    other = {**asked, "id": "mcpr_2"}
+    made = {"type": "mcp_call", "server_label": "calc", "name": "add", "approval_request_id": "mcpr_1"}
+    yes = {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True}
+    no = {"type": "mcp_approval_response", "approval_request_id": "mcpr_2", "approve": False}
+    assert answered([asked, other], [yes, no]) == [(asked, True), (other, False)]
+    assert answered([asked, other, made], [yes, no]) == [(other, False)]  # the call answers mcpr_1
+    with pytest.raises(InvalidRequestError, match="mcpr_9"):
+        answered([asked], [{**yes, "approval_request_id": "mcpr_9"}])

@@ -39,6 +39,8 @@ from app.api.slots import openapi as slots_doc
 from app.api.slots import routes as slots
 from app.api.tokens import openapi as tokens_doc
 from app.api.tokens import routes as tokens
+from app.api.tools import openapi as tools_doc
+from app.api.tools import routes as tools
 
 
 @dataclass(frozen=True)
@@ -67,5 +69,6 @@ FAMILIES = (
     Family(lora, lora_doc),
     Family(sleep, sleep_doc),
     Family(slots, slots_doc),
+    Family(tools, tools_doc),
     Family(ollama, ollama_doc),
 )

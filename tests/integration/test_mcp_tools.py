@@ -10,7 +10,6 @@ import asyncio
 import http.server
 import json
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +22,8 @@ import httpx
 import openai
 import pytest
 
-from harness.servers import ROOT, Server, Service, free_port
+from harness.servers import Server, Service
+from tests.support import mcp_servers
 from tests.support.clients import openai_client
 
 SECRET = "Bearer mcp-secret-7f3a"
@@ -32,22 +32,9 @@ MODEL = "SmolLM2-135M-Instruct.Q4_1"
 
 @pytest.fixture(scope="module")
 def mcp_server() -> Iterator[Service]:
-    port = free_port()
-    service = Service([sys.executable, "-m", "harness.mcp_server", str(port)], port, cwd=ROOT)
-    _wait_listening(service)
+    service = mcp_servers.started()
     yield service
     service.stop(wait=False)
-
-
-def _wait_listening(service: Service) -> None:
-    """Until the MCP endpoint answers at all (a GET without a session is a 4xx: it is up)."""
-    for _ in range(300):
-        try:
-            httpx.get(service.url + "/mcp", timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError(f"the MCP server did not start:\n{service.output()}")
 
 
 @pytest.fixture(scope="module")
@@ -378,7 +365,7 @@ def test_servers_the_operator_configured_are_named_by_label(mcp_server: Service,
     headers.write_text(json.dumps({"Authorization": "Bearer from-a-file-91c2"}))
     configured = {
         "calc": {"url": mcp_server.url + "/mcp", "headers_file": str(headers)},
-        "local": {"command": [sys.executable, "-m", "harness.mcp_server", "stdio"]},
+        "local": {"command": mcp_servers.STDIO_COMMAND},
     }
     server = Server(
         LLM_WORKERS="1", LLM_MCP_SERVERS=json.dumps(configured), LLM_MCP_TIMEOUT="20"

@@ -88,6 +88,8 @@ OPERATIONS = [
     "POST /completions",
     "POST /infill",
     "GET /slots",
+    "GET /tools",
+    "POST /tools",
     "POST /slots/{id_slot}",
     "POST /api/chat",
     "POST /api/generate",

@@ -1,0 +1,58 @@
+"""The tools family in the OpenAPI document: llama-server's GET /tools and POST /tools."""
+
+from __future__ import annotations
+
+from apispec import APISpec
+
+from app.api.http.openapi import error_responses, json_doc
+from app.api.tools.schemas import ToolCallSchema
+from app.settings.models import ModelSpec
+
+_STR, _OBJ = {"type": "string"}, {"type": "object"}
+_TOOL = {
+    "type": "object",
+    "required": ["tool", "display_name", "type", "permissions", "definition"],
+    "properties": {
+        "tool": {"type": "string", "description": "`<server>_<tool>`: the name POST /tools takes"},
+        "display_name": _STR,
+        "type": {"const": "mcp"},
+        "server": {"type": "string", "description": "The LLM_MCP_SERVERS label (not in llama-server's)"},
+        "permissions": {"type": "object", "properties": {"write": {"type": "boolean"}}},
+        "uses_cwd": {"type": "boolean"},
+        "definition": {"type": "object", "description": "The tool as a chat completions function tool"},
+    },
+}
+_RESULT = {
+    "type": "object",
+    "properties": {
+        "plain_text_response": {"type": "string", "description": "The tool's text output"},
+        "error": {"type": "string", "description": "Why the server or the tool failed"},
+    },
+}
+
+
+def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """The operator's MCP servers' tools (LLM_MCP_SERVERS); 403 when it configures none."""
+    spec.components.schema("ServerTools", component={"type": "array", "items": _TOOL})
+    spec.components.schema("ServerToolCall", schema=ToolCallSchema)
+    spec.components.schema("ServerToolResult", component=_RESULT)
+    spec.path(
+        path="/tools",
+        operations={
+            "get": {
+                "summary": "The tools of the MCP servers the operator configures, as llama-server lists them",
+                "responses": {200: json_doc("The tools.", "ServerTools"), **error_responses(401, 403)},
+            },
+            "post": {
+                "summary": "Call one of them: its text output, or the error it met",
+                "requestBody": {
+                    "content": {"application/json": {"schema": "ServerToolCall"}},
+                    "required": True,
+                },
+                "responses": {
+                    200: json_doc("The output or the error.", "ServerToolResult"),
+                    **error_responses(400, 401, 403, 404),
+                },
+            },
+        },
+    )

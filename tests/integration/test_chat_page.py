@@ -18,6 +18,7 @@ from harness import tiny_audio_projector, tiny_projector
 from harness.servers import Server
 from tests.support.audio import tone
 from tests.support.busy import model_busy
+from tests.support.chat_page import ask, open_chat
 from tests.support.waits import generations_in_flight, wait_for_log, wait_until
 
 pytestmark = pytest.mark.external
@@ -40,20 +41,6 @@ RECORDER = """() => {
     window.boxes.add([box.x, box.y, box.width, box.height].join(','));
   }).observe(document.getElementById('messages'), {subtree: true, childList: true, characterData: true});
 }"""
-
-
-def open_chat(page: Any, server: Server, temperature: str = "0", max_tokens: str = "64") -> None:
-    page.goto(server.url + "/")
-    expect(page.locator("#model option")).not_to_have_count(0)  # /v1/models has answered
-    page.fill("#temperature", temperature)
-    page.fill("#max-tokens", max_tokens)
-
-
-def ask(page: Any, text: str) -> Any:
-    """Type `text`, press Enter; the answer's element."""
-    page.fill("#prompt", text)
-    page.press("#prompt", "Enter")
-    return page.locator(".message.assistant").last
 
 
 def wait_streaming(page: Any, least: int = 30) -> None:

@@ -214,18 +214,41 @@ function setRunning(controller) {
   if (controller === null) ui.prompt.focus();
 }
 
-function requestBody() {
+// The conversation as chat messages: a Responses answer (one that used tools) by its words alone.
+function chatMessages() {
+  return conversation.flatMap((entry) => {
+    if (!entry.items) return [entry];
+    const text = tools.textOf(entry.items);
+    return text ? [{ role: "assistant", content: text }] : [];
+  });
+}
+
+function sampling() {
+  const chosen = {};
+  const temperature = parseFloat(ui.temperature.value);
+  if (!Number.isNaN(temperature)) chosen.temperature = temperature;
+  const maxTokens = parseInt(ui.maxTokens.value, 10);
+  if (!Number.isNaN(maxTokens)) chosen.maxTokens = maxTokens;
+  return chosen;
+}
+
+function chatBody() {
   const messages = [];
   const system = ui.system.value.trim();
   if (system) messages.push({ role: "system", content: system });
-  messages.push(...conversation);
-  const body = { model: ui.model.value || undefined, messages, stream: true,
-    stream_options: { include_usage: true } };
-  const temperature = parseFloat(ui.temperature.value);
-  if (!Number.isNaN(temperature)) body.temperature = temperature;
-  const maxTokens = parseInt(ui.maxTokens.value, 10);
-  if (!Number.isNaN(maxTokens)) body.max_tokens = maxTokens;
-  return body;
+  messages.push(...chatMessages());
+  const { temperature, maxTokens } = sampling();
+  return { model: ui.model.value || undefined, messages, stream: true, stream_options: { include_usage: true },
+    temperature, max_tokens: maxTokens };
+}
+
+// With tools chosen: the Responses API, whose mcp tools the server calls itself. Nothing is stored
+// on the server: the page sends the whole conversation each time, as for chat completions.
+function responsesBody() {
+  const { temperature, maxTokens } = sampling();
+  return { model: ui.model.value || undefined, input: tools.input(conversation), tools: tools.offered(),
+    instructions: ui.system.value.trim() || undefined, stream: true, store: false, temperature,
+    max_output_tokens: maxTokens };
 }
 
 function describe(usage, started, firstAt, ended) {
@@ -246,87 +269,161 @@ function part(medium) {
   return { type: "input_audio", input_audio: { data: medium.url.split(",")[1], format: medium.format } };
 }
 
+// What one streamed answer came to, filled in as it streams (so that a stopped answer keeps its part).
+function outcome() {
+  return { text: "", usage: null, finish: null, failure: null, items: [] };
+}
+
+// `firstWords()` marks the first words' arrival; `got` is the outcome to fill.
+async function streamChat(response, answer, firstWords, got) {
+  const paint = painter(answer);
+  try {
+    for await (const data of sseData(response)) {
+      if (data === "[DONE]") break;
+      const chunk = JSON.parse(data);
+      if (chunk.error) { // an error after the 200: the stream says so and ends
+        got.failure = `The answer broke off: ${chunk.error.message}`;
+        break;
+      }
+      if (chunk.usage) got.usage = chunk.usage;
+      for (const choice of chunk.choices || []) {
+        const piece = choice.delta && choice.delta.content;
+        if (piece) {
+          firstWords();
+          got.text += piece;
+          paint.update(got.text);
+        }
+        if (choice.finish_reason) got.finish = choice.finish_reason;
+      }
+    }
+  } finally {
+    paint.now(got.text);
+  }
+}
+
+// A Responses stream: each output item in its place (the words of each message, each tool call,
+// listing and approval request); the finished items become the conversation's next entry.
+async function streamResponse(response, answer, firstWords, got) {
+  const views = new Map(); // output_index -> {element, done, paint, text}
+  const finished = [];
+  try {
+    for await (const data of sseData(response)) {
+      if (data === "[DONE]") break;
+      const event = JSON.parse(data);
+      const place = views.get(event.output_index);
+      if (event.type === "response.output_item.added") {
+        let shown = tools.view(event.item, decide);
+        if (shown === null) { // a message: its words, painted as they come
+          const body = document.createElement("div");
+          body.className = "words";
+          shown = { element: body, paint: painter({ body }), text: "", done() {} };
+        }
+        answer.body.append(shown.element);
+        views.set(event.output_index, shown);
+      } else if (event.type === "response.output_text.delta" && place && place.paint) {
+        firstWords();
+        place.text += event.delta;
+        got.text += event.delta;
+        place.paint.update(place.text);
+      } else if (event.type === "response.output_item.done") {
+        if (place) place.done(event.item);
+        finished.push(event.item);
+      } else if (["response.completed", "response.incomplete"].includes(event.type)) {
+        const { usage, incomplete_details: cut, output } = event.response;
+        if (usage) got.usage = { prompt_tokens: usage.input_tokens, completion_tokens: usage.output_tokens };
+        if (cut && cut.reason === "max_output_tokens") got.finish = "length";
+        finished.splice(0, finished.length, ...output);
+      } else if (event.type === "response.failed" || event.type === "error") {
+        const error = event.type === "error" ? event : event.response.error || {};
+        got.failure = `The answer broke off: ${error.message || "the server gave no reason"}`;
+      }
+    }
+  } finally {
+    for (const shown of views.values()) if (shown.paint) shown.paint.now(shown.text);
+    got.items = finished;
+  }
+}
+
 async function send() {
   const text = ui.prompt.value.trim();
   if ((!text && !pending.length) || running) return;
+  const heard = pending.some((medium) => medium.kind === "audio") || conversation.some((entry) =>
+    Array.isArray(entry.content) && entry.content.some((piece) => piece.type === "input_audio"));
+  if (heard && tools.chosenServers().length) {
+    showNotice("Tools answer through the Responses API, which takes no audio: turn the tools off or start a new chat.");
+    return;
+  }
   showNotice("");
   ui.prompt.value = "";
   const media = pending.splice(0);
   showPending();
   const content = media.length ? [{ type: "text", text }, ...media.map(part)] : text;
   conversation.push({ role: "user", content });
+  tools.retire(ui.messages);
   addMessage("user", text, media);
+  await answerTurn({ text, media });
+}
+
+// The user's answer to an approval request: the server makes the call (or tells the model it may
+// not) and the model goes on, in a new answer. False while another answer streams.
+function decide(requestId, approve) {
+  if (running) return false;
+  conversation.push({ items: [{ type: "mcp_approval_response", approval_request_id: requestId, approve }] });
+  answerTurn(null);
+  return true;
+}
+
+// One answer, streamed: to `question` (the user's words and media; null after an approval).
+async function answerTurn(question) {
   const answer = addMessage("assistant", "");
   answer.item.dataset.state = "waiting";
   answer.footer.textContent = "…";
-  const paint = painter(answer);
   const controller = new AbortController();
   setRunning(controller);
   const started = performance.now();
   let firstAt = null;
-  let answerText = "";
-  let usage = null;
-  let finish = null;
-  let failure = null;
+  const firstWords = () => {
+    if (firstAt !== null) return;
+    firstAt = performance.now();
+    answer.item.dataset.state = "streaming";
+  };
+  const withTools = tools.chosenServers().length > 0;
+  const got = outcome();
   try {
-    const response = await fetch("/v1/chat/completions", {
-      method: "POST", headers: api.headers(), body: JSON.stringify(requestBody()),
+    const response = await fetch(withTools ? "/v1/responses" : "/v1/chat/completions", {
+      method: "POST", headers: api.headers(), body: JSON.stringify(withTools ? responsesBody() : chatBody()),
       signal: controller.signal,
     });
-    if (!response.ok) {
-      failure = await api.errorText(response);
-    } else {
-      for await (const data of sseData(response)) {
-        if (data === "[DONE]") break;
-        const chunk = JSON.parse(data);
-        if (chunk.error) { // an error after the 200: the stream says so and ends
-          failure = `The answer broke off: ${chunk.error.message}`;
-          break;
-        }
-        if (chunk.usage) usage = chunk.usage;
-        for (const choice of chunk.choices || []) {
-          const piece = choice.delta && choice.delta.content;
-          if (piece) {
-            if (firstAt === null) {
-              firstAt = performance.now();
-              answer.item.dataset.state = "streaming";
-            }
-            answerText += piece;
-            paint.update(answerText);
-          }
-          if (choice.finish_reason) finish = choice.finish_reason;
-        }
-      }
-    }
+    if (!response.ok) got.failure = await api.errorText(response);
+    else await (withTools ? streamResponse : streamChat)(response, answer, firstWords, got);
   } catch (error) {
-    failure = error.name === "AbortError" ? null : `The connection broke: ${error.message}`;
+    got.failure = error.name === "AbortError" ? null : `The connection broke: ${error.message}`;
   }
   const ended = performance.now();
-  paint.now(answerText);
   const stopped = controller.signal.aborted;
-  if (answerText) {
-    // A stopped answer's part too: it is on screen.
-    conversation.push({ role: "assistant", content: answerText });
-  } else {
+  const kept = got.items.filter((item) => item.type !== "message" || tools.textOf([item]));
+  if (withTools && kept.length) conversation.push({ items: kept });
+  else if (got.text) conversation.push({ role: "assistant", content: got.text }); // a stopped one's part too
+  else if (question) {
     conversation.pop(); // nothing came back: the question is not part of the conversation
-    if (failure) { // ready to send again
-      ui.prompt.value = text;
-      pending.push(...media);
+    if (got.failure) { // ready to send again
+      ui.prompt.value = question.text;
+      pending.push(...question.media);
       showPending();
     }
   }
-  let note = describe(usage, started, firstAt, ended);
+  let note = describe(got.usage, started, firstAt, ended);
   if (stopped) note = `Stopped${note ? ` · ${note}` : ""}`;
-  else if (finish === "length") note = `Cut at the max tokens setting · ${note}`;
+  else if (got.finish === "length") note = `Cut at the max tokens setting · ${note}`;
   answer.footer.textContent = note;
-  if (failure) {
+  if (got.failure) {
     answer.item.dataset.state = "error";
-    if (!answerText) answer.body.replaceChildren();
+    if (!got.text && !kept.length) answer.body.replaceChildren();
     const error = document.createElement("p");
     error.className = "error";
-    error.textContent = failure;
+    error.textContent = got.failure;
     answer.body.append(error);
-    showNotice(failure);
+    showNotice(got.failure);
   } else {
     answer.item.dataset.state = stopped ? "stopped" : "done";
   }

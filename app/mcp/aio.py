@@ -51,7 +51,7 @@ def run(coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
     future.add_done_callback(done)
     try:
         return result.get(timeout=timeout)  # type: ignore[no-any-return]
-    except gevent.Timeout:
+    except BaseException:  # the deadline, or the waiting greenlet killed (its client hung up)
         future.cancel()  # the SDK's task group unwinds on the loop: connections closed
         raise
 

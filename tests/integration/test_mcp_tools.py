@@ -25,6 +25,8 @@ import pytest
 from harness.servers import Server, Service
 from tests.support import mcp_servers
 from tests.support.clients import openai_client
+from tests.support.procs import established_to
+from tests.support.waits import wait_until
 
 SECRET = "Bearer mcp-secret-7f3a"
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
@@ -82,6 +84,23 @@ def test_a_call_and_the_final_text(server: Server, mcp_server: Service) -> None:
     stored = httpx.get(f"{server.url}/v1/responses/{response.id}").text
     assert "mcp-secret" not in stored and "mcp-secret" not in response.model_dump_json()
     assert response.tools[0].headers is None
+
+
+def test_an_oauth_authorization_goes_as_a_bearer_token_and_is_kept_nowhere(
+    server: Server, mcp_server: Service
+) -> None:
+    """OpenAI's `authorization` (an OAuth access token the client obtained) instead of headers."""
+    tool = {**mcp_tool(mcp_server, require_approval="never"), "authorization": "oauth-token-5d1e"}
+    del tool["headers"]
+    response = openai_client(server).responses.create(
+        model=MODEL, input="What is 2 plus 3?", tools=[tool], tool_choice=forced("add"), max_tool_calls=1,
+        max_output_tokens=40, temperature=0,
+    )  # fmt: skip
+    call = next(i for i in response.output if i.type == "mcp_call")
+    assert call.error is None and call.output == str(sum(json.loads(call.arguments).values()))
+    assert "authorization: Bearer oauth-token-5d1e" in mcp_server.output()
+    stored = httpx.get(f"{server.url}/v1/responses/{response.id}").text
+    assert "oauth-token" not in stored + response.model_dump_json() + server.output()
 
 
 def test_a_call_waits_for_approval_then_runs(server: Server, mcp_server: Service) -> None:
@@ -445,3 +464,37 @@ def test_anthropics_mcp_servers_are_refused_where_not_allowed(server: Server) ->
                 mcp_servers=[{"type": "url", "name": "x", "url": "http://10.9.8.7/mcp"}],
             )  # fmt: skip
     assert "LLM_MCP_ALLOW" in refused.value.message
+
+
+def test_a_stream_keeps_alive_while_a_call_waits_and_a_hang_up_ends_the_call(mcp_server: Service) -> None:
+    """Keep-alive comments every LLM_SSE_KEEPALIVE seconds while the server waits on an MCP call (a
+    proxy or a client with a read timeout would otherwise take the stream for dead); the client
+    hanging up then ends the call (its connection to the MCP server closes, long before the timeout)."""
+    server = Server(
+        LLM_WORKERS="1",
+        LLM_MCP_ALLOW=f"127.0.0.1:{mcp_server.port}",
+        LLM_MCP_TIMEOUT="120",
+        LLM_SSE_KEEPALIVE="0.5",
+    ).wait_ready()
+    try:
+        body = {
+            "model": MODEL, "input": "Use the tool.", "stream": True, "max_output_tokens": 60,
+            "temperature": 0, "max_tool_calls": 1, "tools": [mcp_tool(mcp_server, require_approval="never")],
+            "tool_choice": forced("hang"),
+        }  # fmt: skip
+        seen: list[str] = []
+        with httpx.stream("POST", server.url + "/v1/responses", json=body, timeout=60) as response:
+            for line in response.iter_lines():
+                if line.startswith(("event:", ": keep-alive")):
+                    seen.append(line)
+                waiting = seen[seen.index(CALLING) :] if CALLING in seen else []
+                if waiting.count(": keep-alive") >= 3:
+                    break
+            assert seen[-1] == ": keep-alive" and "event: response.mcp_call.completed" not in seen, seen
+            assert established_to(mcp_server.port) >= 1  # the call's connection, open while it waits
+        wait_until(lambda: established_to(mcp_server.port) == 0, 30, "the call's connection closed")
+    finally:
+        server.stop(wait=False)
+
+
+CALLING = "event: response.mcp_call.in_progress"

@@ -74,3 +74,14 @@ def connection_to_each_worker(
         if len(held) == workers:
             return held
     raise AssertionError(f"fewer than {workers} workers accepted 200 connections")
+
+
+def established_to(port: int) -> int:
+    """How many open loopback connections lead to `port` (their client ends, whoever holds them)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[2].split(":")[1], 16) == port and fields[3] == "01":  # 01: ESTABLISHED
+                count += 1
+    return count

@@ -215,7 +215,9 @@ class _Message:
             yield _stop(index)
 
     def _call(self, call_id: str, server: str, name: str, arguments: str) -> Iterator[bytes]:
-        output, error = mcp_calls.made(self.tools[server], name, arguments, self.limits)
+        output, error = yield from mcp_calls.made_beating(
+            self.tools[server], name, arguments, self.limits, PING
+        )
         text = output if error is None else error
         result = {"type": "mcp_tool_result", "tool_use_id": call_id, "is_error": error is not None,
                   "content": [{"type": "text", "text": text or ""}]}  # fmt: skip

@@ -5,9 +5,11 @@ tools the model may call; a call made with the model's arguments."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
+
+import gevent
 
 from app.api.http import destinations
 from app.api.http.errors import InvalidRequestError
@@ -102,6 +104,24 @@ def made(tool: McpTool, name: str, arguments: str, limits: Limits) -> tuple[str 
         return client.call_tool(tool.server, name, parsed, limits), None
     except McpError as failed:
         return None, str(failed)
+
+
+def made_beating(
+    tool: McpTool, name: str, arguments: str, limits: Limits, beat: bytes
+) -> Generator[bytes, None, tuple[str | None, str | None]]:
+    """`made`, yielding `beat` (a stream's keep-alive) every LLM_SSE_KEEPALIVE seconds while the call
+    waits, so that a client or a proxy reading the stream does not take it for dead."""
+    every = current_config().sse_keepalive
+    job = gevent.spawn(made, tool, name, arguments, limits)
+    try:
+        job.join(timeout=every or None)
+        while not job.ready():
+            yield beat
+            job.join(timeout=every)
+    finally:  # the client hung up while the call waited: the call ends with the stream
+        job.kill(block=False)
+    result: tuple[str | None, str | None] = job.get()
+    return result
 
 
 def _allowed(tool: McpTool, name: str) -> bool:

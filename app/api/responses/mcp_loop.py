@@ -251,7 +251,9 @@ class _Run:
         then completed or failed, and the finished item."""
         emit, where = self.presenter.item_event, {"item_id": item_id, "output_index": index}
         yield emit("response.mcp_call.in_progress", **where)
-        output, error = mcp_calls.made(self.servers[label], name, arguments, self.limits)
+        output, error = yield from mcp_calls.made_beating(
+            self.servers[label], name, arguments, self.limits, sse.KEEPALIVE
+        )
         item = objects.mcp_call_item(label, name, arguments, output, error, item_id, approval=approval)
         yield emit("response.mcp_call.failed" if error else "response.mcp_call.completed", **where)
         yield emit("response.output_item.done", output_index=index, item=item)

@@ -26,6 +26,8 @@ def requested(body: dict[str, Any]) -> dict[str, McpTool]:
         if tool["type"] != "mcp":
             continue
         label, headers = tool["server_label"], dict(tool.get("headers") or {})
+        if tool.get("authorization"):  # OpenAI's OAuth access token, sent as a bearer token
+            headers["Authorization"] = f"Bearer {tool['authorization']}"
         if tool.get("server_url"):
             server = named_by_url(label, tool["server_url"], headers, f"tools[{index}].server_url")
         else:

@@ -96,8 +96,9 @@ def mcp_approval_request_item(
 
 
 def _echoed_tool(tool: dict[str, Any]) -> dict[str, Any]:
-    """A tool as the Response echoes it; an mcp tool's headers never (they carry credentials)."""
+    """A tool as the Response echoes it; an mcp tool's headers and authorization never (credentials)."""
     if tool.get("type") == "mcp":
+        tool = {key: value for key, value in tool.items() if key != "authorization"}
         defaults = {
             "server_url": None,
             "server_description": None,

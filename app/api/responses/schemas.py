@@ -90,6 +90,7 @@ class McpToolSchema(BaseSchema):
     server_url = fields.String(allow_none=True, validate=validate.Length(min=1, max=2048))
     server_description = fields.String(allow_none=True)
     headers = fields.Dict(keys=fields.String(), values=fields.String(), allow_none=True)
+    authorization = fields.String(allow_none=True, validate=validate.Length(min=1, max=8192))
     allowed_tools = AllowedToolsField(allow_none=True)
     require_approval = ApprovalField(allow_none=True)
 

@@ -12,7 +12,7 @@ tool (mcp-client-2025-11-20). No approvals: the connector runs every call, as An
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -56,27 +56,19 @@ def servers(body: dict[str, Any]) -> dict[str, McpTool]:
 
 def _allowed(
     server: dict[str, Any], toolset: dict[str, Any] | None, any_toolset: bool
-) -> frozenset[str] | None:
+) -> Callable[[str], bool]:
     """The tools on: all, those tool_configuration allows, or an mcp_toolset's (none without one when
     the request uses toolsets)."""
     configuration = server.get("tool_configuration") or {}
     if configuration.get("enabled") is False or (any_toolset and toolset is None):
-        return frozenset()
+        return mcp_calls.only(())
     if toolset is not None:
         configs = toolset.get("configs") or {}
         if ((toolset.get("default_config") or {}).get("enabled")) is False:
-            return frozenset(n for n, c in configs.items() if c.get("enabled"))
-        off = {n for n, c in configs.items() if c.get("enabled") is False}
-        return None if not off else _AllBut(off)
+            return mcp_calls.only(n for n, c in configs.items() if c.get("enabled"))
+        return mcp_calls.all_but(n for n, c in configs.items() if c.get("enabled") is False)
     allowed = configuration.get("allowed_tools")
-    return None if allowed is None else frozenset(allowed)
-
-
-class _AllBut(frozenset[str]):
-    """Every tool but these: `name in` it says whether a tool is on."""
-
-    def __contains__(self, name: object) -> bool:
-        return not super().__contains__(name)
+    return mcp_calls.every_tool if allowed is None else mcp_calls.only(allowed)
 
 
 def respond(engine: Engine, chat: ChatRequest, body: dict[str, Any], model: str) -> Response:

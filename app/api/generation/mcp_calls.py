@@ -5,7 +5,7 @@ tools the model may call; a call made with the model's arguments."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,13 +18,29 @@ from app.mcp.servers import Limits, McpError, McpServer, Pin, Tool
 from app.settings.current import current_config
 
 
+def every_tool(name: str) -> bool:
+    return True
+
+
+def only(names: Iterable[str]) -> Callable[[str], bool]:
+    """The rule that allows these tools and no other."""
+    return frozenset(names).__contains__
+
+
+def all_but(names: Iterable[str]) -> Callable[[str], bool]:
+    """The rule that allows every tool but these."""
+    off = frozenset(names)
+    return lambda name: name not in off
+
+
 @dataclass(frozen=True)
 class McpTool:
-    """A request's mcp tool: the server, which of its tools the model may call, which need approval."""
+    """A request's mcp tool: the server, which of its tools the model may call, which need approval
+    (each the protocol's rule, per tool name)."""
 
     server: McpServer
-    allowed: frozenset[str] | None  # None: every tool it lists
-    needs_approval: Callable[[str], bool] = lambda name: False  # the protocol's rule, per tool name
+    allows: Callable[[str], bool] = every_tool
+    needs_approval: Callable[[str], bool] = lambda name: False
 
 
 def named_by_url(label: str, url: str, headers: dict[str, str], param: str) -> McpServer:
@@ -80,14 +96,14 @@ def offered(servers: dict[str, McpTool], listed: Listings) -> list[dict[str, Any
         }
         for label, tools in listed.items()
         for t in tools
-        if _allowed(servers[label], t["name"])
+        if servers[label].allows(t["name"])
     ]
 
 
 def server_of(name: str, servers: dict[str, McpTool], listed: Listings) -> str | None:
     """The label of the server whose listed (and allowed) tool `name` is; the first that has it."""
     for label, tools in listed.items():
-        if any(t["name"] == name for t in tools) and _allowed(servers[label], name):
+        if any(t["name"] == name for t in tools) and servers[label].allows(name):
             return label
     return None
 
@@ -122,7 +138,3 @@ def made_beating(
         job.kill(block=False)
     result: tuple[str | None, str | None] = job.get()
     return result
-
-
-def _allowed(tool: McpTool, name: str) -> bool:
-    return tool.allowed is None or name in tool.allowed

@@ -187,7 +187,7 @@ class _Run:
             yield event("response.mcp_list_tools.in_progress", **where)
             try:
                 listed = client.list_tools(tool.server, self.limits)
-                found = [listed_tool(t) for t in listed if tool.allowed is None or t.name in tool.allowed]
+                found = [listed_tool(t) for t in listed if tool.allows(t.name)]
                 error = None
             except McpError as failed:
                 found, error = [], str(failed)

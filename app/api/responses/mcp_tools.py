@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from app.api.generation import mcp_calls
 from app.api.generation.mcp_calls import McpTool, configured, named_by_url
 from app.api.http.errors import InvalidRequestError
 
@@ -36,7 +37,7 @@ def requested(body: dict[str, Any]) -> dict[str, McpTool]:
         policy = tool.get("require_approval") or "always"
         found[label] = McpTool(
             server,
-            None if allowed is None else frozenset(allowed),
+            mcp_calls.every_tool if allowed is None else mcp_calls.only(allowed),
             functools.partial(needs_approval, policy),
         )
     return found

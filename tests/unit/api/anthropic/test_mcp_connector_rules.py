@@ -31,9 +31,9 @@ def test_the_tools_on(
     configuration: dict[str, Any] | None, toolset: dict[str, Any] | None, any_toolset: bool,
     on: list[str], off: list[str],
 ) -> None:  # fmt: skip
-    allowed = _allowed({"tool_configuration": configuration}, toolset, any_toolset)
-    assert all(allowed is None or name in allowed for name in on)
-    assert all(allowed is not None and name not in allowed for name in off)
+    allows = _allowed({"tool_configuration": configuration}, toolset, any_toolset)
+    assert all(allows(name) for name in on)
+    assert not any(allows(name) for name in off)
 
 
 def test_a_turn_with_server_calls_is_each_call_then_its_result() -> None:

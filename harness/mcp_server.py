@@ -13,11 +13,12 @@ import time
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 
 server = MCPServer("test-tools")
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))  # it changes nothing
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b

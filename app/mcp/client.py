@@ -34,7 +34,7 @@ def list_tools(server: McpServer, limits: Limits) -> list[Tool]:
                 t.name,
                 t.description,
                 dict(t.input_schema or {"type": "object"}),
-                t.annotations.model_dump(exclude_none=True) if t.annotations else None,
+                t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else None,
             )
             for t in found.tools
         ]

@@ -103,6 +103,21 @@ def test_an_oauth_authorization_goes_as_a_bearer_token_and_is_kept_nowhere(
     assert "oauth-token" not in stored + response.model_dump_json() + server.output()
 
 
+def test_read_only_tools_by_the_servers_annotations(server: Server, mcp_server: Service) -> None:
+    """OpenAI's filters: only the tools the MCP server marks read-only (readOnlyHint) are listed, and
+    those are called without asking."""
+    tool = mcp_tool(
+        mcp_server, allowed_tools={"read_only": True}, require_approval={"never": {"read_only": True}}
+    )
+    response = openai_client(server).responses.create(
+        model=MODEL, input="What is 2 plus 3?", tools=[tool], tool_choice=forced("add"), max_tool_calls=1,
+        max_output_tokens=40, temperature=0,
+    )  # fmt: skip
+    listing, call = response.output[0], response.output[1]
+    assert [t.name for t in listing.tools] == ["add"] and listing.tools[0].annotations["readOnlyHint"] is True
+    assert call.type == "mcp_call" and call.output == str(sum(json.loads(call.arguments).values()))
+
+
 def test_a_call_waits_for_approval_then_runs(server: Server, mcp_server: Service) -> None:
     client = openai_client(server)
     tools = [mcp_tool(mcp_server)]  # require_approval: "always" by default, as OpenAI's

@@ -12,7 +12,7 @@ tool (mcp-client-2025-11-20). No approvals: the connector runs every call, as An
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -54,9 +54,7 @@ def servers(body: dict[str, Any]) -> dict[str, McpTool]:
     return found
 
 
-def _allowed(
-    server: dict[str, Any], toolset: dict[str, Any] | None, any_toolset: bool
-) -> Callable[[str], bool]:
+def _allowed(server: dict[str, Any], toolset: dict[str, Any] | None, any_toolset: bool) -> mcp_calls.Rule:
     """The tools on: all, those tool_configuration allows, or an mcp_toolset's (none without one when
     the request uses toolsets)."""
     configuration = server.get("tool_configuration") or {}

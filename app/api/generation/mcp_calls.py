@@ -17,30 +17,42 @@ from app.mcp import client
 from app.mcp.servers import Limits, McpError, McpServer, Pin, Tool
 from app.settings.current import current_config
 
+Listed = dict[str, Any]  # a tool as an mcp_list_tools item lists it: name, description, schema, annotations
+Rule = Callable[[Listed], bool]  # a protocol's rule about a listed tool (may the model call it? ask first?)
 
-def every_tool(name: str) -> bool:
+
+def every_tool(tool: Listed) -> bool:
     return True
 
 
-def only(names: Iterable[str]) -> Callable[[str], bool]:
-    """The rule that allows these tools and no other."""
-    return frozenset(names).__contains__
+def no_tool(tool: Listed) -> bool:
+    return False
 
 
-def all_but(names: Iterable[str]) -> Callable[[str], bool]:
-    """The rule that allows every tool but these."""
+def only(names: Iterable[str]) -> Rule:
+    """The rule that holds for these tools and no other."""
+    chosen = frozenset(names)
+    return lambda tool: tool["name"] in chosen
+
+
+def all_but(names: Iterable[str]) -> Rule:
+    """The rule that holds for every tool but these."""
     off = frozenset(names)
-    return lambda name: name not in off
+    return lambda tool: tool["name"] not in off
+
+
+def read_only(tool: Listed) -> bool:
+    """Whether the server annotates the tool as one that changes nothing (MCP's readOnlyHint)."""
+    return bool((tool.get("annotations") or {}).get("readOnlyHint"))
 
 
 @dataclass(frozen=True)
 class McpTool:
-    """A request's mcp tool: the server, which of its tools the model may call, which need approval
-    (each the protocol's rule, per tool name)."""
+    """A request's mcp tool: the server, which of its tools the model may call, which need approval."""
 
     server: McpServer
-    allows: Callable[[str], bool] = every_tool
-    needs_approval: Callable[[str], bool] = lambda name: False
+    allows: Rule = every_tool
+    needs_approval: Rule = no_tool
 
 
 def named_by_url(label: str, url: str, headers: dict[str, str], param: str) -> McpServer:
@@ -72,7 +84,7 @@ def configured(label: str, headers: dict[str, str], param: str) -> McpServer:
     return McpServer(label, config.url or "", None, config.command or (), headers)
 
 
-def listed_tool(tool: Tool) -> dict[str, Any]:
+def listed_tool(tool: Tool) -> Listed:
     """A tool as an mcp_list_tools item lists it."""
     return {
         "name": tool.name,
@@ -82,7 +94,7 @@ def listed_tool(tool: Tool) -> dict[str, Any]:
     }
 
 
-Listings = dict[str, list[dict[str, Any]]]  # each server's label -> its tools, as listed
+Listings = dict[str, list[Listed]]  # each server's label -> its tools, as listed
 
 
 def offered(servers: dict[str, McpTool], listed: Listings) -> list[dict[str, Any]]:
@@ -96,16 +108,23 @@ def offered(servers: dict[str, McpTool], listed: Listings) -> list[dict[str, Any
         }
         for label, tools in listed.items()
         for t in tools
-        if servers[label].allows(t["name"])
+        if servers[label].allows(t)
     ]
 
 
-def server_of(name: str, servers: dict[str, McpTool], listed: Listings) -> str | None:
-    """The label of the server whose listed (and allowed) tool `name` is; the first that has it."""
+def found(name: str, servers: dict[str, McpTool], listed: Listings) -> tuple[str, Listed] | None:
+    """The label of the server whose listed (and allowed) tool `name` is, the first that has it, and
+    the tool as listed."""
     for label, tools in listed.items():
-        if any(t["name"] == name for t in tools) and servers[label].allows(name):
-            return label
+        for tool in tools:
+            if tool["name"] == name and servers[label].allows(tool):
+                return label, tool
     return None
+
+
+def server_of(name: str, servers: dict[str, McpTool], listed: Listings) -> str | None:
+    hit = found(name, servers, listed)
+    return None if hit is None else hit[0]
 
 
 def made(tool: McpTool, name: str, arguments: str, limits: Limits) -> tuple[str | None, str | None]:

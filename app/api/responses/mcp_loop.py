@@ -187,7 +187,7 @@ class _Run:
             yield event("response.mcp_list_tools.in_progress", **where)
             try:
                 listed = client.list_tools(tool.server, self.limits)
-                found = [listed_tool(t) for t in listed if tool.allows(t.name)]
+                found = [t for t in map(listed_tool, listed) if tool.allows(t)]
                 error = None
             except McpError as failed:
                 found, error = [], str(failed)
@@ -218,12 +218,13 @@ class _Run:
     def _call_block(self, event: BlockEvent, item_id: str, index: int) -> Iterator[bytes] | None:
         """A call block's events if it calls an MCP tool (None: the client's function, as usual)."""
         block = event.block
-        label = mcp_calls.server_of(block.name, self.servers, self.listed)
-        if label is None:
+        hit = mcp_calls.found(block.name, self.servers, self.listed)
+        if hit is None:
             return None
+        label, tool = hit
         if self.calls_left - len(self.pending) <= 0:
             return iter(())  # past the most calls: not made, not shown
-        approval = self.servers[label].needs_approval(block.name)
+        approval = self.servers[label].needs_approval(tool)
         item_id = ("mcpr_" if approval else "mcp_") + item_id.partition("_")[
             2
         ]  # the block's own id, as an mcp item's

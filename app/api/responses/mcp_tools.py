@@ -7,16 +7,33 @@ import functools
 from typing import Any
 
 from app.api.generation import mcp_calls
-from app.api.generation.mcp_calls import McpTool, configured, named_by_url
+from app.api.generation.mcp_calls import Listed, McpTool, Rule, configured, named_by_url
 from app.api.http.errors import InvalidRequestError
 
 
-def needs_approval(policy: str | dict[str, Any], name: str) -> bool:
-    """OpenAI's rule: every call needs approval unless "never", or the tool is named under "never"."""
+def matching(given: dict[str, Any]) -> Rule:
+    """OpenAI's tool filter as a rule: the tools it names (if it names any) that are read-only or
+    not as it says (if it says); a filter that says neither holds for no tool."""
+    names, read_only = given.get("tool_names"), given.get("read_only")
+    if names is None and read_only is None:
+        return mcp_calls.no_tool
+    by_name = mcp_calls.every_tool if names is None else mcp_calls.only(names)
+    return lambda tool: by_name(tool) and (read_only is None or mcp_calls.read_only(tool) == read_only)
+
+
+def needs_approval(policy: str | dict[str, Any], tool: Listed) -> bool:
+    """OpenAI's rule: every call needs approval unless "never", or the tool matches "never"'s filter."""
     if isinstance(policy, str):
         return policy != "never"
-    never = set((policy.get("never") or {}).get("tool_names") or [])
-    return name not in never
+    never = policy.get("never")
+    return never is None or not matching(never)(tool)
+
+
+def allowing(allowed: list[str] | dict[str, Any] | None) -> Rule:
+    """`allowed_tools` as a rule: every tool, the tools named, or those its filter matches."""
+    if allowed is None:
+        return mcp_calls.every_tool
+    return mcp_calls.only(allowed) if isinstance(allowed, list) else matching(allowed)
 
 
 def requested(body: dict[str, Any]) -> dict[str, McpTool]:
@@ -35,11 +52,7 @@ def requested(body: dict[str, Any]) -> dict[str, McpTool]:
             server = configured(label, headers, f"tools[{index}].server_label")
         allowed = tool.get("allowed_tools")
         policy = tool.get("require_approval") or "always"
-        found[label] = McpTool(
-            server,
-            mcp_calls.every_tool if allowed is None else mcp_calls.only(allowed),
-            functools.partial(needs_approval, policy),
-        )
+        found[label] = McpTool(server, allowing(allowed), functools.partial(needs_approval, policy))
     return found
 
 

@@ -43,16 +43,18 @@ class FunctionToolSchema(BaseSchema):
     strict = StrictBoolean(allow_none=True)
 
 
-class ToolNamesSchema(BaseSchema):
-    tool_names = fields.List(fields.String(), required=True, validate=validate.Length(max=256))
+class ToolFilterSchema(BaseSchema):
+    """OpenAI's tool filter: tools by name, and/or by whether the server annotates them read-only."""
+
+    tool_names = fields.List(fields.String(), allow_none=True, validate=validate.Length(max=256))
     read_only = StrictBoolean(allow_none=True)
 
 
 class ApprovalSchema(BaseSchema):
     """`require_approval` as an object: the tools that never, or always, need the client's approval."""
 
-    never = fields.Nested(ToolNamesSchema, allow_none=True)
-    always = fields.Nested(ToolNamesSchema, allow_none=True)
+    never = fields.Nested(ToolFilterSchema, allow_none=True)
+    always = fields.Nested(ToolFilterSchema, allow_none=True)
 
 
 class ApprovalField(fields.Field[str | dict[str, Any]]):
@@ -69,16 +71,21 @@ class ApprovalField(fields.Field[str | dict[str, Any]]):
         raise ValidationError("must be 'always', 'never' or {'never': {'tool_names': [...]}}")
 
 
-class AllowedToolsField(fields.Field[list[str]]):
-    """`allowed_tools`: a list of tool names, or {"tool_names": [...]}."""
+class AllowedToolsField(fields.Field[list[str] | dict[str, Any]]):
+    """`allowed_tools`: a list of tool names, or a filter ({"tool_names": [...], "read_only": true})."""
 
     OPENAPI = {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "object"}]}
 
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[str]:
-        names = value.get("tool_names") if isinstance(value, dict) else value
-        if isinstance(names, list) and all(isinstance(n, str) for n in names):
-            return list(names)
-        raise ValidationError("must be a list of tool names or {'tool_names': [...]}")
+    def _deserialize(
+        self, value: Any, attr: str | None, data: Any, **kwargs: Any
+    ) -> list[str] | dict[str, Any]:
+        if isinstance(value, list) and all(isinstance(n, str) for n in value):
+            return list(value)
+        if isinstance(value, dict):
+            loaded: dict[str, Any] = ToolFilterSchema().load(value)
+            if loaded.get("tool_names") is not None or loaded.get("read_only") is not None:
+                return loaded
+        raise ValidationError("must be a list of tool names or {'tool_names': [...], 'read_only': ...}")
 
 
 class McpToolSchema(BaseSchema):

@@ -32,8 +32,8 @@ def test_the_tools_on(
     on: list[str], off: list[str],
 ) -> None:  # fmt: skip
     allows = _allowed({"tool_configuration": configuration}, toolset, any_toolset)
-    assert all(allows(name) for name in on)
-    assert not any(allows(name) for name in off)
+    assert all(allows({"name": name}) for name in on)
+    assert not any(allows({"name": name}) for name in off)
 
 
 def test_a_turn_with_server_calls_is_each_call_then_its_result() -> None:

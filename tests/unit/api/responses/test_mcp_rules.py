@@ -8,22 +8,44 @@ from marshmallow import ValidationError
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting.items import normalized_input, with_id
 from app.api.responses.conversion import messages
-from app.api.responses.mcp_tools import answered, needs_approval
+from app.api.responses.mcp_tools import allowing, answered, needs_approval
 from app.api.responses.objects import ResponseHeader
+
+ADD = {"name": "add", "annotations": {"readOnlyHint": True}}  # as the test MCP server lists them
+FAIL = {"name": "fail", "annotations": None}
 
 
 @pytest.mark.parametrize(
-    ("policy", "name", "needed"),
+    ("policy", "tool", "needed"),
     [
-        ("always", "add", True),
-        ("never", "add", False),
-        ({"never": {"tool_names": ["add"]}}, "add", False),
-        ({"never": {"tool_names": ["add"]}}, "fail", True),
-        ({"always": {"tool_names": ["fail"]}}, "add", True),  # not named under never: asked
+        ("always", ADD, True),
+        ("never", ADD, False),
+        ({"never": {"tool_names": ["add"]}}, ADD, False),
+        ({"never": {"tool_names": ["add"]}}, FAIL, True),
+        ({"always": {"tool_names": ["fail"]}}, ADD, True),  # not matched under never: asked
+        ({"never": {"read_only": True}}, ADD, False),
+        ({"never": {"read_only": True}}, FAIL, True),
+        ({"never": {"read_only": True, "tool_names": ["fail"]}}, ADD, True),  # both must hold
+        ({"never": {}}, ADD, True),  # a filter that says nothing matches nothing
     ],
 )
-def test_approval_is_needed_unless_never(policy: str | dict, name: str, needed: bool) -> None:
-    assert needs_approval(policy, name) is needed
+def test_approval_is_needed_unless_never_matches(policy: str | dict, tool: dict, needed: bool) -> None:
+    assert needs_approval(policy, tool) is needed
+
+
+@pytest.mark.parametrize(
+    ("allowed", "on", "off"),
+    [
+        (None, [ADD, FAIL], []),
+        (["fail"], [FAIL], [ADD]),
+        ({"tool_names": ["add"]}, [ADD], [FAIL]),
+        ({"read_only": True}, [ADD], [FAIL]),
+        ({"read_only": False}, [FAIL], [ADD]),
+    ],
+)
+def test_allowed_tools_by_name_or_filter(allowed: list | dict | None, on: list, off: list) -> None:
+    allows = allowing(allowed)
+    assert all(allows(tool) for tool in on) and not any(allows(tool) for tool in off)
 
 
 def test_mcp_items_come_back_through_input_and_keep_what_matters() -> None:

@@ -46,6 +46,13 @@ def requested(body: dict[str, Any]) -> dict[str, McpTool]:
         label, headers = tool["server_label"], dict(tool.get("headers") or {})
         if tool.get("authorization"):  # OpenAI's OAuth access token, sent as a bearer token
             headers["Authorization"] = f"Bearer {tool['authorization']}"
+        for hosted in ("connector_id", "tunnel_id"):
+            if tool.get(hosted) and not tool.get("server_url"):
+                raise InvalidRequestError(
+                    f"{hosted}: OpenAI's hosted connectors and tunnels are not on this server; name the MCP "
+                    "server by server_url (or a server_label LLM_MCP_SERVERS configures)",
+                    param=f"tools[{index}].{hosted}",
+                )
         if tool.get("server_url"):
             server = named_by_url(label, tool["server_url"], headers, f"tools[{index}].server_url")
         else:

@@ -98,7 +98,11 @@ def mcp_approval_request_item(
 def _echoed_tool(tool: dict[str, Any]) -> dict[str, Any]:
     """A tool as the Response echoes it; an mcp tool's headers and authorization never (credentials)."""
     if tool.get("type") == "mcp":
-        tool = {key: value for key, value in tool.items() if key != "authorization"}
+        tool = {
+            key: value
+            for key, value in tool.items()
+            if key not in ("authorization", "connector_id", "tunnel_id")
+        }
         defaults = {
             "server_url": None,
             "server_description": None,

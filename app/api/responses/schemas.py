@@ -98,6 +98,9 @@ class McpToolSchema(BaseSchema):
     server_description = fields.String(allow_none=True)
     headers = fields.Dict(keys=fields.String(), values=fields.String(), allow_none=True)
     authorization = fields.String(allow_none=True, validate=validate.Length(min=1, max=8192))
+    # OpenAI's hosted connectors and tunnels: taken only to be refused by name (mcp_tools.requested).
+    connector_id = fields.String(allow_none=True)
+    tunnel_id = fields.String(allow_none=True)
     allowed_tools = AllowedToolsField(allow_none=True)
     require_approval = ApprovalField(allow_none=True)
 

@@ -45,3 +45,12 @@ def test_a_bad_request_is_openai_s_error_naming_the_field(client: FlaskClient) -
 def test_the_input_token_count(client: FlaskClient) -> None:
     answer = client.post("/v1/responses/input_tokens", json={"input": "one two three"}).get_json()
     assert answer == {"object": "response.input_tokens", "input_tokens": 5}  # 3 words + the fake's 2
+
+
+def test_openais_hosted_connectors_are_refused_by_name(client: FlaskClient) -> None:
+    for field in ("connector_id", "tunnel_id"):
+        tool = {"type": "mcp", "server_label": "mail", field: "connector_gmail"}
+        answer = client.post("/v1/responses", json={"input": "hi", "tools": [tool]})
+        error = answer.get_json()["error"]
+        assert answer.status_code == 400 and error["param"] == f"tools[0].{field}", error
+        assert "hosted connectors" in error["message"]

@@ -15,9 +15,9 @@ import openai
 import pytest
 
 from harness.servers import Server
-from tests.integration.test_observability import scrape, value
 from tests.support.busy import model_busy
 from tests.support.procs import connection_to_each_worker
+from tests.support.prometheus import scrape, value
 from tests.support.waits import wait_for_log, wait_until
 
 KEYS = """# name key [limits]

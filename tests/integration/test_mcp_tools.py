@@ -26,6 +26,7 @@ from harness.servers import Server, Service
 from tests.support import mcp_servers
 from tests.support.clients import openai_client
 from tests.support.procs import established_to
+from tests.support.prometheus import scrape, value
 from tests.support.waits import wait_until
 
 SECRET = "Bearer mcp-secret-7f3a"
@@ -116,6 +117,44 @@ def test_read_only_tools_by_the_servers_annotations(server: Server, mcp_server: 
     listing, call = response.output[0], response.output[1]
     assert [t.name for t in listing.tools] == ["add"] and listing.tools[0].annotations["readOnlyHint"] is True
     assert call.type == "mcp_call" and call.output == str(sum(json.loads(call.arguments).values()))
+
+
+def test_listings_calls_and_every_steps_tokens_are_counted_in_the_metrics(
+    server: Server, mcp_server: Service
+) -> None:
+    """Listings and calls by server (a request's URL: its host) and outcome, with the calls' time; and
+    the tokens of every step of the loop, as the Response's usage counts them."""
+    where = {"server": "127.0.0.1"}
+
+    def figures() -> tuple[float, ...]:
+        samples = scrape(server)
+        return (
+            value(samples, "llm_mcp_listings_total", **where, outcome="completed"),
+            value(samples, "llm_mcp_calls_total", **where, outcome="completed"),
+            value(samples, "llm_mcp_calls_total", **where, outcome="failed"),
+            value(samples, "llm_mcp_call_seconds_count", **where),
+            value(samples, "llm_prompt_tokens_total"),
+            value(samples, "llm_completion_tokens_total"),
+        )
+
+    before = figures()
+    usage = [0, 0]
+    for name in ("add", "fail"):
+        response = openai_client(server).responses.create(
+            model=MODEL, input="Use the tool.", tools=[mcp_tool(mcp_server, require_approval="never")],
+            tool_choice=forced(name), max_tool_calls=1, max_output_tokens=60, temperature=0,
+        )  # fmt: skip
+        assert [i.type for i in response.output][:2] == ["mcp_list_tools", "mcp_call"]
+        usage = [usage[0] + response.usage.input_tokens, usage[1] + response.usage.output_tokens]
+    expected = (
+        before[0] + 2,
+        before[1] + 1,
+        before[2] + 1,
+        before[3] + 2,
+        before[4] + usage[0],
+        before[5] + usage[1],
+    )
+    wait_until(lambda: figures() == expected, 30, f"the metrics counting {expected} from {before}")
 
 
 def test_a_call_waits_for_approval_then_runs(server: Server, mcp_server: Service) -> None:

@@ -9,25 +9,12 @@ from collections.abc import Callable
 import httpx
 import openai
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from harness.servers import Server
 from tests.support.busy import model_busy
+from tests.support.prometheus import scrape, value
 from tests.support.rawhttp import open_request, read_chunk, read_head
 from tests.support.waits import wait_for_log, wait_until
-
-
-def scrape(server: Server) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = httpx.get(server.url + "/metrics", timeout=10).text
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def value(samples: dict, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def wait_until_idle(server: Server) -> None:

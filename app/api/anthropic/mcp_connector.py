@@ -32,7 +32,6 @@ from app.api.prompting import overflow
 from app.api.requests.chat import ChatRequest
 from app.engine.engine import Engine
 from app.engine.errors import EngineError
-from app.mcp import client
 from app.mcp.servers import Limits, McpError
 from app.serving import disconnect
 from app.settings.current import current_config
@@ -132,6 +131,7 @@ class _Message:
                 media=prompt.media,
             )  # fmt: skip
             generation = self.engine.submit(requests)
+            stats.next_step(len(prompt.tokens))
             generation.on_close(disconnect.watch(environ, generation.cancel))
             result, blocks, offset = ChoiceResult(0), BlockStream(prompt.reader), len(self.content)
             self.pending = []
@@ -160,7 +160,7 @@ class _Message:
     def _list_tools(self) -> None:
         for name, tool in self.tools.items():
             try:
-                listed = client.list_tools(tool.server, self.limits)
+                listed = mcp_calls.listing(tool.server, self.limits)
             except McpError:  # its tools are not offered; the model answers without them
                 listed = []
             self.listed[name] = [mcp_calls.listed_tool(t) for t in listed]

@@ -5,6 +5,7 @@ tools the model may call; a call made with the model's arguments."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from app.api.http.errors import InvalidRequestError
 from app.mcp import client
 from app.mcp.servers import Limits, McpError, McpServer, Pin, Tool
 from app.settings.current import current_config
+from app.telemetry import tool_metrics
 
 Listed = dict[str, Any]  # a tool as an mcp_list_tools item lists it: name, description, schema, annotations
 Rule = Callable[[Listed], bool]  # a protocol's rule about a listed tool (may the model call it? ask first?)
@@ -127,6 +129,34 @@ def server_of(name: str, servers: dict[str, McpTool], listed: Listings) -> str |
     return None if hit is None else hit[0]
 
 
+def listing(server: McpServer, limits: Limits) -> list[Tool]:
+    """The server's tools (McpError if it cannot say), counted in the metrics."""
+    try:
+        tools = client.list_tools(server, limits)
+    except McpError:
+        tool_metrics.listed(_metric_name(server), failed=True)
+        raise
+    tool_metrics.listed(_metric_name(server), failed=False)
+    return tools
+
+
+def call(server: McpServer, name: str, arguments: dict[str, Any], limits: Limits) -> str:
+    """The tool's output (McpError if the call fails), counted and timed in the metrics."""
+    started = time.monotonic()
+    try:
+        output = client.call_tool(server, name, arguments, limits)
+    except McpError:
+        tool_metrics.called(_metric_name(server), time.monotonic() - started, failed=True)
+        raise
+    tool_metrics.called(_metric_name(server), time.monotonic() - started, failed=False)
+    return output
+
+
+def _metric_name(server: McpServer) -> str:
+    """The operator's name for a configured server, or the host of a request's URL (both bounded)."""
+    return server.label if server.pin is None else server.pin.host
+
+
 def made(tool: McpTool, name: str, arguments: str, limits: Limits) -> tuple[str | None, str | None]:
     """Call `name` with the model's `arguments`: its output, or the error."""
     try:
@@ -136,7 +166,7 @@ def made(tool: McpTool, name: str, arguments: str, limits: Limits) -> tuple[str 
     if not isinstance(parsed, dict):
         return None, "the model's arguments are not a JSON object; the call was not made"
     try:
-        return client.call_tool(tool.server, name, parsed, limits), None
+        return call(tool.server, name, parsed, limits), None
     except McpError as failed:
         return None, str(failed)
 

@@ -32,7 +32,6 @@ from app.engine.engine import Engine
 from app.engine.errors import EngineError
 from app.engine.generation import Generation
 from app.engine.types import Chunk
-from app.mcp import client
 from app.mcp.servers import Limits, McpError
 from app.serving import disconnect
 from app.settings.current import current_config
@@ -148,6 +147,7 @@ class _Run:
             if cancelled():
                 raise HungUp
             generation = self.engine.submit(planned.requests)
+            stats.next_step(planned.prompt_tokens)
             if environ is not None:
                 generation.on_close(disconnect.watch(environ, generation.cancel))
             watched = _watched(chunks(generation, stats), generation, cancelled)
@@ -186,7 +186,7 @@ class _Run:
                         item=objects.mcp_list_tools_item(label, [], None, item_id))  # fmt: skip
             yield event("response.mcp_list_tools.in_progress", **where)
             try:
-                listed = client.list_tools(tool.server, self.limits)
+                listed = mcp_calls.listing(tool.server, self.limits)
                 found = [t for t in map(listed_tool, listed) if tool.allows(t)]
                 error = None
             except McpError as failed:

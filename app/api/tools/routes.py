@@ -17,7 +17,6 @@ from app.api.http.body import parse_json
 from app.api.http.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
 from app.api.tools import listing
 from app.api.tools.schemas import tool_call_schema
-from app.mcp import client
 from app.mcp.servers import Limits, McpError, McpServer, Tool
 from app.settings.config import Config
 from app.settings.current import current_config
@@ -52,7 +51,7 @@ def call_tool() -> Response:
     if found is None or server is None or tools is None or not any(t.name == found[1] for t in tools):
         raise NotFoundError(f'unknown tool "{body["tool"]}"', param="tool")
     try:
-        text = client.call_tool(server, found[1], body["params"], _limits(config))
+        text = mcp_calls.call(server, found[1], body["params"], _limits(config))
     except McpError as failed:
         return jsonify({"error": str(failed)})
     return jsonify({"plain_text_response": text})
@@ -74,7 +73,7 @@ def _server(entry: McpServerConfig) -> McpServer:
 def _listed(server: McpServer, limits: Limits) -> list[Tool] | None:
     """The server's tools; None (logged) if it cannot list them."""
     try:
-        return client.list_tools(server, limits)
+        return mcp_calls.listing(server, limits)
     except McpError as failed:
         log.warning("/tools: MCP server %s cannot list its tools: %s", server.label, failed)
         return None

@@ -20,16 +20,14 @@ from flask import Response, g, jsonify, request, stream_with_context
 
 from app.api.generation import mcp_calls
 from app.api.generation.answer_blocks import BlockEvent
-from app.api.generation.loop import ChoiceResult, HungUp, chunks
+from app.api.generation.loop import HungUp, chunks
 from app.api.generation.mcp_calls import McpTool, listed_tool
 from app.api.http import sse
-from app.api.http.errors import APIError, from_engine
 from app.api.prompting import overflow
 from app.api.responses import background, conversion, history, mcp_tools, objects, steps
+from app.api.responses.mcp_presenter import LoopPresenter, guarded
 from app.api.responses.objects import ResponseHeader
-from app.api.responses.presenter import ResponsesPresenter
 from app.engine.engine import Engine
-from app.engine.errors import EngineError
 from app.engine.generation import Generation
 from app.engine.types import Chunk
 from app.mcp.servers import Limits, McpError
@@ -47,7 +45,7 @@ def respond(
     calls = min(config.mcp_max_calls, body.get("max_tool_calls") or config.mcp_max_calls)
     keeper = history.Keeper(body, new_input)
     header = ResponseHeader(body, config.model_id, keeper.responses is not None, keeper.conversation)
-    presenter = _Presenter(header, keeper or None)
+    presenter = LoopPresenter(header, keeper or None)
     run = _Run(engine, body, servers, Limits(config.mcp_timeout, config.mcp_max_output_bytes), presenter)
     if body.get("background"):  # the same loop, apart, its events kept for pollers and readers
         return background.start_loop(
@@ -57,7 +55,7 @@ def respond(
     events = run.events(before + new_input, new_input, calls, request.environ, g.stats)
     if body.get("stream"):
         # Each step plans and submits inside the stream: it needs the request's context there.
-        return sse.stream_response(stream_with_context(_guarded(events, presenter)))
+        return sse.stream_response(stream_with_context(guarded(events, presenter)))
     try:
         for _ in events:  # the same loop; its events unread
             pass
@@ -65,16 +63,6 @@ def respond(
         return Response(status=499)
     assert presenter.final is not None
     return jsonify(presenter.final)
-
-
-def _guarded(events: Iterator[bytes], presenter: ResponsesPresenter) -> Iterator[bytes]:
-    """The stream's events; an error after the 200 ends it with response.failed, a hang-up quietly."""
-    try:
-        yield from events
-    except HungUp:
-        return
-    except (APIError, EngineError) as exc:
-        yield presenter.failure(exc if isinstance(exc, APIError) else from_engine(exc))
 
 
 def _watched(
@@ -86,24 +74,6 @@ def _watched(
         yield chunk
 
 
-class _Presenter(ResponsesPresenter):
-    """One Response over several generations: usage summed over them, the final object kept."""
-
-    def __init__(self, header: ResponseHeader, on_final: Any) -> None:
-        super().__init__(header, 0, None, on_final=on_final)  # type: ignore[arg-type]  # reader: per step
-        self.usage = [0, 0, 0]  # input, output and cached tokens over every step
-        self.final: dict[str, Any] | None = None
-
-    def _final(self, output: list[dict[str, Any]], result: ChoiceResult) -> dict[str, Any]:
-        status = "incomplete" if result.finish_reason == "length" else "completed"
-        tokens = objects.usage(self.usage[0], self.usage[1], self.usage[2])
-        self.final = self._finished(self.header.render(status, output, tokens))
-        return self.final
-
-    def item_event(self, kind: str, **fields: Any) -> bytes:
-        return self._event(kind, **fields)
-
-
 class _Run:
     """One response's loop: the items the model sees, the calls it makes in this step."""
 
@@ -113,7 +83,7 @@ class _Run:
         body: dict[str, Any],
         servers: dict[str, McpTool],
         limits: Limits,
-        presenter: _Presenter,
+        presenter: LoopPresenter,
     ) -> None:
         self.engine, self.body, self.servers, self.limits = engine, body, servers, limits
         self.presenter = presenter

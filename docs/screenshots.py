@@ -1,7 +1,9 @@
 """Take the documentation's screenshots: the chat page, the status page and the dashboard, from a real server.
 
 Run from the project root: `.venv/bin/python -m docs.screenshots` (writes docs/images/chat.png, status.png,
-dashboard.png). The chat and status pages are Chromium's screenshots of a real answer and a real stream.
+chat-mcp.png, dashboard.png). The chat and status pages are Chromium's screenshots of a real answer and a
+real stream; chat-mcp.png a real call to the test MCP server (harness/mcp_server.py), approved on the page,
+the first step's tool choice forced as the tests force it (SmolLM2 calls tools only when told to).
 The dashboard is `deploy/grafana/llm-server.json` as Prometheus answers it: Debian's Prometheus scrapes a
 two-worker server under a minute of mixed traffic, and each panel's queries, read from the dashboard's
 file, are drawn with its title (Grafana itself is not a package here).
@@ -22,6 +24,7 @@ import httpx
 import matplotlib
 from playwright.sync_api import expect, sync_playwright
 
+from harness import mcp_server
 from harness.servers import ROOT, Server, prometheus
 
 matplotlib.use("Agg")
@@ -62,6 +65,41 @@ def pages(server: Server) -> None:
         page.screenshot(path=IMAGES / "status.png")
         worker.join()
         browser.close()
+
+
+def mcp_page(out: Path) -> None:
+    """The chat page with the calculator chosen: a call waiting for approval, approved, and its output."""
+    tools = mcp_server.started()
+    server = Server(
+        LLM_WORKERS="1", LLM_MCP_SERVERS=json.dumps({"calc": {"url": tools.url + "/mcp"}})
+    ).wait_ready()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=shutil.which("chromium"))
+            page = browser.new_page(viewport={"width": 1100, "height": 760}, device_scale_factor=1)
+
+            def forced(handled: Any) -> None:
+                body = json.loads(handled.request.post_data)
+                if body["input"][-1].get("role") == "user":
+                    body["tool_choice"] = {"type": "mcp", "server_label": "calc", "name": "add"}
+                handled.continue_(post_data=json.dumps({**body, "max_tool_calls": 1}))
+
+            page.route("**/v1/responses", forced)
+            page.goto(server.url + "/")
+            expect(page.locator("#model option")).not_to_have_count(0)
+            page.fill("#temperature", "0")
+            page.locator("#mcp-servers input[value='calc']").check()
+            page.fill("#prompt", "What is 2 plus 3?")
+            page.press("#prompt", "Enter")
+            page.locator(".tool.approval button.approve").click(timeout=60_000)
+            expect(page.locator(".message.assistant").nth(1)).to_have_attribute(
+                "data-state", "done", timeout=60_000
+            )
+            page.screenshot(path=out)
+            browser.close()
+    finally:
+        server.stop()
+        tools.stop(wait=False)
 
 
 def traffic(server: Server, seconds: float) -> None:
@@ -137,6 +175,7 @@ def main() -> None:
         pages(server)
     finally:
         server.stop()
+    mcp_page(IMAGES / "chat-mcp.png")
     keyed = Server(LLM_WORKERS="2", LLM_N_THREADS="1", LLM_API_KEYS="alice:sk-alice,bob:sk-bob").wait_ready()
     try:
         dashboard(keyed, IMAGES / "dashboard.png")

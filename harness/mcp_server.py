@@ -4,6 +4,8 @@ Authorization header it was sent (so a test sees headers reach the server, and n
 
     python -m harness.mcp_server PORT
     python -m harness.mcp_server stdio     # the same tools over stdin and stdout
+
+`started()` runs it over HTTP on a free loopback port, for the tests and the docs' screenshots.
 """
 
 from __future__ import annotations
@@ -12,10 +14,15 @@ import sys
 import time
 from typing import Any
 
+import httpx
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
+from harness.servers import ROOT, Service, free_port
+
 server = MCPServer("test-tools")
+# The same tools over stdio, as LLM_MCP_SERVERS names a command.
+STDIO_COMMAND = [sys.executable, "-m", "harness.mcp_server", "stdio"]
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))  # it changes nothing
@@ -42,6 +49,20 @@ def hang(seconds: int) -> str:
 def big(size: int) -> str:
     """A tool whose output is ten megabytes."""
     return "x" * 10_000_000
+
+
+def started() -> Service:
+    """This server over HTTP, once its MCP endpoint answers at all (a GET without a session is a 4xx)."""
+    port = free_port()
+    service = Service([sys.executable, "-m", "harness.mcp_server", str(port)], port, cwd=ROOT)
+    for _ in range(300):
+        try:
+            httpx.get(service.url + "/mcp", timeout=1)
+            return service
+        except httpx.HTTPError:
+            time.sleep(0.1)  # polling a process that is starting: there is no event to wait on
+    service.stop(wait=False)
+    raise RuntimeError(f"the MCP server did not start:\n{service.output()}")
 
 
 def main() -> None:

@@ -22,8 +22,8 @@ import httpx
 import openai
 import pytest
 
+from harness import mcp_server as mcp_servers
 from harness.servers import Server, Service
-from tests.support import mcp_servers
 from tests.support.clients import openai_client
 from tests.support.procs import established_to
 from tests.support.prometheus import scrape, value

@@ -171,7 +171,7 @@ class _Run:
 
     def _approved(self, new_input: list[dict[str, Any]]) -> Iterator[bytes]:
         """Make the calls the client approved in this request's input; tell the model of the others."""
-        for asked, approve in mcp_tools.answered(self.items, new_input):
+        for asked, approve in mcp_tools.answered(self.items, new_input, self.servers):
             label, name, arguments = asked["server_label"], asked["name"], asked["arguments"]
             if approve and self.calls_left > 0:
                 item_id, index = objects.new_id("mcp"), len(self.presenter.output)

@@ -4,6 +4,7 @@ the client's approval."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Container
 from typing import Any
 
 from app.api.generation import mcp_calls
@@ -71,10 +72,11 @@ def as_chat_choice(choice: str | dict[str, str] | None) -> str | dict[str, str] 
 
 
 def answered(
-    items: list[dict[str, Any]], new_input: list[dict[str, Any]]
+    items: list[dict[str, Any]], new_input: list[dict[str, Any]], servers: Container[str]
 ) -> list[tuple[dict[str, Any], bool]]:
     """The approval requests this request's input answers, each with the answer; not those a call
-    made already answered (a stateless client sends its whole conversation, old answers too)."""
+    made already answered (a stateless client sends its whole conversation, old answers too). A
+    400 for one no request made, or whose server is not among this request's mcp tools."""
     requests = {i["id"]: i for i in items if i["type"] == "mcp_approval_request"}
     made = {i.get("approval_request_id") for i in items if i["type"] == "mcp_call"}
     found = []
@@ -87,6 +89,13 @@ def answered(
                 f"no mcp_approval_request with id {answer['approval_request_id']!r} in the conversation",
                 param="input",
             )
-        if asked["id"] not in made:
-            found.append((asked, bool(answer["approve"])))
+        if asked["id"] in made:
+            continue
+        if asked["server_label"] not in servers:
+            raise InvalidRequestError(
+                f"the approved call is to the MCP server {asked['server_label']!r}, which is not among this "
+                "request's mcp tools",
+                param="tools",
+            )
+        found.append((asked, bool(answer["approve"])))
     return found

@@ -93,7 +93,10 @@ def test_an_answer_already_acted_on_is_not_acted_on_again() -> None:
     made = {"type": "mcp_call", "server_label": "calc", "name": "add", "approval_request_id": "mcpr_1"}
     yes = {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True}
     no = {"type": "mcp_approval_response", "approval_request_id": "mcpr_2", "approve": False}
-    assert answered([asked, other], [yes, no]) == [(asked, True), (other, False)]
-    assert answered([asked, other, made], [yes, no]) == [(other, False)]  # the call answers mcpr_1
+    assert answered([asked, other], [yes, no], {"calc"}) == [(asked, True), (other, False)]
+    assert answered([asked, other, made], [yes, no], {"calc"}) == [(other, False)]  # the call answers mcpr_1
     with pytest.raises(InvalidRequestError, match="mcpr_9"):
-        answered([asked], [{**yes, "approval_request_id": "mcpr_9"}])
+        answered([asked], [{**yes, "approval_request_id": "mcpr_9"}], {"calc"})
+    with pytest.raises(InvalidRequestError, match="not among this request's mcp tools"):
+        answered([asked], [yes], {"other"})  # a 400, not the KeyError it was
+    assert answered([asked, made], [yes], {"other"}) == []  # acted on already: nothing to call

@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from harness.servers import Server
+from harness.servers import Server, Service
 from tests.support.clients import openai_client
 from tests.support.postgres import postgres_server
 
@@ -22,6 +22,16 @@ def server() -> Iterator[Server]:
     log = instance.output()
     instance.stop(wait=False)
     assert_clean(log)
+
+
+@pytest.fixture(scope="module")
+def mcp_server() -> Iterator[Service]:
+    """The test MCP server (harness/mcp_server.py) over streamable HTTP on loopback, one per module."""
+    from harness import mcp_server as tools  # the mcp SDK, imported by the modules that use it only
+
+    service = tools.started()
+    yield service
+    service.stop(wait=False)
 
 
 @pytest.fixture

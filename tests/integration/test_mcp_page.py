@@ -15,17 +15,11 @@ from playwright.sync_api import expect
 from harness import mcp_server as mcp_servers
 from harness.servers import Server, Service
 from tests.support.chat_page import ask, open_chat
+from tests.support.prometheus import scrape, value
 from tests.support.waits import wait_for_log
 
 # An answer here lists tools and calls them too: a loaded machine takes longer than expect's 5 s.
 ANSWER = 60_000
-
-
-@pytest.fixture(scope="module")
-def mcp_server() -> Iterator[Service]:
-    service = mcp_servers.started()
-    yield service
-    service.stop(wait=False)
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +45,14 @@ def test_get_tools_lists_each_servers_tools_as_llama_server_does(tools_server: S
     assert names <= set(listed), sorted(listed)
     assert not any(name.startswith("gone_") for name in listed)  # it cannot list: left out, said in the log
     wait_for_log(tools_server, "MCP server gone cannot list its tools")
+
+    # Listed again within 30 s (the chat page asks at every view): the worker's listing, not the server's.
+    def listings() -> float:
+        return value(scrape(tools_server), "llm_mcp_listings_total", server="calc", outcome="completed")
+
+    before = listings()
+    assert before >= 1 and httpx.get(tools_server.url + "/tools", timeout=60).json() == answer.json()
+    assert listings() == before
     add = listed["calc_add"]
     assert add["type"] == "mcp" and add["server"] == "calc" and add["permissions"] == {"write": False}
     function = add["definition"]["function"]

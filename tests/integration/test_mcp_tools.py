@@ -34,13 +34,6 @@ MODEL = "SmolLM2-135M-Instruct.Q4_1"
 
 
 @pytest.fixture(scope="module")
-def mcp_server() -> Iterator[Service]:
-    service = mcp_servers.started()
-    yield service
-    service.stop(wait=False)
-
-
-@pytest.fixture(scope="module")
 def server(mcp_server: Service) -> Iterator[Server]:
     started = Server(
         LLM_WORKERS="1", LLM_MCP_ALLOW=f"127.0.0.1:{mcp_server.port}", LLM_MCP_TIMEOUT="3",
@@ -182,6 +175,13 @@ def test_a_call_waits_for_approval_then_runs(server: Server, mcp_server: Service
         temperature=0,
     )  # fmt: skip
     assert not any(i.type == "mcp_call" for i in declined.output)
+    with pytest.raises(openai.BadRequestError) as elsewhere:  # the approved call's server is not in tools
+        client.responses.create(
+            model=MODEL, previous_response_id=first.id, tools=[mcp_tool(mcp_server, server_label="other")],
+            input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
+            max_output_tokens=5,
+        )  # fmt: skip
+    assert elsewhere.value.body["param"] == "tools" and "'calc'" in elsewhere.value.body["message"]
 
 
 def test_a_stateless_client_approves_with_its_whole_conversation(server: Server, mcp_server: Service) -> None:

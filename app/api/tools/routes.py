@@ -1,13 +1,16 @@
 """`GET /tools` and `POST /tools`: llama-server's routes for its web UI's tools, here the tools of the
 MCP servers the operator configures (LLM_MCP_SERVERS); a 403 as llama-server's when there are none.
 
-The chat page offers those servers from this list. Each request lists (and calls) afresh, bounded
-by LLM_MCP_TIMEOUT: a server that cannot list is left out of GET (and logged), never a 500.
+The chat page offers those servers from this list, fetched at every page view: a worker keeps each
+server's listing for LISTING_SECONDS (a stdio server is a process started per listing), so views
+do not start one each. A listing is bounded by LLM_MCP_TIMEOUT; a server that cannot list is left
+out of GET (and logged, and asked again at the next request), never a 500.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 
 import gevent
 from flask import Blueprint, Response, jsonify
@@ -24,6 +27,9 @@ from app.settings.mcp_servers import McpServerConfig
 
 bp = Blueprint("tools", __name__)
 log = logging.getLogger(__name__)
+
+LISTING_SECONDS = 30.0
+_kept: dict[str, tuple[float, list[Tool]]] = {}  # this worker's listings: label -> (when, tools)
 
 
 @bp.get("/tools")
@@ -71,12 +77,17 @@ def _server(entry: McpServerConfig) -> McpServer:
 
 
 def _listed(server: McpServer, limits: Limits) -> list[Tool] | None:
-    """The server's tools; None (logged) if it cannot list them."""
+    """The server's tools, as listed within LISTING_SECONDS; None (logged) if it cannot list them."""
+    kept = _kept.get(server.label)
+    if kept is not None and time.monotonic() - kept[0] < LISTING_SECONDS:
+        return kept[1]
     try:
-        return mcp_calls.listing(server, limits)
+        tools = mcp_calls.listing(server, limits)
     except McpError as failed:
         log.warning("/tools: MCP server %s cannot list its tools: %s", server.label, failed)
         return None
+    _kept[server.label] = (time.monotonic(), tools)
+    return tools
 
 
 def _limits(config: Config) -> Limits:

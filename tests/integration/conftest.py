@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from harness.servers import Server, Service
+from tests.support import module_time
 from tests.support.clients import openai_client
 from tests.support.postgres import postgres_server
 
@@ -97,6 +98,12 @@ def page(browser: Any) -> Iterator[Any]:
     yield tab
     context.close()
     assert not errors, errors
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """After the ten slowest tests, the ten slowest modules: where a tier's time goes."""
+    module_time.summarise(terminalreporter)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

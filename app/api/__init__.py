@@ -14,7 +14,7 @@ from app.api import access, openapi
 from app.api.batches import runner as batch_runner
 from app.api.chat import routes as chat_routes
 from app.api.families import FAMILIES
-from app.api.http import errors
+from app.api.http import content_encoding, errors, skipped_tools
 from app.api.routing import on_demand
 from app.settings.current import config_of
 
@@ -32,6 +32,8 @@ def init_app(app: Flask) -> None:
             max_age=600,
         )
     errors.init_app(app)
+    content_encoding.init_app(app)  # after the keys' check: no unauthenticated body is inflated
+    skipped_tools.init_app(app)
     on_demand.init_app(app)
     for family in FAMILIES:
         app.register_blueprint(family.routes.bp)

@@ -37,6 +37,9 @@ class TemplateProfile:
     supports_parallel_tool_calls: bool
     supports_object_arguments: bool
     thinks: bool
+    # System turns after the first message (several at the start, one mid-conversation, one last),
+    # as coding agents send them; a template without it raises or drops them (system_turns.py).
+    supports_late_system: bool = True
 
     @property
     def native_tools(self) -> bool:
@@ -62,10 +65,21 @@ def profile(template: str, render: Render, named_format: str | None = None) -> T
     user = {"role": "user", "content": "probe_user"}
 
     def shows(text: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> bool:
+        return shows_in_order([text], messages, tools)
+
+    def shows_in_order(
+        texts: list[str], messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> bool:
         try:
-            return text in render(messages, tools, {})
+            rendered = render(messages, tools, {})
         except Exception:  # noqa: BLE001 - a template that raises on a probe lacks the capability
             return False
+        at = 0
+        for text in texts:
+            at = rendered.find(text, at)
+            if at < 0:
+                return False
+        return True
 
     # Templates that concatenate the arguments as text raise on an object; those that print
     # an object without tojson write Python's repr.
@@ -82,7 +96,32 @@ def profile(template: str, render: Render, named_format: str | None = None) -> T
         supports_parallel_tool_calls=shows("probe_second", parallel, _TOOLS),
         supports_object_arguments=object_arguments,
         thinks=detect.thinks(template, fmt),
+        supports_late_system=shows_in_order(list(_LATE_MARKS), _LATE_SYSTEM)
+        and shows_in_order(["probe_user", "probe_last_system"], [user, _system("probe_last_system")]),
     )
+
+
+def _system(text: str) -> dict[str, Any]:
+    return {"role": "system", "content": text}
+
+
+# Two system turns first (Codex's developer messages), then one between turns (Claude Code's).
+_LATE_MARKS = (
+    "probe_system",
+    "probe_second_system",
+    "probe_user",
+    "probe_answer",
+    "probe_late",
+    "probe_next",
+)
+_LATE_SYSTEM = [
+    _system("probe_system"),
+    _system("probe_second_system"),
+    {"role": "user", "content": "probe_user"},
+    {"role": "assistant", "content": "probe_answer"},
+    _system("probe_late"),
+    {"role": "user", "content": "probe_next"},
+]
 
 
 def _calls(arguments: Any, second: bool = False) -> dict[str, Any]:

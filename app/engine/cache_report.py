@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Sequence as Tokens
 
 from app.engine.context import BatchContext
 from app.engine.host_cache import HostCache
 from app.engine.memory import Resumable
 from app.engine.prefix_blocks import block_hashes, resumable_only
+from app.engine.scheduling import common_prefix
 from app.engine.sequence import Sequence
 
 Row = tuple[int, tuple[int, ...]]  # a row of the routing board and the block hashes it holds now
@@ -51,3 +53,16 @@ class CacheReport:
             for row, hashes in enumerate(host_cache.published(), start=count):
                 changed.append((row, tuple(hashes)))
         return tuple(changed)
+
+
+def closest(
+    sequences: Iterable[Sequence], host_cache: HostCache | None, prompt: Tokens[int]
+) -> tuple[int, list[int]] | None:
+    """Of the prompts the cache holds (sequences' cells, kept states), the one sharing the longest
+    prefix with `prompt`: (tokens shared, its tokens); None if it holds none. Read on the hub from
+    copies of lists the batcher may be changing: a diagnosis of a cache miss, not a plan."""
+    held = [list(s.cached) for s in sequences]
+    if host_cache is not None:
+        held += [list(tokens) for tokens in host_cache.held()]
+    return max(((common_prefix(tokens, prompt), tokens) for tokens in held if tokens), default=None,
+               key=lambda found: (found[0], -len(found[1])))  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import gevent.event
 
-from app.engine import adapter_places, scheduling, slot_actions
+from app.engine import adapter_places, cache_report, scheduling, slot_actions
 from app.engine.batcher import Batcher, Persist
 from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.choice import Job
@@ -167,6 +167,13 @@ class Engine(LoadingEngine[LoadedModel]):
         """Each sequence: its id, whether a choice holds it, and the tokens its cells hold."""
         batcher = self._batcher
         return [] if batcher is None else [(s.seq_id, s.busy, len(s.cached)) for s in batcher.sequences]
+
+    def closest_cached(self, prompt: Sequence[int]) -> tuple[int, list[int]] | None:
+        """Of the prompts this worker's cache holds, the one sharing most with `prompt` (cache_report)."""
+        batcher = self._batcher
+        return (
+            None if batcher is None else cache_report.closest(batcher.sequences, batcher.host_cache, prompt)
+        )
 
     def _preempt(self, wanted: int) -> None:
         """Cancel up to `wanted` running low-priority generations, the latest started first: each

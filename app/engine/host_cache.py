@@ -112,6 +112,10 @@ class HostCache:
         self.restored_tokens += point
         return point
 
+    def held(self) -> list[tuple[int, ...]]:
+        """The tokens of every kept state in memory (a copy: the batcher's thread changes the dict)."""
+        return [key[1] for key in list(self._kept)]
+
     def published(self) -> list[list[int]]:
         """Block hashes of the most recently used kept states, for routing (blocks they can resume);
         those of the base model only, as routing hears of tokens, not of LoRA scales."""

@@ -440,6 +440,16 @@ class Config:
         "File holding LLM_STORE_URL (a mounted Secret), instead of the variable",
         optional=True,  # its path is shown in errors; what it holds is not
     )
+    reasoning_key: str | None = setting(
+        "LLM_REASONING_KEY",
+        values.text,
+        "",
+        "Secret that seals the reasoning handed to stateless clients (Responses' encrypted_content, "
+        "Anthropic's thinking signatures), so that only this server reads it back; set the same on "
+        "every replica (default: a key made once in LLM_DATA_DIR/reasoning.key)",
+        secret=True,
+        optional=True,
+    )
     max_file_bytes: int = setting(
         "LLM_MAX_FILE_BYTES",
         values.positive_int,

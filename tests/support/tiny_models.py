@@ -52,14 +52,14 @@ def _vocabulary() -> dict[str, object]:
 class _Model:
     """A GGUFWriter with SmolLM2's vocabulary and seeded random tensors (numpy shapes: ggml's reversed)."""
 
-    def __init__(self, path: Path, arch: str, layers: int, seed: int) -> None:
+    def __init__(self, path: Path, arch: str, layers: int, seed: int, context: int = CONTEXT) -> None:
         self.writer = GGUFWriter(str(path), arch)
         self.rng = np.random.default_rng(seed)
         vocab = _vocabulary()
         self.n_vocab = len(vocab["tokenizer.ggml.tokens"])  # type: ignore[arg-type]  # a GGUF value, read as object
         w = self.writer
         w.add_name(f"tiny-{arch}")
-        w.add_context_length(CONTEXT)
+        w.add_context_length(context)
         w.add_embedding_length(EMBD)
         w.add_block_count(layers)
         w.add_layer_norm_rms_eps(1e-5)
@@ -230,12 +230,53 @@ def _gpt_oss(path: Path) -> None:
     m.write()
 
 
+def _greeter(path: Path) -> None:
+    """A model that answers every prompt with "Hello" and stops, in a 32k window: for tests of what
+    clients send and read (coding agents' long prompts, turn after turn), not of what a model says.
+
+    Its one layer adds nothing (zero output projections), so the last token alone decides the
+    next, through untied output rows: after any token "Hello", after "Hello" the end of text.
+    """
+    m = _Model(path, "llama", 1, seed=25, context=GREETER_CONTEXT)
+    w = m.writer
+    heads, head = 2, EMBD // 2
+    w.add_feed_forward_length(FF)
+    w.add_head_count(heads)
+    w.add_head_count_kv(heads)
+    w.add_rope_dimension_count(head)
+    w.add_rope_freq_base(10000.0)
+    vocab = _vocabulary()
+    hello = vocab["tokenizer.ggml.tokens"].index("Hello")  # type: ignore[attr-defined]  # a GGUF value, read as object
+    end = int(vocab["tokenizer.ggml.eos_token_id"])  # type: ignore[call-overload]  # a GGUF value, read as object
+    embeddings = np.zeros((m.n_vocab, EMBD), dtype=np.float16)
+    embeddings[:, 0] = 1.0
+    embeddings[hello] = 0.0
+    embeddings[hello, 1] = 1.0
+    w.add_tensor("token_embd.weight", embeddings)
+    output = np.zeros((m.n_vocab, EMBD), dtype=np.float16)
+    output[hello, 0] = output[end, 1] = 10.0
+    w.add_tensor("output.weight", output)
+    m.ones("output_norm.weight", EMBD)
+    m.ones("blk.0.attn_norm.weight", EMBD)
+    for part in ("q", "k", "v"):
+        m.tensor(f"blk.0.attn_{part}.weight", heads * head, EMBD)
+    w.add_tensor("blk.0.attn_output.weight", np.zeros((EMBD, heads * head), dtype=np.float32))
+    m.ones("blk.0.ffn_norm.weight", EMBD)
+    m.tensor("blk.0.ffn_gate.weight", FF, EMBD)
+    m.tensor("blk.0.ffn_up.weight", FF, EMBD)
+    w.add_tensor("blk.0.ffn_down.weight", np.zeros((EMBD, FF), dtype=np.float32))
+    m.write()
+
+
+GREETER_CONTEXT = 32768
+
 RECIPES: dict[str, Callable[[Path], None]] = {
     "mamba2": _mamba2,  # recurrent
     "lfm2": _lfm2,  # hybrid: recurrent + attention
     "lfm2-swa": functools.partial(_lfm2, window=SWA),  # hybrid with sliding-window attention
     "qwen3moe": _qwen3moe,  # mixture of experts
     "gpt-oss": _gpt_oss,  # sliding window + mixture of experts
+    "greeter": _greeter,  # says "Hello" and stops, in a 32k window (the coding agents' tests)
 }
 
 

@@ -13,6 +13,7 @@ from flask.testing import FlaskClient
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from app import create_app
+from app.engine.scheduling import common_prefix
 from app.engine.tokenizer import FALLBACK_TEMPLATE, render_chat
 from app.engine.types import Chunk, GenerationRequest
 from app.settings.config import Config
@@ -70,9 +71,14 @@ class FakeEngine:
     load_error: str | None = None
     created: int = 1700000000
     fingerprint: str = "fp_test"
+    cached: list[list[int]] = field(default_factory=list)  # the prompts its cache holds
 
     def wait_ready(self, timeout: float) -> bool:
         return self.ready
+
+    def closest_cached(self, prompt: list[int]) -> tuple[int, list[int]] | None:
+        found = [(common_prefix(tokens, prompt), tokens) for tokens in self.cached]
+        return max(found, key=lambda each: each[0], default=None)
 
     def submit(self, requests: list[GenerationRequest], low_priority: bool = False) -> FakeGeneration:
         self.requests.extend(requests)
@@ -107,7 +113,8 @@ class FakeGeneration:
 
 
 def make_config(**overrides: Any) -> Config:
-    env = {"LLM_MODEL_PATH": FAKE_MODEL, "LLM_MODEL_ID": MODEL_ID, "LLM_N_CTX": "64", "LLM_STORE": "off"}
+    env = {"LLM_MODEL_PATH": FAKE_MODEL, "LLM_MODEL_ID": MODEL_ID, "LLM_N_CTX": "64", "LLM_STORE": "off",
+           "LLM_REASONING_KEY": "a key for the unit tests"}  # fmt: skip
     env.update(overrides)
     return Config.from_env(env)
 

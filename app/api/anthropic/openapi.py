@@ -60,6 +60,7 @@ EVENTS: dict[str, dict[str, Any]] = {
                     _object({"type": {"const": "text_delta"}, "text": _STR}),
                     _object({"type": {"const": "input_json_delta"}, "partial_json": _STR}),
                     _object({"type": {"const": "thinking_delta"}, "thinking": _STR}),
+                    _object({"type": {"const": "signature_delta"}, "signature": _STR}),
                 ]
             },
         }
@@ -91,9 +92,11 @@ COMPONENTS = {
 STREAM_DESCRIPTION = (
     "With `stream: false` (the default), one JSON object. With `stream: true`, Anthropic's event "
     "stream: `message_start`, per content block `content_block_start`, `content_block_delta` "
-    "(`thinking_delta`, `text_delta` or `input_json_delta`), `content_block_stop`, then "
-    "`message_delta` (stop reason, usage) and `message_stop`. Keep-alives are `ping` events; an "
-    "error after the 200 is an `error` event."
+    "(`thinking_delta` then `signature_delta`, `text_delta` or `input_json_delta`), "
+    "`content_block_stop`, then `message_delta` (stop reason, usage) and `message_stop`. "
+    "`message_start` waits for the prompt's evaluation to start (its usage says what the cache "
+    "held); keep-alives are SSE comments before it and `ping` events after; an error after the 200 "
+    "is an `error` event."
 )
 # Anthropic's statuses: overload is 529, not 503, and every error body has Anthropic's shape.
 _ERRORS = error_responses(400, 401, 404, 406, 413, 429, 500, 529, schema="AnthropicError")

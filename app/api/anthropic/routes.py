@@ -7,13 +7,14 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from app.api.anthropic import cache_marks, errors, mcp_connector
-from app.api.anthropic.presenter import MessagesPresenter
+from app.api.anthropic import cache_marks, errors, mcp_connector, window
+from app.api.anthropic.presenter import MessagesPresenter, Shape
 from app.api.anthropic.schemas import count_tokens_request_schema, messages_request_schema
 from app.api.generation.loop import generate
 from app.api.generation.planning import plan_chat_choice
+from app.api.http import sealing, skipped_tools
 from app.api.http.body import generating_engine, parse_request
-from app.api.prompting import conversation, overflow
+from app.api.prompting import context_edits, conversation, overflow, prompt_places
 from app.api.requests.chat import ChatRequest
 from app.api.routing.route import route_here_or_relay
 from app.engine.tokenizer import Tokenizer
@@ -32,27 +33,50 @@ def create_message() -> Response:
         return relayed
     engine = generating_engine()
     body = request.get_json(force=True)  # as parsed for the view (cached)
+    skipped_tools.skip([t["type"] for t in body.get("tools") or [] if _server_tool(t)])
     if body.get("mcp_servers"):  # the MCP connector: the server calls tools for the model
         return mcp_connector.respond(engine, chat, body, current_config().model_id)
-    fitted = overflow.fitted_prompt(engine.tokenizer, chat)
-    chat, prompt = fitted.chat, fitted.prompt
-    budget = conversation.thinking_budget(engine.tokenizer, prompt, chat.reasoning_budget)
-    marked = _covered(engine.tokenizer, fitted)
+    tokenizer = engine.tokenizer
+    chat, edits = context_edits.applied(
+        chat,
+        lambda text: len(tokenizer.tokenize(text, add_special=False, parse_special=False)),
+        lambda c: len(conversation.prompt(tokenizer, c).tokens),
+    )
+    fitted = overflow.fitted_prompt(tokenizer, chat)
+    prompt = fitted.prompt
+    chat, window_bound = window.within(fitted.chat, len(prompt.tokens), current_config())
+    budget = conversation.thinking_budget(tokenizer, prompt, chat.reasoning_budget)
+    marked = _covered(tokenizer, fitted)
     requests = plan_chat_choice(
         chat,
         prompt.tokens,
         prompt.profile,
-        engine.tokenizer,
+        tokenizer,
         prompt_param="messages",
         thinking_budget=budget,
         media=prompt.media,
     )
+    # A stream's message_start waits for the prompt's start, which says what the cache held.
+    requests = [replace(each, progress=chat.stream) for each in requests]
     if marked:  # the prefix is asked to stay cached: the host cache keeps it over others a while
-        keep = KeepPrefix(marked, cache_marks.kept_seconds(request.get_json(force=True)))
+        keep = KeepPrefix(marked, cache_marks.kept_seconds(body))
         requests = [replace(each, keep=keep) for each in requests]
-    model = current_config().model_id
-    presenter = MessagesPresenter(model, len(prompt.tokens), prompt.reader, marked)
-    return overflow.reported(generate(engine, chat.stream, requests, presenter, len(prompt.tokens)), fitted)
+    shape = Shape(
+        sealer=sealing.current(),
+        shown=chat.reasoning_shown,
+        window_bound=window_bound,
+        edits=edits if body.get("context_management") else None,
+        progress=chat.return_progress,
+    )
+    presenter = MessagesPresenter(current_config().model_id, len(prompt.tokens), prompt.reader, marked, shape)
+    locate = prompt_places.locator(tokenizer, chat)
+    answer = generate(engine, chat.stream, requests, presenter, len(prompt.tokens), locate=locate)
+    return overflow.reported(answer, fitted)
+
+
+def _server_tool(tool: object) -> bool:
+    """A tool Anthropic runs itself (web search, code execution...), which this server leaves out."""
+    return isinstance(tool, dict) and tool.get("type", "custom") not in ("custom", "mcp_toolset")
 
 
 def _covered(tokenizer: Tokenizer, fitted: overflow.Fitted) -> int:
@@ -74,5 +98,15 @@ def count_tokens() -> Response:
     chat = parse_request(count_tokens_request_schema, ChatRequest)
     if (relayed := route_here_or_relay(chat.model)) is not None:
         return relayed
-    prompt = conversation.prompt(generating_engine().tokenizer, chat)
-    return jsonify({"input_tokens": len(prompt.tokens)})
+    tokenizer = generating_engine().tokenizer
+    edited, edits = context_edits.applied(
+        chat,
+        lambda text: len(tokenizer.tokenize(text, add_special=False, parse_special=False)),
+        lambda c: len(conversation.prompt(tokenizer, c).tokens),
+    )
+    counted: dict[str, Any] = {"input_tokens": len(conversation.prompt(tokenizer, edited).tokens)}
+    if edits:  # as Anthropic counts a request whose edits clear something: before them too
+        counted["context_management"] = {
+            "original_input_tokens": len(conversation.prompt(tokenizer, chat).tokens)
+        }
+    return jsonify(counted)

@@ -7,124 +7,15 @@ from typing import Any
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app.api.anthropic import conversion
-from app.api.http import fetch, media
+from app.api.anthropic.blocks import ContentField, SystemField
 from app.api.http.fields import StrictBoolean, count, number
-from app.api.http.media import MediaError
 from app.api.http.schemas import BaseSchema
 from app.api.requests.chat import ChatRequest
 
 
-def _text_blocks(content: Any, where: str) -> str:
-    """A string, or text blocks, as one string."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise ValidationError(f"{where}: must be a string or a list of text blocks")
-    texts = []
-    for index, block in enumerate(content):
-        if (
-            not isinstance(block, dict)
-            or block.get("type") != "text"
-            or not isinstance(block.get("text"), str)
-        ):
-            kind = block.get("type") if isinstance(block, dict) else None
-            raise ValidationError(f"{where}[{index}]: block type {kind!r} is not supported here; use text")
-        texts.append(block["text"])
-    return "".join(texts)
-
-
-def _image_source(source: Any, where: str) -> bytes:
-    """An image block's bytes: {"type": "base64", "media_type", "data"} or {"type": "url", "url"}."""
-    kind = source.get("type") if isinstance(source, dict) else None
-    try:
-        if kind == "base64" and isinstance(source.get("data"), str):
-            return media.from_base64(source["data"], "source.data")
-        if kind == "url" and isinstance(source.get("url"), str):
-            return fetch.media_at(source["url"], "source.url")
-    except MediaError as exc:
-        raise ValidationError(f"{where}.{exc.field}: {exc}") from None
-    raise ValidationError(
-        f'{where}.source: must be {{"type": "base64", "media_type", "data"}} or {{"type": "url", "url"}}'
-    )
-
-
-def _server_call_block(block: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
-    """An mcp_tool_use or mcp_tool_result block handed back in a later turn."""
-    if kind == "mcp_tool_use":
-        if not all(isinstance(block.get(k), str) for k in ("id", "name", "server_name")):
-            raise ValidationError(f"{where}: an mcp_tool_use block needs an id, a name and a server_name")
-        if not isinstance(block.get("input"), dict):
-            raise ValidationError(f"{where}.input: must be an object")
-        return {k: block[k] for k in ("type", "id", "name", "server_name", "input")}
-    if not isinstance(block.get("tool_use_id"), str):
-        raise ValidationError(f"{where}.tool_use_id: must be a string")
-    text = _text_blocks(block.get("content") or "", f"{where}.content")
-    return {
-        "type": kind,
-        "tool_use_id": block["tool_use_id"],
-        "content": text,
-        "is_error": block.get("is_error") is True,
-    }
-
-
-class SystemField(fields.Field[str]):
-    """`system`: a string or a list of text blocks."""
-
-    OPENAPI = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
-        return _text_blocks(value, "")
-
-
-class ContentField(fields.Field[list[dict[str, Any]]]):
-    """A message's `content`: a string or blocks (text, tool_use, tool_result), normalised to blocks."""
-
-    OPENAPI = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> list[dict[str, Any]]:
-        if isinstance(value, str):
-            return [{"type": "text", "text": value}]
-        if not isinstance(value, list):
-            raise ValidationError("must be a string or a list of content blocks")
-        return [self._block(block, f"[{index}]") for index, block in enumerate(value)]
-
-    def _block(self, block: Any, where: str) -> dict[str, Any]:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and isinstance(block.get("text"), str):
-            return {"type": "text", "text": block["text"]}
-        if kind == "tool_use":
-            if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
-                raise ValidationError(f"{where}: a tool_use block needs an id and a name")
-            if not isinstance(block.get("input"), dict):
-                raise ValidationError(f"{where}.input: must be an object")
-            return {k: block[k] for k in ("type", "id", "name", "input")}
-        if kind == "tool_result":
-            if not isinstance(block.get("tool_use_id"), str):
-                raise ValidationError(f"{where}.tool_use_id: must be a string")
-            text = _text_blocks(block.get("content") or "", f"{where}.content")
-            return {"type": kind, "tool_use_id": block["tool_use_id"], "content": text}
-        if kind in ("mcp_tool_use", "mcp_tool_result"):  # calls the server made (the MCP connector)
-            return _server_call_block(block, kind, where)
-        if kind == "thinking":  # the model's own thinking, handed back for its template
-            return {
-                "type": kind,
-                "thinking": block.get("thinking") if isinstance(block.get("thinking"), str) else "",
-            }
-        if kind == "redacted_thinking":  # encrypted by Anthropic: nothing a local model can read
-            return {"type": kind}
-        if kind == "image":  # as text that carries it (app/api/http/media.py), where the block stood
-            try:
-                return {
-                    "type": "text",
-                    "text": media.embed("image", _image_source(block.get("source"), where)),
-                }
-            except MediaError as exc:
-                raise ValidationError(f"{where}.source: {exc}") from None
-        raise ValidationError(f"{where}.type: content block type {kind!r} is not supported by this server")
-
-
 class InputMessageSchema(BaseSchema):
-    role = fields.String(required=True, validate=validate.OneOf(["user", "assistant"]))
+    # "system": instructions mid-conversation, as Claude Code sends them (system_turns.py places them).
+    role = fields.String(required=True, validate=validate.OneOf(["user", "assistant", "system"]))
     content = ContentField(required=True)
 
 
@@ -135,6 +26,14 @@ class ClientToolSchema(BaseSchema):
     name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
     description = fields.String(allow_none=True)
     input_schema = fields.Dict(required=True)
+    # Tool search: offered to the model only once a tool_reference or a tool_addition loads it.
+    defer_loading = StrictBoolean(allow_none=True)
+
+
+# Tools Anthropic runs itself, or whose schema only Claude models know (web_search_20250305,
+# code_execution_..., bash_..., text_editor_..., tool_search_tool_...): left out, with a warning in
+# the log and a header (skipped_tools.py), as llama-server skips the tool types it lacks.
+SKIPPED = "skipped"
 
 
 class ToolConfigSchema(BaseSchema):
@@ -157,10 +56,11 @@ class ToolField(fields.Field[dict[str, Any]]):
     OPENAPI = {"type": "object", "description": "A client tool (custom), or an mcp_toolset"}
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict[str, Any]:
-        schema = (
-            McpToolsetSchema() if isinstance(value, dict) and value.get("type") == "mcp_toolset" else None
-        )
-        loaded: dict[str, Any] = (schema or ClientToolSchema()).load(value)
+        kind = value.get("type") if isinstance(value, dict) else None
+        if isinstance(value, dict) and isinstance(kind, str) and kind not in ("custom", "mcp_toolset"):
+            return {"type": SKIPPED, "kind": kind, "name": str(value.get("name") or kind)}
+        schema = McpToolsetSchema() if kind == "mcp_toolset" else ClientToolSchema()
+        loaded: dict[str, Any] = schema.load(value)
         return loaded
 
 
@@ -190,6 +90,30 @@ class ThinkingSchema(BaseSchema):
 
     type = fields.String(required=True, validate=validate.OneOf(("enabled", "disabled", "adaptive")))
     budget_tokens = fields.Integer(validate=validate.Range(min=1))
+    # "omitted": thinking blocks carry no text, only their signature (the thinking, sealed).
+    display = fields.String(allow_none=True, validate=validate.OneOf(("summarized", "omitted")))
+
+
+class OutputConfigSchema(BaseSchema):
+    """`output_config`: how much effort (a thinking budget here), and the answer's format."""
+
+    effort = fields.String(allow_none=True, validate=validate.OneOf(conversion.EFFORTS))
+    format = fields.Dict(allow_none=True)  # {"type": "json_schema", "schema": {...}}
+
+
+class ContextEditSchema(BaseSchema):
+    """One of `context_management.edits`: clear earlier thinking, or earlier tool results."""
+
+    type = fields.String(required=True, validate=validate.OneOf(conversion.EDITS))
+    keep = fields.Raw(allow_none=True)  # "all" | {"type": "thinking_turns" | "tool_uses", "value": n}
+    trigger = fields.Dict(allow_none=True)  # {"type": "input_tokens" | "tool_uses", "value": n}
+    clear_at_least = fields.Dict(allow_none=True)  # {"type": "input_tokens", "value": n}
+    exclude_tools = fields.List(fields.String(), allow_none=True)
+    clear_tool_inputs = fields.Raw(allow_none=True)  # true, or a list of tool names
+
+
+class ContextManagementSchema(BaseSchema):
+    edits = fields.List(fields.Nested(ContextEditSchema), allow_none=True, validate=validate.Length(max=8))
 
 
 class CountTokensRequestSchema(BaseSchema):
@@ -201,6 +125,8 @@ class CountTokensRequestSchema(BaseSchema):
     tools = fields.List(ToolField(), allow_none=True, validate=validate.Length(max=128))
     tool_choice = fields.Nested(ClientToolChoiceSchema, allow_none=True)
     thinking = fields.Nested(ThinkingSchema, allow_none=True)
+    output_config = fields.Nested(OutputConfigSchema, allow_none=True)
+    context_management = fields.Nested(ContextManagementSchema, allow_none=True)
     mcp_servers = fields.List(
         fields.Nested(McpServerSchema), allow_none=True, validate=validate.Length(max=20)
     )
@@ -208,7 +134,11 @@ class CountTokensRequestSchema(BaseSchema):
     @validates_schema
     def tool_choice_names_a_tool(self, data: dict[str, Any], **kwargs: Any) -> None:
         choice = data.get("tool_choice") or {}
-        names = {tool["name"] for tool in data.get("tools") or [] if tool.get("type") != "mcp_toolset"}
+        names = {
+            tool["name"]
+            for tool in data.get("tools") or []
+            if tool.get("type") not in ("mcp_toolset", SKIPPED)
+        }
         servers = [server["name"] for server in data.get("mcp_servers") or []]
         if len(set(servers)) < len(servers):
             raise ValidationError("two MCP servers have the same name", "mcp_servers")

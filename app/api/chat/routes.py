@@ -16,7 +16,7 @@ from app.api.generation.planning import plan_choices
 from app.api.http import media
 from app.api.http.body import generating_engine, loaded_engine, parse_request
 from app.api.http.errors import InvalidRequestError
-from app.api.prompting import conversation, overflow, structured_output
+from app.api.prompting import conversation, overflow, prompt_places, structured_output
 from app.api.requests.chat import ChatRequest
 from app.api.requests.completion import CompletionRequest
 from app.api.routing import waking
@@ -62,7 +62,10 @@ def create_chat_completion() -> Response:
     )
     header = ObjectHeader(answering_as(chat.model), chat=True, fingerprint=engine.fingerprint)
     presenter = CompletionPresenter(header, options, wants_logprobs=chat.logprobs)
-    reply = generate(engine, chat.stream, requests, presenter, len(prompt.tokens), chat.prompt_cache_key)
+    locate = prompt_places.locator(engine.tokenizer, chat)
+    reply = generate(
+        engine, chat.stream, requests, presenter, len(prompt.tokens), chat.prompt_cache_key, locate
+    )
     return overflow.reported(reply, fitted)
 
 

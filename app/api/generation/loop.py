@@ -16,8 +16,10 @@ from typing import Any, Protocol
 from flask import Response, g, jsonify, request
 
 from app import workers
+from app.api.generation import cache_miss
 from app.api.http import sse
 from app.api.http.errors import APIError, ServerError, ServiceUnavailableError, from_engine
+from app.api.prompting.prompt_places import Locate
 from app.engine.engine import Engine
 from app.engine.errors import EngineError, QueueFullError, QueueTimeoutError
 from app.engine.generation import Generation
@@ -73,9 +75,11 @@ def generate(
     presenter: Presenter,
     prompt_tokens: int,
     cache_key: str | None = None,
+    locate: Locate | None = None,
 ) -> Response:
     """Generate every choice (here, or on a peer with room): a stream if the request `streams`, else
-    one JSON answer. `cache_key`: OpenAI's `prompt_cache_key`, which routes as well as the prompt."""
+    one JSON answer. `cache_key`: OpenAI's `prompt_cache_key`, which routes as well as the prompt;
+    `locate`: which message a prompt token falls in, to say where a prompt left the cache."""
     stats: RequestStats = g.stats
     state = workers.current()
     me, board = (state.me, state.shared.prefixes) if state is not None else (None, None)
@@ -89,6 +93,7 @@ def generate(
         stats.relayed = True
         return relayed
     call = internal.of(request.environ)
+    miss = cache_miss.explained(engine, prompt, locate)
     try:
         generation = engine.submit(requests, low_priority=call is not None)
     except QueueFullError:
@@ -105,8 +110,11 @@ def generate(
         framed = getattr(presenter, "stream_response", sse.stream_response)
         response = framed(_stream(generation, stats, presenter))
         response.call_on_close(generation.close)  # even if the client leaves before the first event
-        return response
-    return _whole(generation, stats, presenter)
+    else:
+        response = _whole(generation, stats, presenter)
+    if miss is not None:
+        response.headers[cache_miss.HEADER] = miss
+    return response
 
 
 def collect(engine: Engine, requests: list[GenerationRequest]) -> list[ChoiceResult]:

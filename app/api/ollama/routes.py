@@ -26,7 +26,7 @@ from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.ollama import catalog, conversion, errors
 from app.api.ollama.presenter import NS, OllamaPresenter, now
 from app.api.ollama.schemas import chat_schema, embed_schema, embeddings_schema, generate_schema, show_schema
-from app.api.prompting import conversation, overflow
+from app.api.prompting import conversation, overflow, prompt_places
 from app.api.routing import on_demand
 from app.api.routing.route import route_here_or_relay
 from app.chat_formats.answer import AnswerReader
@@ -67,7 +67,9 @@ def chat() -> Response:
     presenter = OllamaPresenter(
         body["named"], len(prompt.tokens), prompt.reader, chat=True, logprobs=chat.logprobs
     )
-    return overflow.reported(generate(engine, chat.stream, requests, presenter, len(prompt.tokens)), fitted)
+    locate = prompt_places.locator(engine.tokenizer, chat)
+    answer = generate(engine, chat.stream, requests, presenter, len(prompt.tokens), locate=locate)
+    return overflow.reported(answer, fitted)
 
 
 @bp.post("/api/generate")

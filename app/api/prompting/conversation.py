@@ -9,7 +9,7 @@ from typing import Any
 
 from app.api.http import media
 from app.api.http.errors import InvalidRequestError
-from app.api.prompting import prefill, tools
+from app.api.prompting import prefill, system_turns, tools
 from app.api.requests.chat import ChatRequest
 from app.chat_formats.answer import AnswerReader
 from app.chat_formats.detect import by_name
@@ -58,6 +58,7 @@ def prompt(tokenizer: Tokenizer, chat: ChatRequest) -> ChatPrompt:
         variables.setdefault("reasoning_effort", chat.reasoning_effort)
     turns = prefill.continuation(chat, current_config().prefill_assistant)
     messages, opened_turn = turns.messages, turns.generation_prompt
+    messages = system_turns.placed(messages, shape.supports_late_system)
     if shape.native_tools:
         if not shape.supports_tool_calls:  # it describes tools but drops earlier calls
             messages = with_calls_as_text(messages)
@@ -66,7 +67,7 @@ def prompt(tokenizer: Tokenizer, chat: ChatRequest) -> ChatPrompt:
         )
     else:
         messages = with_calls_as_text(messages)
-        if chat.tools_active:
+        if chat.tools_active and chat.tools:
             messages = with_tool_instructions(messages, chat.tools)
         text = tokenizer.render(messages, None, variables, opened_turn)
     fmt = shape.format if shape.native_tools else by_name("Generic")

@@ -21,7 +21,7 @@ def functions(chat: ChatRequest) -> tuple[Function, ...]:
     choice = chat.tool_choice
     return tuple(
         Function(t["function"]["name"], t["function"].get("parameters") or {"type": "object"})
-        for t in chat.tools
+        for t in chat.tools_in_force
         if not isinstance(choice, Mapping) or t["function"]["name"] == choice["name"]
     )
 

@@ -16,6 +16,32 @@ from app.api.requests.generation import GenerationOptions, generation_fields
 ToolChoice = str | Mapping[str, Any] | None
 
 
+@dataclass(frozen=True)
+class ClearThinking:
+    """Drop the reasoning of earlier assistant turns, all but the last `keep_turns` with any
+    (None: keep all)."""
+
+    keep_turns: int | None = 1
+
+
+@dataclass(frozen=True)
+class ClearToolUses:
+    """Once the prompt reaches `trigger_tokens` (or the conversation `trigger_uses` tool calls),
+    replace the results of the oldest calls with a placeholder, all but the last `keep_uses`;
+    nothing unless at least `clear_at_least` tokens go. `clear_inputs`: the calls' arguments too
+    (True: every tool's; else these tools')."""
+
+    trigger_tokens: int | None = 100_000
+    trigger_uses: int | None = None
+    keep_uses: int = 3
+    clear_at_least: int = 0
+    exclude: frozenset[str] = frozenset()
+    clear_inputs: bool | frozenset[str] = False
+
+
+ContextEdit = ClearThinking | ClearToolUses
+
+
 @dataclass(frozen=True, kw_only=True)
 class ChatRequest(GenerationOptions):
     """A conversation to answer, with its tools, output format and reasoning settings."""
@@ -23,12 +49,18 @@ class ChatRequest(GenerationOptions):
     messages: list[dict[str, Any]] = field(default_factory=list)
     tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI's {"type": "function", "function"}
     tool_choice: ToolChoice = None
+    # Tools loaded mid-conversation (a tool search's references, Anthropic's tool_addition): callable,
+    # described in the turn that loaded them rather than in the template's list, which stays as it
+    # was so that the cached prompt stays valid; and the names withdrawn since (tool_removal).
+    late_tools: list[dict[str, Any]] = field(default_factory=list)
+    withdrawn_tools: frozenset[str] = frozenset()
     parallel_tool_calls: bool | None = None
     response_format: Mapping[str, Any] | None = None  # {"type": "text" | "json_object" | "json_schema", ...}
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     reasoning_format: str = "auto"  # "none": reasoning left in the content
     reasoning_budget: int | None = None
     reasoning_effort: str | None = None
+    reasoning_shown: bool = True  # False: handed back sealed only (Anthropic's display: omitted)
     logprobs: bool = False
     top_logprobs: int = 0
     # vLLM's and llama-server's: continue the last (assistant) message, explicitly (None: the
@@ -39,11 +71,21 @@ class ChatRequest(GenerationOptions):
     # The Responses API's: "auto" drops the oldest turns that do not fit the context, "disabled"
     # refuses such a request; None: LLM_CONTEXT_OVERFLOW decides.
     truncation: str | None = None
+    # What to clear from earlier turns before the prompt is made (Anthropic's context_management).
+    context_edits: tuple[ContextEdit, ...] = ()
+
+    @property
+    def tools_in_force(self) -> list[dict[str, Any]]:
+        """The tools the model may call now: those listed and those loaded since, less the withdrawn."""
+        every = [*self.tools, *self.late_tools]
+        if not self.withdrawn_tools:
+            return every
+        return [t for t in every if t["function"]["name"] not in self.withdrawn_tools]
 
     @property
     def tools_active(self) -> bool:
-        """Whether the model may call tools: some are given, and tool_choice is not "none"."""
-        return bool(self.tools) and self.tool_choice != "none"
+        """Whether the model may call tools: some are in force, and tool_choice is not "none"."""
+        return bool(self.tools_in_force) and self.tool_choice != "none"
 
     @property
     def tools_forced(self) -> bool:

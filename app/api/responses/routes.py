@@ -8,7 +8,7 @@ from app.api.generation.loop import generate
 from app.api.http import sse, store_access
 from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError
-from app.api.prompting import conversation, overflow
+from app.api.prompting import conversation, overflow, prompt_places
 from app.api.responses import background, conversion, history, mcp_loop, steps
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
@@ -52,8 +52,9 @@ def create_response() -> Response:
     if body.get("background"):
         started = background.start(engine, body, planned.requests, presenter, keeper)
         return overflow.reported(started, planned.fitted)
+    locate = prompt_places.locator(engine.tokenizer, chat)
     answer = generate(
-        engine, chat.stream, planned.requests, presenter, len(prompt.tokens), chat.prompt_cache_key
+        engine, chat.stream, planned.requests, presenter, len(prompt.tokens), chat.prompt_cache_key, locate
     )
     return overflow.reported(answer, planned.fitted)
 

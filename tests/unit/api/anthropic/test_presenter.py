@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.anthropic.presenter import MessagesPresenter
+from app.api.anthropic.presenter import MessagesPresenter, Shape
 from app.api.generation.loop import ChoiceResult
 from app.api.http.errors import ServiceUnavailableError
-from app.engine.types import Chunk
+from app.api.http.sealing import Sealer
+from app.api.prompting.context_edits import Applied
+from app.api.requests.chat import ClearThinking
+from app.engine.types import Chunk, PromptProgress
 from tests.support import sse
 from tests.support.formats import reader
 
@@ -66,3 +69,51 @@ def test_a_streamed_call_is_one_tool_use_block_with_its_input_in_pieces() -> Non
 def test_an_error_after_the_200_is_an_error_event_with_anthropic_types() -> None:
     (event,) = sse.named(presenter().failure(ServiceUnavailableError("busy")))
     assert event == ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
+
+
+def _shaped(**shape: Any) -> MessagesPresenter:
+    return MessagesPresenter("test-model", 10, reader(None, "DeepSeek R1", thinking=True), 0, Shape(**shape))
+
+
+def test_message_start_waits_for_the_prompt_and_counts_its_cache_reads_as_anthropic() -> None:
+    progress = PromptProgress(total=10, cache=8, processed=8, time_ms=1)
+    frames = sse.named(
+        b"".join(presenter().events(iter([None, Chunk(progress=progress), Chunk("Hi", "stop", 1)])))
+    )
+    start = frames[0][1]["message"]["usage"]
+    assert (
+        frames[0][0] == "message_start"
+        and start["cache_read_input_tokens"] == 8
+        and start["input_tokens"] == 2
+    )
+    assert "ping" not in [name for name, _ in frames]  # before message_start, keep-alives are comments
+    assert b": " in b"".join(presenter().events(iter([None, Chunk("Hi", "stop", 1)]))).split(b"event:")[0]
+
+
+def test_omitted_thinking_keeps_its_block_with_the_text_sealed_in_its_signature() -> None:
+    sealer = Sealer("a key")
+    answer = "<think>Greet them.</think>Hello"
+    whole = _shaped(sealer=sealer, shown=False).build([ChoiceResult(0, answer, "stop", 5)])
+    thinking, text = whole["content"]
+    assert thinking["thinking"] == "" and sealer.unseal(thinking["signature"]) == "Greet them."
+    assert text == {"type": "text", "text": "Hello"}
+    seen = sse.named(b"".join(_shaped(sealer=sealer, shown=False).events(iter([Chunk(answer, "stop", 5)]))))
+    deltas = [d["delta"] for n, d in seen if n == "content_block_delta"]
+    assert [d["type"] for d in deltas] == ["signature_delta", "text_delta"]
+    assert sealer.unseal(deltas[0]["signature"]) == "Greet them."
+    shown = sse.named(b"".join(_shaped(sealer=sealer).events(iter([Chunk(answer, "stop", 5)]))))
+    kinds = [d["delta"]["type"] for n, d in shown if n == "content_block_delta"]
+    assert kinds[0] == "thinking_delta" and kinds[-2:] == ["signature_delta", "text_delta"]
+
+
+def test_an_answer_cut_at_the_window_says_so_and_the_edits_are_reported() -> None:
+    edits = [Applied(ClearThinking(1), 2, 40)]
+    whole = _shaped(window_bound=True, edits=edits).build([ChoiceResult(0, "a b", "length", 2)])
+    assert whole["stop_reason"] == "model_context_window_exceeded"
+    (edit,) = whole["context_management"]["applied_edits"]
+    assert edit == {
+        "type": "clear_thinking_20251015",
+        "cleared_thinking_turns": 2,
+        "cleared_input_tokens": 40,
+    }
+    assert "context_management" not in presenter().build([ChoiceResult(0, "a", "stop", 1)])

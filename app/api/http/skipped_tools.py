@@ -1,0 +1,35 @@
+"""Tools a request offers that this server cannot run: left out, with a warning in the log and a header.
+
+Coding agents offer tools their vendor's API runs itself (Codex: `web_search`; Anthropic's
+`web_search_20250305`, `code_execution_...`). llama-server skips the tool types it lacks
+with a warning rather than refusing the request, and so does this server: the model is
+offered the other tools, the log says which were left out, and so does the answer's
+X-Skipped-Tools header, for a client that wants to know.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, g
+
+HEADER = "X-Skipped-Tools"
+log = logging.getLogger(__name__)
+
+
+def skip(kinds: list[str]) -> None:
+    """Note the tools of these types (or names) as left out of this request."""
+    unique = list(dict.fromkeys(kinds))
+    if not unique:
+        return
+    log.warning("tools this server cannot run were left out: %s", ", ".join(unique))
+    g.skipped_tools = unique
+
+
+def init_app(app: Flask) -> None:
+    @app.after_request
+    def said(response: Response) -> Response:
+        skipped = g.get("skipped_tools")
+        if skipped:
+            response.headers[HEADER] = ", ".join(skipped)
+        return response

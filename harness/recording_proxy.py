@@ -1,0 +1,104 @@
+"""A loopback proxy that records what a client (a coding agent) sends and what status each request got.
+
+The agents' tests and the agent benchmark point an agent at it, in front of the server:
+every request passes through unchanged (streams are relayed as they come, chunk by chunk)
+and is kept, with its headers and the answer's status and first bytes, so that a test can
+check what the agent sent and got, and replay the agent's requests turn by turn.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
+
+
+@dataclass
+class Exchange:
+    """One request as the client sent it, and the answer's status and headers."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    status: int = 0
+    response_headers: dict[str, str] = field(default_factory=dict)
+    response_start: bytes = b""  # the answer's first bytes (an error's body, a stream's first events)
+
+    def json(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(self.body)
+        return loaded
+
+
+class RecordingProxy:
+    """Listens on a free loopback port and relays to `upstream` (a port on 127.0.0.1)."""
+
+    def __init__(self, upstream: int) -> None:
+        self.exchanges: list[Exchange] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's names
+                proxy._relay(self, upstream)
+
+            do_POST = do_DELETE = do_HEAD = do_GET  # noqa: N815
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - its signature
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> RecordingProxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def posts(self, path_prefix: str = "") -> list[Exchange]:
+        """The POSTs recorded so far (whose path starts with `path_prefix`), in order."""
+        return [e for e in self.exchanges if e.method == "POST" and e.path.startswith(path_prefix)]
+
+    def _relay(self, handler: BaseHTTPRequestHandler, upstream: int) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = handler.rfile.read(length) if length else b""
+        headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP}
+        exchange = Exchange(handler.command, handler.path, dict(handler.headers.items()), body)
+        self.exchanges.append(exchange)
+        connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=900)
+        try:
+            connection.request(handler.command, handler.path, body=body, headers=headers)
+            answer = connection.getresponse()
+            exchange.status = answer.status
+            exchange.response_headers = dict(answer.getheaders())
+            handler.send_response(answer.status)
+            for key, value in answer.getheaders():
+                if key.lower() not in _HOP_BY_HOP:
+                    handler.send_header(key, value)
+            handler.send_header("Transfer-Encoding", "chunked")
+            handler.end_headers()
+            while piece := answer.read1(65536):
+                if len(exchange.response_start) < 4096:
+                    exchange.response_start += piece[: 4096 - len(exchange.response_start)]
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                handler.wfile.flush()
+            handler.wfile.write(b"0\r\n\r\n")
+        except (ConnectionError, OSError):
+            handler.close_connection = True
+        finally:
+            connection.close()

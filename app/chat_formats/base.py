@@ -30,10 +30,12 @@ class Parsed:
 
 @dataclass(frozen=True)
 class Function:
-    """A declared function: its name and the JSON schema of its arguments."""
+    """A declared function: its name and the JSON schema of its arguments; `input_format`, for a tool
+    whose one argument is free text following a grammar: (its syntax, "lark" or "regex"; its text)."""
 
     name: str
     parameters: dict[str, Any]
+    input_format: tuple[str, str] | None = field(default=None, compare=False)
 
 
 class ChatFormat(ABC):

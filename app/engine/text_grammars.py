@@ -9,6 +9,7 @@ pattern, case-insensitive matching) is refused by name rather than approximated.
 
 from __future__ import annotations
 
+import json
 import re
 import re._constants as sre  # type: ignore[import-not-found]
 import re._parser as sre_parse  # type: ignore[import-not-found]
@@ -18,11 +19,6 @@ from typing import Any
 from app.engine.errors import GrammarError
 
 MAX_REPEAT = 1000  # as the JSON schema bounds: past this the grammar explodes
-_CLASSES = {
-    sre.CATEGORY_DIGIT: "0-9",
-    sre.CATEGORY_WORD: "a-zA-Z0-9_",
-    sre.CATEGORY_SPACE: " \\t\\n\\r\\x0B\\x0C",
-}
 _NEGATED = {
     sre.CATEGORY_NOT_DIGIT: sre.CATEGORY_DIGIT,
     sre.CATEGORY_NOT_WORD: sre.CATEGORY_WORD,
@@ -39,6 +35,13 @@ def choice_grammar(choices: Sequence[str]) -> str:
 
 def regex_grammar(pattern: str) -> str:
     """GBNF for text that the whole of `pattern` matches; GrammarError for what GBNF cannot say."""
+    return "root ::= " + regex_expression(pattern)
+
+
+def regex_expression(pattern: str, json_string: bool = False) -> str:
+    """A GBNF expression for text the whole of `pattern` matches; `json_string`: as written inside a
+    JSON string (quotes, backslashes and control characters escaped), for a tool's free-form input
+    carried in a call's JSON arguments."""
     try:
         parsed = sre_parse.parse(pattern)
     except re.error as exc:
@@ -51,7 +54,7 @@ def regex_grammar(pattern: str) -> str:
         items = items[1:]
     if items and items[-1][0] is sre.AT and items[-1][1] in _ENDS:
         items = items[:-1]
-    return "root ::= " + _sequence(items, dotall=bool(flags & re.DOTALL))
+    return _sequence(items, dotall=bool(flags & re.DOTALL), text=JSON_STRING if json_string else RAW)
 
 
 def char_class(chars: Sequence[str], negated: bool = False) -> str:
@@ -64,46 +67,113 @@ def literal(text: str) -> str:
     return '"' + "".join(_char(ord(c), '"\\') for c in text) + '"'
 
 
-def _sequence(items: Sequence[tuple[Any, Any]], dotall: bool) -> str:
+Ranges = list[tuple[int, int]]
+
+
+class Text:
+    """How characters are written: as themselves (raw text)."""
+
+    def literal(self, text: str) -> str:
+        return literal(text)
+
+    def chars(self, ranges: Ranges, negated: bool) -> str:
+        """Any one character of `ranges` (or, `negated`, any other)."""
+        if negated and not ranges:
+            return "[\\U00000000-\\U0010FFFF]"  # any character at all (GBNF has no [^])
+        body = "".join(_range(low, high) for low, high in ranges)
+        return "[" + ("^" if negated else "") + body + "]"
+
+
+class JsonStringText(Text):
+    """Characters as a JSON string holds them: `"`, `\\` and control characters escaped (`/` may be)."""
+
+    def literal(self, text: str) -> str:
+        return literal(json.dumps(text, ensure_ascii=False)[1:-1])
+
+    def chars(self, ranges: Ranges, negated: bool) -> str:
+        special = [c for c in _JSON_SPECIAL if any(low <= c <= high for low, high in ranges) != negated]
+        if negated:
+            plain = "[^" + "".join(_range(low, high) for low, high in [*ranges, *_JSON_SPECIAL_RANGES]) + "]"
+        else:
+            kept = _without(ranges, _JSON_SPECIAL_RANGES)
+            plain = "[" + "".join(_range(low, high) for low, high in kept) + "]" if kept else ""
+        escapes = [literal(json.dumps(chr(c))[1:-1]) for c in special]
+        if any(low <= ord("/") <= high for low, high in ranges) != negated:
+            escapes.append(literal("\\/"))  # JSON may escape a slash too
+        options = [option for option in (plain, *escapes) if option]
+        if not options:
+            raise GrammarError("a character class that matches nothing is not supported")
+        return options[0] if len(options) == 1 else "(" + " | ".join(options) + ")"
+
+
+_JSON_SPECIAL = [ord('"'), ord("\\"), *range(0x20)]
+_JSON_SPECIAL_RANGES = [(0x00, 0x1F), (ord('"'), ord('"')), (ord("\\"), ord("\\"))]
+RAW, JSON_STRING = Text(), JsonStringText()
+
+
+def _without(ranges: Ranges, removed: Ranges) -> Ranges:
+    """`ranges` less every character in `removed`."""
+    kept = list(ranges)
+    for low_out, high_out in removed:
+        cut: Ranges = []
+        for low, high in kept:
+            if high < low_out or low > high_out:
+                cut.append((low, high))
+                continue
+            if low < low_out:
+                cut.append((low, low_out - 1))
+            if high > high_out:
+                cut.append((high_out + 1, high))
+        kept = cut
+    return kept
+
+
+def _range(low: int, high: int) -> str:
+    if low == high:
+        return _char(low, _CLASS_SPECIAL)
+    return _char(low, _CLASS_SPECIAL) + "-" + _char(high, _CLASS_SPECIAL)
+
+
+def _sequence(items: Sequence[tuple[Any, Any]], dotall: bool, text: Text) -> str:
     parts: list[str] = []
-    text = ""  # consecutive literal characters, written as one literal
+    pending = ""  # consecutive literal characters, written as one literal
     for op, arg in items:
         if op is sre.LITERAL:
-            text += chr(arg)
+            pending += chr(arg)
             continue
-        if text:
-            parts, text = [*parts, literal(text)], ""
-        parts.append(_node(op, arg, dotall))
-    if text or not parts:
-        parts.append(literal(text))
+        if pending:
+            parts, pending = [*parts, text.literal(pending)], ""
+        parts.append(_node(op, arg, dotall, text))
+    if pending or not parts:
+        parts.append(text.literal(pending))
     return " ".join(parts)
 
 
-def _node(op: Any, arg: Any, dotall: bool) -> str:
+def _node(op: Any, arg: Any, dotall: bool, text: Text) -> str:
     if op is sre.LITERAL:
-        return literal(chr(arg))
+        return text.literal(chr(arg))
     if op is sre.NOT_LITERAL:
-        return f"[^{_char(arg, _CLASS_SPECIAL)}]"
+        return text.chars([(arg, arg)], negated=True)
     if op is sre.ANY:
-        return "[\\U00000000-\\U0010FFFF]" if dotall else "[^\\n]"
+        return text.chars([], negated=True) if dotall else text.chars([(0x0A, 0x0A)], negated=True)
     if op is sre.IN:
-        return _class(arg)
+        return _class(arg, text)
     if op is sre.BRANCH:
-        return "(" + " | ".join(_sequence(list(alt), dotall) for alt in arg[1]) + ")"
+        return "(" + " | ".join(_sequence(list(alt), dotall, text) for alt in arg[1]) + ")"
     if op is sre.SUBPATTERN:
         _group, added, removed, sub = arg
         if added & re.IGNORECASE:
             raise GrammarError("case-insensitive matching (the i flag) is not supported")
         inner_dotall = (dotall or bool(added & re.DOTALL)) and not removed & re.DOTALL
-        inner = _sequence(list(sub), inner_dotall)
+        inner = _sequence(list(sub), inner_dotall, text)
         return inner if len(sub) == 1 and sub[0][0] is sre.BRANCH else f"({inner})"
     if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
         low, high, sub = arg
-        return _repeat(low, high, sub, dotall)
+        return _repeat(low, high, sub, dotall, text)
     if op is sre.AT:
         raise GrammarError("anchors and word boundaries inside the pattern are not supported")
     if op is sre.ATOMIC_GROUP:
-        return "(" + _sequence(list(arg), dotall) + ")"
+        return "(" + _sequence(list(arg), dotall, text) + ")"
     raise GrammarError(f"{_NAMES.get(op, str(op).lower())} is not supported in a grammar")
 
 
@@ -115,12 +185,13 @@ _NAMES = {
 }
 
 
-def _repeat(low: int, high: int, sub: Any, dotall: bool) -> str:
+def _repeat(low: int, high: int, sub: Any, dotall: bool, text: Text) -> str:
     bounded = high != sre.MAXREPEAT
     if low > MAX_REPEAT or (bounded and high > MAX_REPEAT):
         raise GrammarError(f"a repetition bound above {MAX_REPEAT} is not supported")
-    inner = _sequence(list(sub), dotall)
-    atom = inner if len(sub) == 1 and sub[0][0] is not sre.BRANCH else f"({inner})"
+    inner = _sequence(list(sub), dotall, text)
+    single = len(sub) == 1 and sub[0][0] is not sre.BRANCH and not inner.startswith("(")
+    atom = inner if single and " " not in inner else f"({inner})"
     if (low, high) == (0, 1):
         return atom + "?"
     if not bounded:
@@ -129,26 +200,30 @@ def _repeat(low: int, high: int, sub: Any, dotall: bool) -> str:
 
 
 _CLASS_SPECIAL = "]\\-["
+_CATEGORY_RANGES: dict[Any, Ranges] = {
+    sre.CATEGORY_DIGIT: [(0x30, 0x39)],
+    sre.CATEGORY_WORD: [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)],
+    sre.CATEGORY_SPACE: [(0x09, 0x0D), (0x20, 0x20)],
+}
 
 
-def _class(items: Sequence[tuple[Any, Any]]) -> str:
+def _class(items: Sequence[tuple[Any, Any]], text: Text) -> str:
     negated = bool(items) and items[0][0] is sre.NEGATE
     members = items[1:] if negated else items
     if len(members) == 1 and members[0][0] is sre.CATEGORY and members[0][1] in _NEGATED:
         # \D, \W, \S alone: their positive class negated ([^\D] is \d again).
-        positive = _CLASSES[_NEGATED[members[0][1]]]
-        return f"[{positive}]" if negated else f"[^{positive}]"
-    body = []
+        return text.chars(_CATEGORY_RANGES[_NEGATED[members[0][1]]], negated=not negated)
+    ranges: Ranges = []
     for op, arg in members:
         if op is sre.LITERAL:
-            body.append(_char(arg, _CLASS_SPECIAL))
+            ranges.append((arg, arg))
         elif op is sre.RANGE:
-            body.append(_char(arg[0], _CLASS_SPECIAL) + "-" + _char(arg[1], _CLASS_SPECIAL))
-        elif op is sre.CATEGORY and arg in _CLASSES:
-            body.append(_CLASSES[arg])
+            ranges.append((arg[0], arg[1]))
+        elif op is sre.CATEGORY and arg in _CATEGORY_RANGES:
+            ranges += _CATEGORY_RANGES[arg]
         else:
             raise GrammarError("a negated class (\\D, \\W, \\S) inside brackets is not supported")
-    return "[" + ("^" if negated else "") + "".join(body) + "]"
+    return text.chars(ranges, negated)
 
 
 def _char(code: int, special: str) -> str:

@@ -19,6 +19,8 @@ from app.engine.engine import Engine
 from app.engine.tokenizer import Tokenizer
 
 HEADER = "X-Cache-Miss"
+# Prompts that share no more than a template's opening are other conversations, not a miss.
+MIN_SHARED = 32
 log = logging.getLogger(__name__)
 
 
@@ -29,8 +31,8 @@ def explained(engine: Engine, prompt: Sequence[int], locate: Locate | None) -> s
     if closest is None:
         return None
     shared, held = closest
-    if shared == 0 or shared >= len(held) or shared >= len(prompt) - 1:
-        return None  # nothing in common (a new conversation), or a cached prompt it extends
+    if shared < MIN_SHARED or shared >= len(held) or shared >= len(prompt) - 1:
+        return None  # little in common (another conversation), or a cached prompt it extends
     place = locate(shared) if locate is not None else None
     where = f"token={shared}" + (f"; message={place.message}; role={place.role}" if place else "")
     tokenizer = engine.tokenizer

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.chat_formats.base import ChatFormat, Function
-from app.engine import grammar
+from app.engine import grammar, lark_grammars, text_grammars
+
+CUSTOM_INPUT = "input"  # a custom tool's one argument (responses/tool_kinds.py names it so too)
 
 
 @dataclass(frozen=True)
@@ -19,8 +21,23 @@ class CallGrammar:
 def calls_grammar(fmt: ChatFormat, functions: list[Function], parallel: bool, lazy: bool) -> CallGrammar:
     """The calls of `functions` as `fmt` writes them (GrammarError for a schema it cannot follow)."""
     names = [f"fn{position}-args" for position in range(len(functions))]
-    rules = grammar.schema_rules(
-        {name: f.parameters or {"type": "object"} for name, f in zip(names, functions, strict=True)}
-    )
+    schemas = {name: f.parameters or {"type": "object"} for name, f in zip(names, functions, strict=True)
+               if f.input_format is None}  # fmt: skip
+    rules = grammar.schema_rules(schemas) if schemas else ""
+    for name, function in zip(names, functions, strict=True):
+        if function.input_format is not None:
+            rules += _input_rules(name, *function.input_format)
     root = f"root ::= {fmt.call_rule(functions, names, parallel)}\n"
     return CallGrammar(root + rules, tuple(fmt.trigger_patterns(tuple(functions))) if lazy else ())
+
+
+def _input_rules(name: str, syntax: str, definition: str) -> str:
+    """Arguments {"input": "<text the grammar accepts, JSON-escaped>"}, for a custom tool's call."""
+    text = f"{name}-in"
+    if syntax == "lark":
+        body = lark_grammars.lark_rules(definition, text)
+    else:
+        body = f"{text} ::= {text_grammars.regex_expression(definition, json_string=True)}\n"
+    gap = "[ ]?"
+    opening = f'"{{" {gap} "\\"{CUSTOM_INPUT}\\"" {gap} ":" {gap} "\\""'
+    return f'{name} ::= {opening} {text} "\\"" {gap} "}}"\n' + body

@@ -63,7 +63,10 @@ def prompt(tokenizer: Tokenizer, chat: ChatRequest) -> ChatPrompt:
         if not shape.supports_tool_calls:  # it describes tools but drops earlier calls
             messages = with_calls_as_text(messages)
         text = tokenizer.render(
-            _native(messages, shape), chat.tools if chat.tools_active else None, variables, opened_turn
+            _native(messages, shape),
+            tools.rendered(chat.tools) if chat.tools_active else None,
+            variables,
+            opened_turn,
         )
     else:
         messages = with_calls_as_text(messages)

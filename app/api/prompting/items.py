@@ -12,7 +12,7 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from app.api.http import fetch, media
+from app.api.http import fetch, media, sealing
 from app.api.http.media import MediaError
 
 _ROLES = ("user", "assistant", "system", "developer")
@@ -75,10 +75,20 @@ def normalized_input(value: Any) -> list[dict[str, Any]]:
         return [{"type": "message", "role": "user", "content": value}]
     if not isinstance(value, list):
         raise ValidationError("must be a string or a list of items")
-    return [_normalized_item(item, f"[{i}]") for i, item in enumerate(value)]
+    items = [_normalized_item(item, f"[{i}]") for i, item in enumerate(value)]
+    return [item for item in items if item is not None]
 
 
-def _normalized_item(item: Any, where: str) -> dict[str, Any]:
+# Items of tools OpenAI's servers run, which a conversation carried over from another provider may
+# hold: nothing this server made or can show the model, left out of the prompt.
+HOSTED_ITEMS = frozenset({
+    "web_search_call", "file_search_call", "image_generation_call", "code_interpreter_call",
+    "computer_call", "computer_call_output", "local_shell_call", "local_shell_call_output",
+    "tool_search_call", "tool_search_output",
+})  # fmt: skip
+
+
+def _normalized_item(item: Any, where: str) -> dict[str, Any] | None:
     """One item, checked; stored items (with ids, status, annotations) come back through here too."""
     if not isinstance(item, dict):
         raise ValidationError(f"{where}: must be an object")
@@ -91,26 +101,49 @@ def _normalized_item(item: Any, where: str) -> dict[str, Any]:
             "role": item["role"],
             "content": _text_of(item.get("content"), f"{where}.content"),
         }
-    if kind == "function_call":
-        for key in ("call_id", "name", "arguments"):
-            if not isinstance(item.get(key), str):
-                raise ValidationError(f"{where}.{key}: must be a string")
-        return {k: item[k] for k in ("type", "call_id", "name", "arguments")}
-    if kind == "function_call_output":
+    if kind in _CALL_PREFIXES:
+        return _call_item(item, kind, where)
+    if kind in ("reasoning", "compaction"):
+        return _carried(item, kind, where)
+    if kind in HOSTED_ITEMS:
+        return None
+    if kind in MCP_ITEMS:
+        return _mcp_item(item, kind, where)
+    raise ValidationError(f"{where}.type: item type {kind!r} is not supported by this server")
+
+
+def _call_item(item: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    """A function or custom tool call (its namespace kept), or its output."""
+    if kind.endswith("_output"):
         if not isinstance(item.get("call_id"), str):
             raise ValidationError(f"{where}.call_id: must be a string")
         output = item.get("output")
         text = output if isinstance(output, str) else _text_of(output, f"{where}.output")
         return {"type": kind, "call_id": item["call_id"], "output": text}
-    if kind == "reasoning":  # a stateless agent hands the model's reasoning back each turn
-        parts = [
-            part for key in ("content", "summary") if isinstance(item.get(key), list) for part in item[key]
-        ]
+    given = "arguments" if kind == "function_call" else "input"
+    for key in ("call_id", "name", given):
+        if not isinstance(item.get(key), str):
+            raise ValidationError(f"{where}.{key}: must be a string")
+    called = {k: item[k] for k in ("type", "call_id", "name", given)}
+    if isinstance(item.get("namespace"), str):  # a tool of a namespace (Codex's)
+        called["namespace"] = item["namespace"]
+    return called
+
+
+def _carried(item: dict[str, Any], kind: str, where: str) -> dict[str, Any] | None:
+    """What a stateless client carries from turn to turn: the model's reasoning (its text, or sealed by
+    this server in encrypted_content), or a compaction's summary (sealed; another server's: left out)."""
+    if kind == "reasoning":
+        parts = [p for key in ("content", "summary") if isinstance(item.get(key), list) for p in item[key]]
         texts = [str(p["text"]) for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        if not texts and isinstance(item.get("encrypted_content"), str):
+            texts = [sealing.current().unseal(item["encrypted_content"]) or ""]
         return {"type": kind, "text": "\n".join(texts)}
-    if kind in MCP_ITEMS:
-        return _mcp_item(item, kind, where)
-    raise ValidationError(f"{where}.type: item type {kind!r} is not supported by this server")
+    blob = item.get("encrypted_content")
+    if not isinstance(blob, str):
+        raise ValidationError(f"{where}.encrypted_content: must be a string")
+    summary = sealing.current().unseal(blob)
+    return None if summary is None else {"type": kind, "summary": summary, "encrypted_content": blob}
 
 
 # The Responses API's MCP items, as a response's output gives them and the next request's input
@@ -122,6 +155,8 @@ MCP_ITEMS = {
     "mcp_approval_request": ("id", "server_label", "name", "arguments"),
     "mcp_approval_response": ("approval_request_id", "approve", "reason"),
 }
+_CALL_PREFIXES = {"function_call": "fc", "function_call_output": "fco", "custom_tool_call": "ctc",
+                  "custom_tool_call_output": "ctco"}  # fmt: skip
 _MCP_PREFIXES = {"mcp_list_tools": "mcpl", "mcp_call": "mcp", "mcp_approval_request": "mcpr"}
 _MCP_REQUIRED = {
     "mcp_list_tools": ("server_label",),
@@ -171,10 +206,10 @@ def with_id(item: dict[str, Any], item_id: str | None = None) -> dict[str, Any]:
             "content": _parts(item["role"], item["content"]),
             "status": "completed",
         }
-    if kind == "function_call":
-        return {**item, "id": item_id or new_id("fc"), "status": "completed"}
-    if kind == "function_call_output":
-        return {**item, "id": item_id or new_id("fco"), "status": "completed"}
+    if kind in _CALL_PREFIXES:
+        return {**item, "id": item_id or new_id(_CALL_PREFIXES[kind]), "status": "completed"}
+    if kind == "compaction":
+        return {"type": kind, "id": item_id or new_id("cmp"), "encrypted_content": item["encrypted_content"]}
     if kind in MCP_ITEMS:
         prefix = _MCP_PREFIXES.get(kind, "mcpa")
         return {**item, "id": item.get("id") or item_id or new_id(prefix), **_mcp_status(item)}

@@ -20,17 +20,28 @@ def functions(chat: ChatRequest) -> tuple[Function, ...]:
         return ()
     choice = chat.tool_choice
     return tuple(
-        Function(t["function"]["name"], t["function"].get("parameters") or {"type": "object"})
+        Function(
+            t["function"]["name"],
+            t["function"].get("parameters") or {"type": "object"},
+            tuple(t["input_format"]) if t.get("input_format") else None,
+        )
         for t in chat.tools_in_force
         if not isinstance(choice, Mapping) or t["function"]["name"] == choice["name"]
     )
 
 
+def rendered(tool_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tools as a chat template reads them: OpenAI's fields only (not a custom tool's grammar)."""
+    return [{"type": t.get("type", "function"), "function": t["function"]} for t in tool_list]
+
+
 def grammar(chat: ChatRequest, profile: TemplateProfile) -> CallGrammar | None:
     """The calls' grammar: whole for a forced call, lazy under `auto` when the template has its own
-    syntax (our own instruction's answers, on templates without tools, are parsed as they come)."""
+    syntax (our own instruction's answers, on templates without tools, are parsed as they come,
+    unless a tool's input must follow a grammar: then an answer that opens with a call is held to it)."""
     allowed = list(functions(chat))
-    if not allowed or not (chat.tools_forced or profile.native_tools):
+    held = any(f.input_format for f in allowed)
+    if not allowed or not (chat.tools_forced or profile.native_tools or held):
         return None
     try:
         return calls_grammar(profile.format, allowed, chat.parallel_calls, lazy=not chat.tools_forced)

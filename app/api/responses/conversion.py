@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from app.api.prompting import structured_output, tools
 from app.api.requests.chat import ChatRequest
 from app.api.requests.generation import sampling_of
+from app.api.responses.tool_kinds import CUSTOM_INPUT, kinds_of, model_name
 from app.chat_formats.profile import TemplateProfile
 
 
@@ -21,19 +23,24 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
             thought = item["text"]
         elif item["type"] == "message":
             conversation.append({"role": item["role"], "content": item["content"]})
-        elif item["type"] == "function_call":
+        elif item["type"] in ("function_call", "custom_tool_call"):
+            arguments = item.get("arguments")
+            if item["type"] == "custom_tool_call":  # to the model, a call with its input as an argument
+                arguments = json.dumps({CUSTOM_INPUT: item["input"]}, ensure_ascii=False)
             call = {
                 "id": item["call_id"],
                 "type": "function",
-                "function": {"name": item["name"], "arguments": item["arguments"]},
+                "function": {"name": model_name(item["name"], item.get("namespace")), "arguments": arguments},
             }
             last = conversation[-1] if conversation else None
             if last and last["role"] == "assistant" and last.get("tool_calls") and not last.get("content"):
                 last["tool_calls"].append(call)
             else:
                 conversation.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        elif item["type"] == "function_call_output":
+        elif item["type"] in ("function_call_output", "custom_tool_call_output"):
             conversation.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
+        elif item["type"] == "compaction":  # what /v1/responses/compact made of the turns before
+            conversation.append({"role": "system", "content": COMPACTED + item["summary"]})
         elif item["type"] == "mcp_call":  # a call the server made: to the model, a call and its result
             call_id = f"call_mcp_{len(conversation)}"
             call = {
@@ -55,10 +62,15 @@ def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 LOGPROBS = "message.output_text.logprobs"  # the `include` that asks for the answer's token log-probabilities
+COMPACTED = "A summary of the conversation before this point:\n\n"
 
 
 def as_chat(body: dict[str, Any]) -> ChatRequest:
     """The chat request a Responses request amounts to, for the template, planning, tools and grammars."""
+    kinds = kinds_of(body.get("tools") or [])
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and "name" in choice:  # a function or custom tool, by its model name
+        choice = {"name": model_name(choice["name"], choice.get("namespace"))}
     return ChatRequest(
         model=body.get("model"),
         messages=messages(body),
@@ -69,24 +81,13 @@ def as_chat(body: dict[str, Any]) -> ChatRequest:
         return_progress=bool(body.get("return_progress")),
         prompt_cache_key=body.get("prompt_cache_key"),
         truncation=body.get("truncation"),
-        tool_choice=body.get("tool_choice"),
+        tool_choice=choice,
         reasoning_effort=(body.get("reasoning") or {}).get("effort"),
         logprobs=LOGPROBS in (body.get("include") or []),
         top_logprobs=body.get("top_logprobs") or 0,
         priority=body.get("priority") or 0,
         parallel_tool_calls=body.get("parallel_tool_calls"),
-        tools=[
-            {
-                "type": "function",
-                "function": {
-                    "name": t["name"],
-                    "description": t.get("description"),
-                    "parameters": t.get("parameters"),
-                },
-            }
-            for t in body.get("tools") or []
-            if t.get("type", "function") == "function"  # mcp tools: as their servers list them (mcp_loop)
-        ],
+        tools=kinds.functions,  # mcp tools: as their servers list them (mcp_loop)
     )
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from app.api.prompting.items import new_id
+from app.api.responses.tool_kinds import Declared, custom_input
 from app.engine.types import Sampling
 
 __all__ = ["new_id"]  # the presenter names every id it makes through here
@@ -25,25 +27,45 @@ def message_item(
     return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
 
 
-def reasoning_item(item_id: str, text: str | None, status: str) -> dict[str, Any]:
-    """The model's thinking, as reasoning text; `text` None while it has none yet."""
+def reasoning_item(
+    item_id: str, text: str | None, status: str, sealed: Callable[[str], str] | None = None
+) -> dict[str, Any]:
+    """The model's thinking, as reasoning text; `text` None while it has none yet. `sealed`: asked with
+    include reasoning.encrypted_content, the text sealed for a stateless client's next turn."""
     content = [] if text is None else [{"type": "reasoning_text", "text": text}]
-    return {"type": "reasoning", "id": item_id, "status": status, "summary": [], "content": content}
+    item: dict[str, Any] = {
+        "type": "reasoning",
+        "id": item_id,
+        "status": status,
+        "summary": [],
+        "content": content,
+    }
+    if sealed is not None:
+        item["encrypted_content"] = None if text is None else sealed(text)
+    return item
 
 
 def call_item(
-    item_id: str, call: dict[str, Any], status: str, arguments: str | None = None
+    item_id: str, call: dict[str, Any], status: str, declared: Declared | None = None
 ) -> dict[str, Any]:
-    """A function call, from a chat tool call; `arguments` overrides them while they stream."""
+    """A call, from a chat tool call, in the kind the client declared its tool: a function_call (its
+    namespace named, if it has one) or a custom_tool_call with its raw input."""
     function = call["function"]
-    return {
+    declared = declared or Declared("function", function["name"])
+    item: dict[str, Any] = {
         "type": "function_call",
         "id": item_id,
         "call_id": call["id"],
-        "name": function["name"],
-        "arguments": function["arguments"] if arguments is None else arguments,
-        "status": status,
+        "name": declared.name,
     }
+    if declared.kind == "custom":
+        item.update(type="custom_tool_call", input=custom_input(function["arguments"]))
+    else:
+        item["arguments"] = function["arguments"]
+    if declared.namespace is not None:
+        item["namespace"] = declared.namespace
+    item["status"] = status
+    return item
 
 
 def mcp_list_tools_item(
@@ -110,13 +132,22 @@ def _echoed_tool(tool: dict[str, Any]) -> dict[str, Any]:
             "require_approval": "always",
         }
         return {**defaults, **tool, "headers": None}
+    if tool.get("type", "function") != "function":  # custom, namespace, hosted: as sent
+        return tool
     return {"type": "function", "description": None, "parameters": None, "strict": None, **tool}
 
 
-def _echoed_choice(choice: str | dict[str, str]) -> str | dict[str, str]:
+def _echoed_choice(choice: str | dict[str, str], custom: set[str]) -> str | dict[str, str]:
     if not isinstance(choice, dict):
         return choice
-    return {"type": "mcp" if "server_label" in choice else "function", **choice}
+    if "server_label" in choice:
+        return {"type": "mcp", **choice}
+    return {"type": "custom" if choice["name"] in custom else "function", **choice}
+
+
+def _custom_names(tools: list[dict[str, Any]]) -> set[str]:
+    members = [m for t in tools if t.get("type") == "namespace" for m in t.get("tools") or []]
+    return {t["name"] for t in [*tools, *members] if t.get("type") == "custom"}
 
 
 def usage(input_tokens: int, output_tokens: int, cached_tokens: int) -> dict[str, Any]:
@@ -152,7 +183,7 @@ class ResponseHeader:
             "store": stored,  # whether it is kept: false with LLM_STORE=off, whatever was asked
             "temperature": _DEFAULTS.temperature if body.get("temperature") is None else body["temperature"],
             "text": {"format": text_format},
-            "tool_choice": _echoed_choice(choice),
+            "tool_choice": _echoed_choice(choice, _custom_names(body.get("tools") or [])),
             "tools": [_echoed_tool(tool) for tool in body.get("tools") or []],
             "top_p": _DEFAULTS.top_p if body.get("top_p") is None else body["top_p"],
             "top_logprobs": body.get("top_logprobs"),

@@ -17,7 +17,7 @@ from app.api.http.openapi import (
     post,
     query_param,
 )
-from app.api.responses.schemas import InputTokensRequestSchema, ResponseRequestSchema
+from app.api.responses.schemas import CompactRequestSchema, InputTokensRequestSchema, ResponseRequestSchema
 from app.settings.models import ModelSpec
 
 _INT, _STR, _NUM, _BOOL = {"type": "integer"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}
@@ -50,15 +50,26 @@ MESSAGE_ITEM = _object(
 )  # fmt: skip
 FUNCTION_CALL_ITEM = _object(
     {"type": {"const": "function_call"}, "id": _STR, "call_id": _STR, "name": _STR, "arguments": _STR,
-     "status": STATUS}
+     "status": STATUS},
+    namespace=_STR,  # a namespace tool's function
+)  # fmt: skip
+CUSTOM_CALL_ITEM = _object(
+    {"type": {"const": "custom_tool_call"}, "id": _STR, "call_id": _STR, "name": _STR, "input": _STR,
+     "status": STATUS},
+    namespace=_STR,
 )  # fmt: skip
 REASONING_ITEM = _object(
     {"type": {"const": "reasoning"}, "id": _STR, "status": STATUS, "summary": {"type": "array"},
-     "content": {"type": "array", "items": _object({"type": {"const": "reasoning_text"}, "text": _STR})}}
+     "content": {"type": "array", "items": _object({"type": {"const": "reasoning_text"}, "text": _STR})}},
+    encrypted_content=_nullable(_STR),  # with include reasoning.encrypted_content: sealed by the server
 )  # fmt: skip
-_ITEM = {
-    "anyOf": [_ref("ResponseMessageItem"), _ref("ResponseFunctionCallItem"), _ref("ResponseReasoningItem")]
-}
+_ITEMS = (
+    "ResponseMessageItem",
+    "ResponseFunctionCallItem",
+    "ResponseCustomToolCallItem",
+    "ResponseReasoningItem",
+)
+_ITEM = {"anyOf": [_ref(name) for name in _ITEMS]}
 USAGE = _object(
     {
         "input_tokens": _INT,
@@ -167,9 +178,24 @@ EVENTS: dict[str, dict[str, Any]] = {
             "arguments": _STR,
         }
     ),
+    "response.custom_tool_call_input.delta": _object(
+        {"type": {"const": "response.custom_tool_call_input.delta"}, **_SEQ, **_WHERE, "delta": _STR}
+    ),
+    "response.custom_tool_call_input.done": _object(
+        {"type": {"const": "response.custom_tool_call_input.done"}, **_SEQ, **_WHERE, "input": _STR}
+    ),
 }
+COMPACTED = _object(
+    {"id": _STR, "object": {"const": "response.compaction"}, "created_at": _INT,
+     "output": {"type": "array", "items": {"anyOf": [
+         {"type": "object", "required": ["type", "id", "role", "content"]},
+         _object({"type": {"const": "compaction"}, "id": _STR, "encrypted_content": _STR})]}},
+     "usage": _ref("ResponseUsage")}
+)  # fmt: skip
 COMPONENTS = {
     "Response": RESPONSE,
+    "ResponseCompacted": COMPACTED,
+    "ResponseCustomToolCallItem": CUSTOM_CALL_ITEM,
     "ResponseUsage": USAGE,
     "ResponseOutputText": OUTPUT_TEXT,
     "ResponseMessageItem": MESSAGE_ITEM,
@@ -198,6 +224,7 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         spec.components.schema(name, component=schema)
     spec.components.schema("ResponseRequest", schema=ResponseRequestSchema)
     spec.components.schema("ResponseInputTokensRequest", schema=InputTokensRequestSchema)
+    spec.components.schema("ResponseCompactRequest", schema=CompactRequestSchema)
     stream = named_event_stream(spec, "ResponseEvent", EVENTS)
     answers = {"application/json": {"schema": "Response"}, "text/event-stream": {"schema": stream}}
     spec.path(
@@ -216,6 +243,16 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             "ResponseInputTokensRequest",
             json_doc("The count.", "ResponseInputTokens"),
             error_responses(*POST_ERRORS),  # no queue here, but the key's limits count this request too
+        ),
+    )
+    spec.path(
+        path="/v1/responses/compact",
+        operations=post(
+            "Shorten a conversation: its user messages, then a compaction item sealing a summary the "
+            "served model writes of it (a later request's input takes the item in the turns' place)",
+            "ResponseCompactRequest",
+            json_doc("The compacted conversation.", "ResponseCompacted"),
+            error_responses(*POST_ERRORS),
         ),
     )
     _describe_stored(spec, answers)

@@ -14,6 +14,7 @@ from app.api.http.errors import APIError
 from app.api.prompting import tools
 from app.api.responses import objects
 from app.api.responses.objects import ResponseHeader
+from app.api.responses.tool_kinds import Declared, ToolKinds, partial_input
 from app.chat_formats.answer import AnswerReader
 from app.engine.types import Chunk, TokenLogprob
 
@@ -36,6 +37,8 @@ class ResponsesPresenter:
         on_final: Callable[[dict[str, Any]], None] | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         wants_logprobs: bool = False,
+        kinds: ToolKinds | None = None,
+        sealed: Callable[[str], str] | None = None,
     ):
         self.header, self.prompt_tokens = header, prompt_tokens
         self.on_final = (
@@ -54,6 +57,9 @@ class ResponsesPresenter:
         self.empty_message = True  # a generation that wrote nothing is one empty message
         # The events of a call block, when something other than the client runs it (mcp_loop).
         self.call_events: Callable[[BlockEvent, str, int], Iterator[bytes] | None] | None = None
+        self.kinds = kinds  # the request's tools by the names the model calls them (tool_kinds.py)
+        self.sealed = sealed  # with include reasoning.encrypted_content: how reasoning is sealed
+        self._inputs: dict[int, str] = {}  # a streaming custom call's input so far, by block
 
     def build(self, results: list[ChoiceResult]) -> dict[str, Any]:
         """The whole Response: a reasoning item, a message, function calls, as the model wrote them."""
@@ -62,12 +68,16 @@ class ResponsesPresenter:
         status = _status(result)
         items = []
         if parsed.reasoning:
-            items.append(objects.reasoning_item(objects.new_id("rs"), parsed.reasoning, status))
+            items.append(objects.reasoning_item(objects.new_id("rs"), parsed.reasoning, status, self.sealed))
         if parsed.content or not parsed.calls:
             shaped = logprobs.chat(result.logprobs)["content"] if self.wants_logprobs else None
             items.append(objects.message_item(objects.new_id("msg"), parsed.content, status, shaped))
         for call in tools.openai_calls(parsed, self.reader):
-            items.append(objects.call_item(objects.new_id("fc"), call, status))
+            items.append(
+                objects.call_item(
+                    objects.new_id("fc"), call, status, self._declared(call["function"]["name"])
+                )
+            )
         return self._final(items, result)
 
     def _final(self, output: list[dict[str, Any]], result: ChoiceResult) -> dict[str, Any]:
@@ -129,13 +139,21 @@ class ResponsesPresenter:
             if own is not None:
                 yield from own
                 return
+        custom = block.kind == "call" and self._declared(block.name).kind == "custom"
         if event.kind == "start":
             yield self._event(
-                "response.output_item.added", output_index=index, item=_item(block, item_id, None)
+                "response.output_item.added", output_index=index, item=self._item(block, item_id, None)
             )
             if block.kind == "content":
                 yield self._event(
                     "response.content_part.added", **where, content_index=0, part=objects.text_part("")
+                )
+        elif event.kind == "delta" and custom:  # the input as text, decoded from the arguments so far
+            so_far, before = partial_input(block.text), self._inputs.get(block.position, "")
+            if so_far.startswith(before) and len(so_far) > len(before):
+                self._inputs[block.position] = so_far
+                yield self._event(
+                    "response.custom_tool_call_input.delta", **where, delta=so_far[len(before) :]
                 )
         elif event.kind == "delta":
             kinds = {
@@ -150,7 +168,7 @@ class ResponsesPresenter:
         else:
             if block.kind == "content":
                 self._logprobs_so_far()  # the last tokens' too
-            item = _item(block, item_id, _status(result), self._given)
+            item = self._item(block, item_id, _status(result), self._given)
             self.output.append(item)
             if block.kind == "content":
                 text, given = block.text, self._given
@@ -161,11 +179,30 @@ class ResponsesPresenter:
                 yield self._event("response.content_part.done", **where, content_index=0, part=part)
             elif block.kind == "reasoning":
                 yield self._event("response.reasoning_text.done", **where, content_index=0, text=block.text)
+            elif custom:
+                yield self._event("response.custom_tool_call_input.done", **where, input=item["input"])
             else:
+                name = item["name"]
                 yield self._event(
-                    "response.function_call_arguments.done", **where, name=block.name, arguments=block.text
+                    "response.function_call_arguments.done", **where, name=name, arguments=block.text
                 )
             yield self._event("response.output_item.done", output_index=index, item=item)
+
+    def _declared(self, called: str) -> Declared:
+        return self.kinds.of(called) if self.kinds is not None else Declared("function", called)
+
+    def _item(
+        self, block: Block, item_id: str, status: str | None, scored: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """The output item a block makes: in progress (`status` None, empty) or finished (a message with
+        its tokens' log-probabilities, if `scored`)."""
+        text = None if status is None else block.text
+        if block.kind == "content":
+            return objects.message_item(item_id, text, status or "in_progress", scored)
+        if block.kind == "reasoning":
+            return objects.reasoning_item(item_id, text, status or "in_progress", self.sealed)
+        call = {"id": block.call_id, "function": {"name": block.name, "arguments": text or ""}}
+        return objects.call_item(item_id, call, status or "in_progress", self._declared(block.name))
 
     def _logprobs_so_far(self) -> list[dict[str, Any]]:
         """The log-probabilities of the tokens since the last text delta (kept for the finished text)."""
@@ -193,17 +230,3 @@ class ResponsesPresenter:
 
 
 _PREFIXES = {"content": "msg", "reasoning": "rs", "call": "fc"}
-
-
-def _item(
-    block: Block, item_id: str, status: str | None, scored: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    """The output item a block makes: in progress (`status` None, empty) or finished (a message with
-    its tokens' log-probabilities, if `scored`)."""
-    text = None if status is None else block.text
-    if block.kind == "content":
-        return objects.message_item(item_id, text, status or "in_progress", scored)
-    if block.kind == "reasoning":
-        return objects.reasoning_item(item_id, text, status or "in_progress")
-    call = {"id": block.call_id, "function": {"name": block.name, "arguments": text or ""}}
-    return objects.call_item(item_id, call, status or "in_progress")

@@ -5,23 +5,27 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 
 from app.api.generation.loop import generate
-from app.api.http import sse, store_access
+from app.api.http import sealing, skipped_tools, sse, store_access
 from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting import conversation, overflow, prompt_places
-from app.api.responses import background, conversion, history, mcp_loop, steps
+from app.api.responses import background, compaction, conversion, history, mcp_loop, steps
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
 from app.api.responses.schemas import (
+    compact_request_schema,
     input_items_query_schema,
     input_tokens_request_schema,
     response_request_schema,
     retrieve_query_schema,
 )
+from app.api.responses.tool_kinds import kinds_of
 from app.api.routing.route import route_here_or_relay
 from app.settings.current import current_config
 
 bp = Blueprint("responses", __name__)
+# The `include` that asks for each reasoning item sealed, for a client that keeps nothing here.
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 
 @bp.post("/v1/responses")
@@ -31,6 +35,8 @@ def create_response() -> Response:
     if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
         return relayed
     engine = generating_engine()
+    kinds = kinds_of(body.get("tools") or [])
+    skipped_tools.skip(kinds.skipped)
     new_input = body["input"]
     before = history.history(body)
     if any(tool["type"] == "mcp" for tool in body.get("tools") or []):
@@ -46,8 +52,15 @@ def create_response() -> Response:
     header = ResponseHeader(
         body, current_config().model_id, keeper.responses is not None, keeper.conversation
     )
+    sealed = sealing.current().seal if ENCRYPTED_REASONING in (body.get("include") or []) else None
     presenter = ResponsesPresenter(
-        header, len(prompt.tokens), prompt.reader, on_final=keeper or None, wants_logprobs=chat.logprobs
+        header,
+        len(prompt.tokens),
+        prompt.reader,
+        on_final=keeper or None,
+        wants_logprobs=chat.logprobs,
+        kinds=kinds,
+        sealed=sealed,
     )
     if body.get("background"):
         started = background.start(engine, body, planned.requests, presenter, keeper)
@@ -57,6 +70,22 @@ def create_response() -> Response:
         engine, chat.stream, planned.requests, presenter, len(prompt.tokens), chat.prompt_cache_key, locate
     )
     return overflow.reported(answer, planned.fitted)
+
+
+@bp.post("/v1/responses/compact")
+def compact_response() -> Response:
+    """Shorten a conversation to its user messages and a sealed summary the served model writes."""
+    body = parse_body(compact_request_schema)
+    if (relayed := route_here_or_relay(body.get("model"))) is not None:
+        return relayed
+    engine = generating_engine()
+    items = history.history(body) + body["input"]
+    if not items:
+        raise InvalidRequestError("There is nothing to compact: input is empty.", param="input")
+    planned = steps.plan(engine, compaction.summarising(body, items))
+    prompt = planned.fitted.prompt
+    presenter = compaction.CompactionPresenter(items, len(prompt.tokens), prompt.reader, sealing.current())
+    return generate(engine, False, planned.requests, presenter, len(prompt.tokens))
 
 
 @bp.post("/v1/responses/input_tokens")

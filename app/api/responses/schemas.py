@@ -43,6 +43,49 @@ class FunctionToolSchema(BaseSchema):
     strict = StrictBoolean(allow_none=True)
 
 
+class GrammarFormatSchema(BaseSchema):
+    """A custom tool's input format: free text, or text following a Lark grammar or a regex."""
+
+    type = fields.String(required=True, validate=validate.OneOf(["text", "grammar"]))
+    syntax = fields.String(validate=validate.OneOf(["lark", "regex"]))
+    definition = fields.String(validate=validate.Length(min=1, max=100_000))
+
+    @validates_schema
+    def grammar_given(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if data["type"] == "grammar" and (not data.get("syntax") or not data.get("definition")):
+            raise ValidationError("a grammar format needs its syntax and definition", "definition")
+
+
+class CustomToolSchema(BaseSchema):
+    """A custom tool: the model calls it with free-form text (held to its grammar, if it gives one)."""
+
+    type = fields.String(required=True, validate=validate.Equal("custom"))
+    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    description = fields.String(allow_none=True)
+    format = fields.Nested(GrammarFormatSchema, allow_none=True)
+
+
+class NamespacedToolField(fields.Field[dict[str, Any]]):
+    """One tool of a namespace: a function or a custom tool."""
+
+    OPENAPI = {"type": "object", "description": "A function or custom tool"}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict[str, Any]:
+        kind = value.get("type") if isinstance(value, dict) else None
+        schema = CustomToolSchema() if kind == "custom" else FunctionToolSchema()
+        loaded: dict[str, Any] = schema.load(value)
+        return loaded
+
+
+class NamespaceToolSchema(BaseSchema):
+    """Tools grouped under a name (Codex's): the model calls them as `<namespace>.<name>`."""
+
+    type = fields.String(required=True, validate=validate.Equal("namespace"))
+    name = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    description = fields.String(allow_none=True)
+    tools = fields.List(NamespacedToolField(), required=True, validate=validate.Length(min=1, max=128))
+
+
 class ToolFilterSchema(BaseSchema):
     """OpenAI's tool filter: tools by name, and/or by whether the server annotates them read-only."""
 
@@ -106,26 +149,30 @@ class McpToolSchema(BaseSchema):
 
 
 class ToolField(fields.Field[dict[str, Any]]):
-    """One tool: a function the client runs, or an MCP server the server calls."""
+    """One tool: a function or custom tool the client runs (maybe in a namespace), an MCP server the
+    server calls, or a tool OpenAI runs (web_search...), which this server leaves out (tool_kinds.py)."""
 
     OPENAPI = {
         "type": "object",
-        "description": "A function tool, or an mcp tool (server_label, server_url...)",
+        "description": "A function, custom or namespace tool, or an mcp tool (server_label, server_url...); "
+        "hosted tool types (web_search, file_search...) are left out, named in X-Skipped-Tools",
     }
+    SCHEMAS = {"mcp": McpToolSchema, "function": FunctionToolSchema, "custom": CustomToolSchema,
+               "namespace": NamespaceToolSchema}  # fmt: skip
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict[str, Any]:
         kind = value.get("type") if isinstance(value, dict) else None
-        if kind == "mcp":
-            loaded: dict[str, Any] = McpToolSchema().load(value)
-            return loaded
-        if kind != "function":
-            raise ValidationError({"type": ["only function and mcp tools are supported"]})
-        function: dict[str, Any] = FunctionToolSchema().load(value)
-        return function
+        if not isinstance(kind, str) or not kind:
+            raise ValidationError({"type": ["a tool needs a type"]})
+        if kind not in self.SCHEMAS:
+            return {"type": kind}  # a hosted tool: left out
+        loaded: dict[str, Any] = self.SCHEMAS[kind]().load(value)
+        return loaded
 
 
 class ToolChoiceField(fields.Field[str | dict[str, str]]):
-    """`tool_choice`: none, auto, required, or {"type": "function", "name": ...}."""
+    """`tool_choice`: none, auto, required, {"type": "function" | "custom", "name": ...} (a namespaced
+    function's with its `namespace`), or {"type": "mcp", "server_label"}."""
 
     OPENAPI = {
         "anyOf": [
@@ -141,8 +188,10 @@ class ToolChoiceField(fields.Field[str | dict[str, str]]):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | dict[str, str]:
         if value in ("none", "auto", "required"):
             return str(value)
-        if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("name"), str):
-            return {"name": value["name"]}
+        named = isinstance(value, dict) and isinstance(value.get("name"), str)
+        if named and value.get("type") in ("function", "custom"):
+            namespace = value.get("namespace")
+            return {"name": value["name"], **({"namespace": namespace} if isinstance(namespace, str) else {})}
         if (
             isinstance(value, dict)
             and value.get("type") == "mcp"
@@ -152,7 +201,7 @@ class ToolChoiceField(fields.Field[str | dict[str, str]]):
             if name is None or isinstance(name, str):
                 return {"server_label": value["server_label"], **({"name": name} if name else {})}
         raise ValidationError(
-            "must be 'none', 'auto', 'required', {'type': 'function', 'name': ...} or "
+            "must be 'none', 'auto', 'required', {'type': 'function' or 'custom', 'name': ...} or "
             "{'type': 'mcp', 'server_label': ..., 'name': ...}"
         )
 
@@ -215,7 +264,8 @@ class ResponseRequestSchema(BaseSchema):
             raise ValidationError("a background response is kept to be polled: it needs store", "background")
         choice = data.get("tool_choice")
         tools = data.get("tools") or []
-        names = {tool["name"] for tool in tools if tool["type"] == "function"}
+        names = {tool["name"] for tool in tools if tool["type"] in ("function", "custom")}
+        names |= {member["name"] for tool in tools if tool["type"] == "namespace" for member in tool["tools"]}
         labels = [tool["server_label"] for tool in tools if tool["type"] == "mcp"]
         if len(set(labels)) < len(labels):
             raise ValidationError("two mcp tools have the same server_label", "tools")
@@ -230,6 +280,16 @@ class ResponseRequestSchema(BaseSchema):
 
 class InputTokensRequestSchema(ResponseRequestSchema):
     """`POST /v1/responses/input_tokens`: the same input, counted after the chat template."""
+
+
+class CompactRequestSchema(BaseSchema):
+    """`POST /v1/responses/compact`: the conversation to shorten (its input, or a stored chain)."""
+
+    model = fields.String(allow_none=True)
+    input = InputField(load_default=list)
+    instructions = fields.String(allow_none=True)
+    previous_response_id = fields.String(allow_none=True, validate=validate.Length(min=1, max=80))
+    prompt_cache_key = fields.String(allow_none=True, validate=validate.Length(max=1024))
 
 
 class InputItemsQuerySchema(BaseSchema):
@@ -253,3 +313,4 @@ response_request_schema = ResponseRequestSchema()
 input_items_query_schema = InputItemsQuerySchema()
 retrieve_query_schema = RetrieveQuerySchema()
 input_tokens_request_schema = InputTokensRequestSchema()
+compact_request_schema = CompactRequestSchema()

@@ -43,27 +43,26 @@ def client(engine: FakeEngine) -> FlaskClient:
 def test_a_prompt_that_leaves_a_cached_one_midway_says_where(
     client: FlaskClient, engine: FakeEngine, caplog: pytest.LogCaptureFixture
 ) -> None:
+    rules = " ".join(f"rule{n}" for n in range(40))  # a long system prompt: 40 words before the date
     monday, tuesday = (
-        "You are a helpful agent, today is Monday.",
-        "You are a helpful agent, today is Tuesday.",
+        f"You are an agent. {rules} Today is Monday.",
+        f"You are an agent. {rules} Today is Tuesday.",
     )
     earlier = conversation(monday, "Read the file please.", "Done.")
     engine.cached = [engine.tokenizer.chat_tokens(engine.tokenizer.render(earlier["messages"]))]
     later = conversation(tuesday, "Read the file please.", "Done.", "Next?")
     with caplog.at_level(logging.INFO, logger="app.api.generation.cache_miss"):
         response = client.post("/v1/chat/completions", json=later)
-    assert response.headers["X-Cache-Miss"] == "token=8; message=0; role=system"
+    assert response.headers["X-Cache-Miss"] == "token=47; message=0; role=system"
     (line,) = [r.getMessage() for r in caplog.records]
-    assert "differs from token 8 (message 0, system)" in line
-    changed = conversation(
-        "You are a helpful agent, today is Monday.", "Read the other file.", "Done.", "Next?"
-    )
+    assert "differs from token 47 (message 0, system)" in line
+    changed = conversation(monday, "Read the other file.", "Done.", "Next?")
     assert client.post("/v1/chat/completions", json=changed).headers["X-Cache-Miss"] == (
-        "token=12; message=1; role=user"
+        "token=51; message=1; role=user"
     )
 
 
-def test_a_prompt_that_extends_the_cached_one_or_shares_nothing_says_nothing(
+def test_a_prompt_that_extends_the_cached_one_or_shares_only_an_opening_says_nothing(
     client: FlaskClient, engine: FakeEngine
 ) -> None:
     earlier = conversation("You are an agent.", "Hi", "Hello")

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 
 .PHONY: install install-test system-packages serve test test-fast test-docs test-api test-external test-slow \
-	lint docs docs-serve fuzz clean wheelhouse image reference-server test-models test-image bench-peer
+	lint docs docs-serve fuzz clean wheelhouse image reference-server test-models test-image bench-peer agents
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,16 +70,16 @@ test-docs: install-test
 test-api: install-test reference-server test-models
 	$(PYTEST) $(XDIST) tests/integration -m "not external and not slow"
 
-## The tests that drive other programs: nginx, Chromium, PostgreSQL, Prometheus, Node, kubectl.
-test-external: system-packages install-test reference-server test-models
+## The tests that drive other programs: nginx, Chromium, PostgreSQL, Prometheus, Node, kubectl, coding agents.
+test-external: system-packages install-test reference-server test-models agents
 	$(PYTEST) $(XDIST) tests/integration -m "external and not slow"
 
 ## The runs long by design: the soak, the benchmarks' smoke runs, the image and its pods on podman.
-test-slow: system-packages install-test reference-server test-models test-image bench-peer
+test-slow: system-packages install-test reference-server test-models test-image bench-peer agents
 	$(PYTEST) $(XDIST) tests/integration -m slow
 
 ## Install, then lint and run every tier (the builds they need first, outside any timed test).
-test: system-packages test-fast test-docs reference-server test-models test-api test-external test-slow
+test: system-packages test-fast test-docs reference-server test-models agents test-api test-external test-slow
 
 ## The documentation site, into build/site; --strict: a broken link, anchor or page fails.
 docs: install-test
@@ -99,6 +99,10 @@ test-models: install-test
 ## where podman cannot run, those tests say so and skip.
 test-image: install-test
 	$(BIN)/python -m tests.support.containers
+
+## The coding agents (Claude Code, Codex CLI, opencode) from npm, pinned in harness/agents/, once per machine.
+agents: install-test
+	$(BIN)/python -m harness.agents
 
 ## llama-cpp-python's own server, the benchmarks' Python peer, in bench/.peer-venv (pinned), before them.
 bench-peer: install-test

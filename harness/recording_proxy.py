@@ -1,9 +1,11 @@
-"""A loopback proxy that records what a client (a coding agent) sends and what status each request got.
+"""A loopback proxy that records what a client (a coding agent) sends and what each request got.
 
 The agents' tests and the agent benchmark point an agent at it, in front of the server:
 every request passes through unchanged (streams are relayed as they come, chunk by chunk)
-and is kept, with its headers and the answer's status and first bytes, so that a test can
-check what the agent sent and got, and replay the agent's requests turn by turn.
+and is kept, with its headers and the answer's status, headers and body, so that a test can
+check what the agent sent and got, and replay the agent's requests turn by turn. A `script`
+may answer a request itself (a tool call the small test model would never make), so that
+the agent's next request, which carries the tool's result, is a real one.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -28,18 +31,25 @@ class Exchange:
     body: bytes
     status: int = 0
     response_headers: dict[str, str] = field(default_factory=dict)
-    response_start: bytes = b""  # the answer's first bytes (an error's body, a stream's first events)
+    response: bytes = b""  # the answer's body (its first MAX_KEPT bytes)
+    scripted: bool = False  # answered by the proxy's script, not the server
 
     def json(self) -> dict[str, Any]:
         loaded: dict[str, Any] = json.loads(self.body)
         return loaded
 
 
+MAX_KEPT = 4 << 20
+# A scripted answer: its status, content type and body; None lets the request through.
+Script = Callable[[Exchange], tuple[int, str, bytes] | None]
+
+
 class RecordingProxy:
     """Listens on a free loopback port and relays to `upstream` (a port on 127.0.0.1)."""
 
-    def __init__(self, upstream: int) -> None:
+    def __init__(self, upstream: int, script: Script | None = None) -> None:
         self.exchanges: list[Exchange] = []
+        self.script = script
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -80,21 +90,30 @@ class RecordingProxy:
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP}
         exchange = Exchange(handler.command, handler.path, dict(handler.headers.items()), body)
         self.exchanges.append(exchange)
+        answer = self.script(exchange) if self.script is not None else None
+        if answer is not None:
+            exchange.scripted, (exchange.status, kind, exchange.response) = True, answer
+            handler.send_response(exchange.status)
+            handler.send_header("Content-Type", kind)
+            handler.send_header("Content-Length", str(len(exchange.response)))
+            handler.end_headers()
+            handler.wfile.write(exchange.response)
+            return
         connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=900)
         try:
             connection.request(handler.command, handler.path, body=body, headers=headers)
-            answer = connection.getresponse()
-            exchange.status = answer.status
-            exchange.response_headers = dict(answer.getheaders())
-            handler.send_response(answer.status)
-            for key, value in answer.getheaders():
+            upstream_answer = connection.getresponse()
+            exchange.status = upstream_answer.status
+            exchange.response_headers = dict(upstream_answer.getheaders())
+            handler.send_response(upstream_answer.status)
+            for key, value in upstream_answer.getheaders():
                 if key.lower() not in _HOP_BY_HOP:
                     handler.send_header(key, value)
             handler.send_header("Transfer-Encoding", "chunked")
             handler.end_headers()
-            while piece := answer.read1(65536):
-                if len(exchange.response_start) < 4096:
-                    exchange.response_start += piece[: 4096 - len(exchange.response_start)]
+            while piece := upstream_answer.read1(65536):
+                if len(exchange.response) < MAX_KEPT:
+                    exchange.response += piece[: MAX_KEPT - len(exchange.response)]
                 handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 handler.wfile.flush()
             handler.wfile.write(b"0\r\n\r\n")

@@ -80,7 +80,7 @@ def test_the_model_writes_a_patch_the_grammar_accepts(client: openai.OpenAI) -> 
     response = client.responses.create(
         model="SmolLM2-135M-Instruct.Q4_1",
         input="Create the file greeting.txt holding the word hello.",
-        tools=[tool],  # type: ignore[list-item]
+        tools=[tool],
         tool_choice={"type": "custom", "name": "apply_patch"},
         temperature=0,
         max_output_tokens=300,

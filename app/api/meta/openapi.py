@@ -63,11 +63,30 @@ class ModelSchema(Schema):
         metadata={"description": "A LoRA adapter served as a model: its base model's id (vLLM's)"},
     )
     root = fields.String(required=True, metadata={"description": "Its GGUF file (an adapter: its own)"})
+    max_model_len = fields.Integer(
+        required=True, metadata={"description": "A request's context window, prompt and answer (vLLM's name)"}
+    )
+    context_length = fields.Integer(required=True, metadata={"description": "The same window (LM Studio's)"})
+    n_ctx = fields.Integer(required=True, metadata={"description": "The same window (llama-server's)"})
+    max_input_tokens = fields.Integer(
+        required=True, metadata={"description": "The same window (Anthropic's)"}
+    )
+    max_tokens = fields.Integer(
+        required=True, metadata={"description": "The largest max_tokens a request may ask (Anthropic's)"}
+    )
+    type = fields.String(
+        required=True, validate=validate.Equal("model"), metadata={"description": "Anthropic's"}
+    )
+    display_name = fields.String(required=True, metadata={"description": "Anthropic's: its id"})
+    created_at = fields.String(required=True, metadata={"description": "Anthropic's: `created`, as RFC 3339"})
 
 
 class ModelListSchema(Schema):
     object = fields.String(required=True, validate=validate.Equal("list"))
     data = fields.List(fields.Nested(ModelSchema), required=True)
+    has_more = fields.Boolean(required=True, metadata={"description": "Anthropic's paging: always false"})
+    first_id = fields.String(required=True, allow_none=True)
+    last_id = fields.String(required=True, allow_none=True)
 
 
 class HealthSchema(Schema):

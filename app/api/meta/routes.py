@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
@@ -34,8 +35,10 @@ def _holders() -> list[peers.Peer]:
 
 
 def _model_object(index: int, holders: list[peers.Peer]) -> dict[str, Any]:
-    spec = current_config().models[index]
+    config = current_config()
+    spec = config.models[index]
     held = [peer for peer in holders if peer.model == index]
+    window = config.for_model(index)
     # llama-server's router names the states so: loaded (a worker serves it), loading, unloaded.
     state = "loaded" if any(p.ready for p in held) else "loading" if held else "unloaded"
     return {
@@ -55,6 +58,24 @@ def _model_object(index: int, holders: list[peers.Peer]) -> dict[str, Any]:
         ).as_json(),  # llama-server's /props names, from the projector
         "parent": None,  # vLLM's: a LoRA adapter names its base model here
         "root": spec.path,
+        **_window(window.n_ctx, window.max_tokens_limit),
+        # Anthropic's Models API: the same list answers its SDKs' models.list and retrieve.
+        "type": "model",
+        "display_name": spec.id,
+        "created_at": datetime.fromtimestamp(current_app.extensions["engine"].created, UTC).isoformat(),
+    }
+
+
+def _window(n_ctx: int, max_tokens: int) -> dict[str, int]:
+    """A request's context window, in the fields each client family reads it from: vLLM's
+    max_model_len, OpenRouter's and LM Studio's context_length, llama-server's n_ctx, Anthropic's
+    max_input_tokens and max_tokens (the largest answer a request may ask for)."""
+    return {
+        "max_model_len": n_ctx,
+        "context_length": n_ctx,
+        "n_ctx": n_ctx,
+        "max_input_tokens": n_ctx,
+        "max_tokens": min(max_tokens, n_ctx),
     }
 
 
@@ -66,7 +87,10 @@ def list_models() -> Response:
     for index, spec in enumerate(current_config().models):
         listed.append(_model_object(index, holders))
         listed.extend(_adapter_object(index, lora.id, holders) for _, lora in spec.live_adapters())
-    return jsonify({"object": "list", "data": listed})
+    ids = [model["id"] for model in listed]
+    # OpenAI's list, with Anthropic's paging fields (one page: every model).
+    return jsonify({"object": "list", "data": listed, "has_more": False, "first_id": ids[0] if ids else None,
+                    "last_id": ids[-1] if ids else None})  # fmt: skip
 
 
 @bp.get("/v1/models/<path:model_id>")

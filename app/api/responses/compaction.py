@@ -24,7 +24,6 @@ SUMMARIZE = (
     "what the user asked for, what was done and found (files, commands, results), the decisions "
     "made, and what is left to do. Be concise and specific; answer with the summary only."
 )
-MAX_SUMMARY_TOKENS = 2048
 
 
 def summarising(body: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -34,8 +33,7 @@ def summarising(body: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, 
         "model": body.get("model"),
         "input": asked,
         "instructions": body.get("instructions"),
-        "max_output_tokens": MAX_SUMMARY_TOKENS,
-        "truncation": "auto",
+        "truncation": "auto",  # the oldest turns dropped if need be, a quarter of the context kept for it
         "tool_choice": "none",
     }
 

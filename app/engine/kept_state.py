@@ -70,7 +70,8 @@ H = TypeVar("H", bound=Held)
 
 def longest(candidates: Iterable[H], prompt: list[int], beat: int) -> tuple[H, int] | None:
     """The candidate that resumes the longest prefix of `prompt` (leaving a token to evaluate), if
-    that beats `beat` tokens by a block; with the length it resumes."""
+    that beats `beat` tokens by a block, or by an image or audio clip (whose encoding a restore saves
+    too); with the length it resumes."""
     best: tuple[H, int] | None = None
     shared = beat
     blocks = block_hashes(prompt)
@@ -78,6 +79,11 @@ def longest(candidates: Iterable[H], prompt: list[int], beat: int) -> tuple[H, i
         whole = common_prefix(held.blocks, blocks) * BLOCK  # then the tokens after the last whole block
         tail = common_prefix(held.tokens[whole : whole + BLOCK], prompt[whole : whole + BLOCK])
         length = held.resumable.best(min(whole + tail, len(prompt) - 1))
-        if length >= shared + BLOCK:
+        if length >= shared + BLOCK or (length > shared and holds_media(prompt[shared:length])):
             best, shared = (held, length), length
     return best
+
+
+def holds_media(tokens: Iterable[int]) -> bool:
+    """Whether these prompt positions hold part of an image or audio clip (media.py's negative ids)."""
+    return any(token < 0 for token in tokens)

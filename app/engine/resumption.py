@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from app.engine import chunk_reuse
 from app.engine.context import BatchContext
 from app.engine.host_cache import HostCache
+from app.engine.kept_state import holds_media
 from app.engine.prefix_blocks import BLOCK
 from app.engine.sequence import Sequence
 
@@ -46,7 +47,8 @@ def resume(
     cache moved to where the prompt has them: chunk_reuse.py). `shared`: how many its cache held,
     resumable or not."""
     found = host_cache.find(prompt, point, adapters) if host_cache is not None else None
-    if host_cache is not None and len(target.cached) - point >= BLOCK:
+    overwritten = target.cached[point:]
+    if host_cache is not None and (len(overwritten) >= BLOCK or holds_media(overwritten)):
         host_cache.save(model, target)  # its cells are about to hold another prompt
     if found is not None and host_cache is not None:
         kept, length = found

@@ -231,6 +231,34 @@ def test_another_image_is_never_answered_from_the_cache_of_the_first(
     assert other.choices[0].message.content == expected["choices"][0]["message"]["content"]
 
 
+@pytest.mark.parametrize("model", ["smol", "gemma"])
+def test_conversations_about_two_images_keep_their_caches_side_by_side(
+    sdk: openai.OpenAI, model: str
+) -> None:
+    # The second conversation shares the first's text before its image, so it takes the first's
+    # sequence; the first's cells (its image among them) go to the host cache and come back for its
+    # follow-up, as two text conversations' do: no image is evaluated twice.
+    text = f"Look at the picture below, {model}, and describe what you see in it in a few words, " * 2
+    first = {colour: asking(image, text=text) for colour, image in (("red", RED), ("blue", BLUE))}
+    answers = {}
+    for colour, messages in first.items():
+        raw = sdk.chat.completions.with_raw_response.create(
+            model=model,
+            messages=messages,
+            max_tokens=8,
+            temperature=0,  # type: ignore[arg-type]
+        )
+        answers[colour] = raw.parse()
+        if colour == "blue":  # it left red's cached prompt at red's image: said, and nothing broken
+            assert "X-Cache-Miss" in raw.headers and raw.headers["X-Cache-Miss"].endswith("role=user")
+    for colour, messages in first.items():
+        answer = answers[colour]
+        follow_up = [*messages, {"role": "assistant", "content": answer.choices[0].message.content},
+                     {"role": "user", "content": "And its colour?"}]  # fmt: skip
+        again = ours(sdk, model, follow_up)
+        assert again.usage.prompt_tokens_details.cached_tokens >= answer.usage.prompt_tokens, colour
+
+
 def test_several_choices_and_logprobs_on_an_image_prompt(sdk: openai.OpenAI) -> None:
     answer = sdk.chat.completions.create(
         model="smol",

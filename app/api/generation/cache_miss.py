@@ -12,6 +12,7 @@ nothing of the cached prompt, which may be another client's (the log, the operat
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 
 from app.api.prompting.prompt_places import Locate
@@ -51,6 +52,7 @@ def explained(engine: Engine, prompt: Sequence[int], locate: Locate | None) -> s
 
 
 def _around(tokenizer: Tokenizer, tokens: Sequence[int], at: int) -> str:
-    """The text of a few tokens before and after position `at`."""
-    pieces = [tokenizer.piece(t) for t in tokens[max(0, at - 6) : at + 6]]
-    return b"".join(pieces).decode("utf-8", errors="replace")
+    """The text of a few tokens before and after position `at` (an image's or a clip's positions hold
+    negative placeholders, which are no tokens of the vocabulary: shown as such, never looked up)."""
+    pieces = [tokenizer.piece(t) if t >= 0 else b"[media]" for t in tokens[max(0, at - 6) : at + 6]]
+    return re.sub(r"(\[media\])+", "[media]", b"".join(pieces).decode("utf-8", errors="replace"))

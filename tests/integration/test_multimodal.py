@@ -246,7 +246,7 @@ def test_conversations_about_two_images_keep_their_caches_side_by_side(
             model=model,
             messages=messages,
             max_tokens=8,
-            temperature=0,  # type: ignore[arg-type]
+            temperature=0,
         )
         answers[colour] = raw.parse()
         if colour == "blue":  # it left red's cached prompt at red's image: said, and nothing broken

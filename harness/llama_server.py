@@ -55,13 +55,25 @@ def sdist(folder: Path) -> Path:
     return archive
 
 
-def binary() -> Path:
-    """The llama-server executable, built on first use (about ten minutes on two cores)."""
+def stock_options() -> list[str]:
+    """A stock build's CPU options: upstream's defaults (native, llamafile's sgemm), less only AMX on
+    x86, whose matmul crashes on the first prompt of more than one token on Sapphire Rapids machines
+    (deploy/llama-cpp/wheel.sh says which issue): what a user who builds llama-server runs."""
+    if os.uname().machine != "x86_64":
+        return []
+    no_amx = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    return [f"-DCMAKE_C_FLAGS={no_amx}", f"-DCMAKE_CXX_FLAGS={no_amx}"]
+
+
+def binary(stock: bool = False) -> Path:
+    """The llama-server executable, built on first use (about ten minutes on two cores): with our
+    wheel's CPU options (to compare answers), or `stock` (to compare speed with what users run)."""
     version = importlib.metadata.version("llama_cpp_python")
     # Named by the CPU options too: a build with other kernels (AMX, llamafile's sgemm) computes
     # other numbers than our wheel, and the tests compare answers bit for bit.
-    options = hashlib.sha256(" ".join(cpu_options()).encode()).hexdigest()[:12]
-    build = CACHE / f"build-{version}-{options}"
+    chosen = stock_options() if stock else cpu_options()
+    options = hashlib.sha256(" ".join(chosen).encode()).hexdigest()[:12]
+    build = CACHE / f"build-{version}-{'stock-' if stock else ''}{options}"
     built = build / "bin" / "llama-server"  # beside the shared libraries it links to
     if built.exists():
         return built
@@ -70,9 +82,7 @@ def binary() -> Path:
         with tarfile.open(sdist(Path(work))) as archive:
             archive.extractall(work, filter="data")
         (source,) = Path(work).glob("*/vendor/llama.cpp")
-        subprocess.run(
-            ["cmake", "-S", str(source), "-B", str(build), *CMAKE_OPTIONS, *cpu_options()], check=True
-        )
+        subprocess.run(["cmake", "-S", str(source), "-B", str(build), *CMAKE_OPTIONS, *chosen], check=True)
         subprocess.run(
             ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
             check=True,
@@ -93,12 +103,14 @@ def start(
     extra: tuple[str, ...] = (),
     same_kernels: bool = False,
     environment: dict[str, str] | None = None,
+    stock: bool = False,
 ) -> Service:
     """llama-server with `slots` slots of `n_ctx` tokens each (as ours: a whole context per sequence);
-    `same_kernels`: with the batch-invariant kernels ours runs by default, to compare answers."""
+    `same_kernels`: with the batch-invariant kernels ours runs by default, to compare answers;
+    `stock`: the build users run (stock_options), to compare speed."""
     port = free_port()
     command = [
-        str(binary()),
+        str(binary(stock)),
         "--model", model_path,
         "--host", "127.0.0.1",
         "--port", str(port),

@@ -45,9 +45,10 @@ Script = Callable[[Exchange], tuple[int, str, bytes] | None]
 
 
 class RecordingProxy:
-    """Listens on a free loopback port and relays to `upstream` (a port on 127.0.0.1)."""
+    """Listens on a free loopback port and relays to `upstream` (a port on 127.0.0.1; None: the script
+    answers every request)."""
 
-    def __init__(self, upstream: int, script: Script | None = None) -> None:
+    def __init__(self, upstream: int | None, script: Script | None = None) -> None:
         self.exchanges: list[Exchange] = []
         self.script = script
         proxy = self
@@ -84,13 +85,15 @@ class RecordingProxy:
         """The POSTs recorded so far (whose path starts with `path_prefix`), in order."""
         return [e for e in self.exchanges if e.method == "POST" and e.path.startswith(path_prefix)]
 
-    def _relay(self, handler: BaseHTTPRequestHandler, upstream: int) -> None:
+    def _relay(self, handler: BaseHTTPRequestHandler, upstream: int | None) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else b""
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP}
         exchange = Exchange(handler.command, handler.path, dict(handler.headers.items()), body)
         self.exchanges.append(exchange)
         answer = self.script(exchange) if self.script is not None else None
+        if answer is None and upstream is None:
+            answer = 502, "text/plain", b"no upstream: the script answered nothing"
         if answer is not None:
             exchange.scripted, (exchange.status, kind, exchange.response) = True, answer
             handler.send_response(exchange.status)
@@ -99,6 +102,7 @@ class RecordingProxy:
             handler.end_headers()
             handler.wfile.write(exchange.response)
             return
+        assert upstream is not None
         connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=900)
         try:
             connection.request(handler.command, handler.path, body=body, headers=headers)

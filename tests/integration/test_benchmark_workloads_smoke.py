@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import tiny_models
 from tests.support.bench_runs import ONE_THREAD, bench
 
 pytestmark = pytest.mark.slow
@@ -129,3 +130,20 @@ def test_editing_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         assert row in text, row
     targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
     assert len(targets) == 3 and all(row.endswith("| met |") or "| missed" in row for row in targets), targets
+
+
+def test_agents_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    # Recorded with no model; replayed on the greeter (a 32k window that answers at once), llama-server
+    # the one built for the tests: this checks the program, not the speed.
+    markdown = tmp_path / "agents.md"
+    ran = bench("agents", *ONE_THREAD, "--repeats", "1", "--agents", "codex", "opencode",
+                "--model", str(tiny_models.path("greeter")), "--llama-server", "same-kernels",
+                "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    rows = [line for line in text.split("### Targets")[0].splitlines() if line.startswith("| codex |")]
+    assert len(rows) == 3  # the session's three requests: the turn, after its tool ran, the next turn
+    assert sum(line.startswith("| opencode |") for line in text.splitlines()) >= 3
+    targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
+    assert targets and all(row.endswith("| met |") or "| missed" in row for row in targets), targets

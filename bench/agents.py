@@ -35,12 +35,12 @@ from typing import Any
 import httpx
 
 from bench import references
-from bench.run import progress, publish
+from bench.run import progress, publish, rotate
 from harness import agent_answers, agents, llama_server, real_models
 from harness.recording_proxy import Exchange, RecordingProxy
 from harness.servers import Service
 
-OURS, CPP = "ours", "llama-server"
+OURS, FAST, CPP = "ours", "ours, LLM_BATCH_INVARIANT=0", "llama-server"
 BUILDS = {"stock": "as users build it (upstream's default options; AMX off, which crashes on some CPUs)",
           "same-kernels": "with our wheel's options (for a smoke run: no speed claim)"}  # fmt: skip
 NOTES = "notes.txt"
@@ -101,7 +101,7 @@ def replay(url: str, exchange: Exchange, model: str, max_tokens: int) -> Replaye
             event = json.loads(line[6:])
             if first is None and _generated(event):
                 first = time.perf_counter()
-            usage = _usage(event) or usage
+            usage = {**usage, **(_usage(event) or {})}  # llama-server's message_delta has output_tokens only
     prompt, cached = _counts(usage)
     return Replayed((first or time.perf_counter()) - started, prompt, cached)
 
@@ -142,10 +142,14 @@ def start(args: argparse.Namespace) -> dict[str, Service]:
     """Both targets on the model, with nothing cached."""
     started: dict[str, Service] = {}
     try:
-        started[OURS] = references.ours(
-            1, args.threads, args.n_ctx, LLM_MODEL_PATH=args.model, LLM_PARALLEL=str(args.slots),
-            LLM_MODEL_ID=args.model_id,
-        )  # fmt: skip
+        settings = {
+            "LLM_MODEL_PATH": args.model,
+            "LLM_PARALLEL": str(args.slots),
+            "LLM_MODEL_ID": args.model_id,
+        }
+        started[OURS] = references.ours(1, args.threads, args.n_ctx, **settings)
+        if args.fast_kernels:  # what the batch-invariant kernels cost, beside the rest
+            started[FAST] = references.ours(1, args.threads, args.n_ctx, **settings, LLM_BATCH_INVARIANT="0")
         stock = args.llama_server == "stock"
         started[CPP] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx, stock=stock,
                                           extra=("--alias", args.model_id))  # fmt: skip
@@ -159,6 +163,7 @@ def start(args: argparse.Namespace) -> dict[str, Service]:
 def markdown(args: argparse.Namespace, sessions: dict[str, list[Exchange]],
              results: dict[str, dict[str, list[list[Replayed]]]]) -> str:  # fmt: skip
     built = BUILDS[args.llama_server]
+    targets = list(results)
     lines = [
         f"Model `{Path(args.model).name}`, a window of {args.n_ctx} tokens, {args.slots} sequences, "
         f"llama-server built {built}, "
@@ -167,16 +172,17 @@ def markdown(args: argparse.Namespace, sessions: dict[str, list[Exchange]],
         "started anew; medians. TTFT: time to the first generated token. Evaluated: prompt tokens not "
         "read from a cache, as the server's own usage reports them.",
         "",
-        "| agent | request | ours: TTFT ms | ours: prompt / evaluated | llama-server: TTFT ms | "
-        "llama-server: prompt / evaluated |",
-        "|---|---|---|---|---|---|",
+        "| agent | request | "
+        + " | ".join(f"{t}: TTFT ms | {t}: prompt / evaluated" for t in targets)
+        + " |",
+        "|---|---|" + "---|---|" * len(targets),
     ]
     verdicts = []
     for agent, recorded in sessions.items():
         for n, exchange in enumerate(recorded):
             cells = []
             medians = {}
-            for target in (OURS, CPP):
+            for target in targets:
                 runs = [rounds[n] for rounds in results[target][agent]]
                 medians[target] = 1000 * statistics.median(r.ttft for r in runs)
                 prompt = statistics.median(r.prompt for r in runs)
@@ -212,18 +218,20 @@ def main(argv: list[str] | None = None) -> int:
         "--llama-server", choices=("stock", "same-kernels"), default="stock",
         help="stock: built as users build it (for speed); same-kernels: as our wheel (built for the tests)",
     )  # fmt: skip
+    parser.add_argument("--fast-kernels", action="store_true", help="also ours with LLM_BATCH_INVARIANT=0")
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
     args.model = args.model or str(real_models.gemma3_path())
     with tempfile.TemporaryDirectory(prefix="bench-agents-") as folder:
         progress("recording the agents' sessions")
         sessions = {agent: record(agent, Path(folder), args.model_id) for agent in args.agents}
-    results: dict[str, dict[str, list[list[Replayed]]]] = {t: {a: [] for a in sessions} for t in (OURS, CPP)}
+    targets = [OURS, *([FAST] if args.fast_kernels else []), CPP]
+    results: dict[str, dict[str, list[list[Replayed]]]] = {t: {a: [] for a in sessions} for t in targets}
     for repeat in range(args.repeats):
         progress(f"round {repeat + 1} of {args.repeats}")
         started = start(args)
         try:
-            order = [OURS, CPP] if repeat % 2 == 0 else [CPP, OURS]
+            order = rotate(targets, repeat)
             for agent, recorded in sessions.items():
                 for target in order:
                     url = started[target].url

@@ -61,8 +61,9 @@ def closest(
     """Of the prompts the cache holds (sequences' cells, kept states), the one sharing the longest
     prefix with `prompt`: (tokens shared, its tokens); None if it holds none. Read on the hub from
     copies of lists the batcher may be changing: a diagnosis of a cache miss, not a plan."""
-    held = [list(s.cached) for s in sequences]
+    held: list[Tokens[int]] = [list(s.cached) for s in sequences]  # copied: the batcher changes them
     if host_cache is not None:
-        held += [list(tokens) for tokens in host_cache.held()]
-    return max(((common_prefix(tokens, prompt), tokens) for tokens in held if tokens), default=None,
-               key=lambda found: (found[0], -len(found[1])))  # fmt: skip
+        held += host_cache.held()  # tuples: never changed
+    found = max(((common_prefix(tokens, prompt), tokens) for tokens in held if tokens), default=None,
+                key=lambda each: (each[0], -len(each[1])))  # fmt: skip
+    return None if found is None else (found[0], list(found[1]))

@@ -1,4 +1,4 @@
-"""Templates that print today's date render with it, as llama-server's (strftime_now, date_string, datetime)."""
+"""Templates that print today's date render with it, as llama-server renders them (strftime_now...)."""
 
 from __future__ import annotations
 

@@ -442,7 +442,7 @@ class Config:
     )
     reasoning_key: str | None = setting(
         "LLM_REASONING_KEY",
-        values.text,
+        values.secret_key,
         "",
         "Secret that seals the reasoning handed to stateless clients (Responses' encrypted_content, "
         "Anthropic's thinking signatures), so that only this server reads it back; set the same on "

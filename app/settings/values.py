@@ -189,6 +189,13 @@ def text(raw: str) -> str:
     return raw
 
 
+def secret_key(raw: str) -> str:
+    """A secret to derive a key from: long enough that it cannot be guessed by trying."""
+    if len(raw.strip()) < 16:
+        raise ValueError("must be at least 16 characters (a random string: `openssl rand -hex 32`)")
+    return raw
+
+
 def header_name(raw: str) -> str:
     """An HTTP header's name (RFC 9110's token characters)."""
     if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", raw):

@@ -34,6 +34,7 @@ OPERATIONS = [
     "POST /v1/completions",
     "POST /v1/responses",
     "POST /v1/responses/input_tokens",
+    "POST /v1/responses/compact",
     "GET /v1/responses/{response_id}",
     "DELETE /v1/responses/{response_id}",
     "GET /v1/responses/{response_id}/input_items",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from app.chat_formats.base import ChatFormat, Function
 from app.engine import grammar, lark_grammars, text_grammars
 
-CUSTOM_INPUT = "input"  # a custom tool's one argument (responses/tool_kinds.py names it so too)
+CUSTOM_INPUT = "input"  # a custom tool's one argument: its free-form input (responses/tool_kinds.py)
 
 
 @dataclass(frozen=True)

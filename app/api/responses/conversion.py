@@ -6,9 +6,10 @@ import json
 from typing import Any
 
 from app.api.prompting import structured_output, tools
+from app.api.prompting.call_grammars import CUSTOM_INPUT
 from app.api.requests.chat import ChatRequest
 from app.api.requests.generation import sampling_of
-from app.api.responses.tool_kinds import CUSTOM_INPUT, kinds_of, model_name
+from app.api.responses.tool_kinds import kinds_of, model_name
 from app.chat_formats.profile import TemplateProfile
 
 

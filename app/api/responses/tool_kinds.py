@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-CUSTOM_INPUT = "input"  # the one argument a custom tool's call carries to the model
+from app.api.prompting.call_grammars import CUSTOM_INPUT  # the one argument a custom tool's call carries
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ $(BIN)/python:
 
 # llama-cpp-python from the wheel deploy/llama-cpp/wheel.sh builds once per machine (no AMX kernels).
 # Beside it, llama.cpp's JSON schema converter (deploy/llama-cpp/json-grammar), built from the same sdist.
-$(VENV)/.installed: requirements.txt requirements-model.txt deploy/llama-cpp/wheel.sh \
+$(VENV)/.installed: requirements.txt requirements-model.txt deploy/llama-cpp/wheel.sh deploy/llama-cpp/patches/*.patch \
 		$(wildcard deploy/llama-cpp/json-grammar/*.* deploy/llama-cpp/json-grammar/llm_json_grammar/*) \
 		| $(BIN)/python
 	wheels="$$(bash deploy/llama-cpp/wheel.sh $(BIN)/python)" && \

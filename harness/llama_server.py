@@ -65,14 +65,20 @@ def stock_options() -> list[str]:
     return [f"-DCMAKE_C_FLAGS={no_amx}", f"-DCMAKE_CXX_FLAGS={no_amx}"]
 
 
+PATCHES = sorted((Path(__file__).resolve().parents[1] / "deploy" / "llama-cpp" / "patches").glob("*.patch"))
+
+
 def binary(stock: bool = False) -> Path:
     """The llama-server executable, built on first use (about ten minutes on two cores): with our
-    wheel's CPU options (to compare answers), or `stock` (to compare speed with what users run)."""
+    wheel's CPU options and patches (to compare answers), or `stock` (to compare speed with what
+    users run: upstream's sources as the sdist has them)."""
     version = importlib.metadata.version("llama_cpp_python")
-    # Named by the CPU options too: a build with other kernels (AMX, llamafile's sgemm) computes
-    # other numbers than our wheel, and the tests compare answers bit for bit.
+    # Named by the CPU options and patches too: a build with other kernels (AMX, llamafile's sgemm
+    # unpatched) computes other numbers than our wheel, and the tests compare answers bit for bit.
     chosen = stock_options() if stock else cpu_options()
-    options = hashlib.sha256(" ".join(chosen).encode()).hexdigest()[:12]
+    patches = [] if stock else PATCHES
+    key = " ".join(chosen) + "".join(p.read_text() for p in patches)
+    options = hashlib.sha256(key.encode()).hexdigest()[:12]
     build = CACHE / f"build-{version}-{'stock-' if stock else ''}{options}"
     built = build / "bin" / "llama-server"  # beside the shared libraries it links to
     if built.exists():
@@ -82,6 +88,8 @@ def binary(stock: bool = False) -> Path:
         with tarfile.open(sdist(Path(work))) as archive:
             archive.extractall(work, filter="data")
         (source,) = Path(work).glob("*/vendor/llama.cpp")
+        for patch in patches:
+            subprocess.run(["patch", "--quiet", "-p1", "-d", str(source), "-i", str(patch)], check=True)
         subprocess.run(["cmake", "-S", str(source), "-B", str(build), *CMAKE_OPTIONS, *chosen], check=True)
         subprocess.run(
             ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],

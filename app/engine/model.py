@@ -32,13 +32,15 @@ class LoadedModel:
 
     Batch-invariant (LLM_BATCH_INVARIANT): llama.cpp's CPU kernels add up in an order that
     depends on the batch and the thread count in four places, three turned off here and one
-    left out of the build (deploy/llama-cpp/wheel.sh), so a token's logits are the same bit
-    for bit whoever it is batched with, however its prompt was split into chunks, whether its
-    history came from the cache, and on any number of threads (docs/performance/benchmarks.md): flash
-    attention splits a lone token's keys between the threads (ggml-cpu/ops.cpp,
-    `use_split_kv_path`); K-quant weights take a tiled kernel from 8 rows on
+    patched at build (deploy/llama-cpp/patches), so a token's logits are the same bit for bit
+    whoever it is batched with, however its prompt was split into chunks, whether its history
+    came from the cache, and on any number of threads (docs/performance/kernels.md): flash
+    attention takes other paths for one query and for 64 and splits a lone token's keys between
+    the threads (ggml-cpu/ops.cpp); K-quant weights take a tiled kernel from 8 rows on
     (GGML_CPU_TILED_MM); repacked weights take another kernel for one row than for several
-    (use_extra_bufts); llamafile's sgemm takes two rows or more (GGML_LLAMAFILE).
+    (use_extra_bufts); llamafile's sgemm takes two rows or more of float matrices (the
+    attention's) and ggml's vec_dot one, which the patch makes sgemm's too. Quantized weights
+    keep sgemm, whose Q8_0/Q5_0/Q4_0 sums are vec_dot's, bit for bit.
 
     By default each sequence has cells of its own, a whole context's worth, as
     llama-server's slots do: attention then spans only a sequence's own cells, measured
@@ -118,11 +120,11 @@ class LoadedModel:
         self.adapters: list[Any] = [None if lora is None else self._adapter(lora) for lora in loras]
         self._applied: tuple[float, ...] = ()  # the scales the context decodes with now
         self.memory_kind = self._memory_kind(shape.swa_full)
-        self.batch_invariant = invariant and b"LLAMAFILE = 1" not in llama_cpp.llama_print_system_info()
+        self.batch_invariant = invariant and invariant_build(llama_cpp.llama_print_system_info())
         if invariant and not self.batch_invariant:
             log.warning(
-                "LLM_BATCH_INVARIANT=1, but this llama.cpp was built with llamafile's sgemm "
-                "(LLAMA_CMAKE_ARGS without -DGGML_LLAMAFILE=OFF): answers may still depend on batching"
+                "LLM_BATCH_INVARIANT=1, but this llama.cpp was built with llamafile's sgemm and without "
+                "deploy/llama-cpp/patches/sgemm-one-row.patch: answers may still depend on batching"
             )
 
     def _memory_kind(self, swa_full: bool) -> MemoryKind:
@@ -256,6 +258,12 @@ class LoadedModel:
             self.projector.close()
         self.context.close()
         self.model.close()
+
+
+def invariant_build(system_info: bytes) -> bool:
+    """Whether this llama.cpp's matrix products add up alike for one row and many: built without
+    llamafile's sgemm, or with it and the patch that sends it one row too (SGEMM_ONE_ROW)."""
+    return b"LLAMAFILE = 1" not in system_info or b"SGEMM_ONE_ROW = 1" in system_info
 
 
 def fingerprint(path: str, *settings: object) -> str:

@@ -66,7 +66,8 @@ class Config:
         "LLM_PREFILL_CHUNK",
         values.positive_int,
         "256",
-        "Most prompt tokens evaluated per step, so a long prompt delays running streams by one chunk",
+        "Most prompt tokens evaluated per step while streams run, so a long prompt delays them by one chunk "
+        "(with none running, a step takes up to LLM_N_BATCH)",
     )
     kv_size: int = setting(
         "LLM_KV_SIZE",
@@ -105,7 +106,8 @@ class Config:
         values.flag,
         "1",
         "1 runs llama.cpp's CPU kernels whose sums do not depend on the batch, the prompt's chunks or "
-        "the thread count (no flash attention, no repacked or tiled weights), so temperature-0 answers "
+        "the thread count (no flash attention, no repacked or tiled weights; llamafile's sgemm patched to "
+        "take one row too), so temperature-0 answers "
         "do not change with load, concurrency or the prompt cache; 0: llama.cpp's fastest kernels",
     )
     spec_type: str = setting(

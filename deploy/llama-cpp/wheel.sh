@@ -10,17 +10,16 @@
 # Rapids machines (AMX_INT8) ggml moves the weights to an AMX buffer and its matmul
 # segfaults on the first prompt of more than one token (seen here with SmolLM2's Q4_1;
 # ggml-org/llama.cpp#20824, open, and stanfordnlp/dspy#10079, which had to do the same).
-# And without llamafile's sgemm: it multiplies two rows or more (a prompt chunk, drafts)
-# with other kernels than ggml's for one (a generated token), adding up in another order,
-# so a token's numbers depend on how it was batched: measured, 3 to 4 % of greedy tokens
-# change between a history evaluated in chunks and one whose answer was generated, and
-# with the batch-invariant kernels and no sgemm, none (docs/benchmarks.md, "Batch
-# invariance", with its cost: slower prompt evaluation).
 # LLAMA_CMAKE_ARGS replaces them (e.g. "-DGGML_NATIVE=OFF" for a portable build).
+#
+# The sources: the sdist's llama.cpp with deploy/llama-cpp/patches/*.patch applied, which
+# give the batch-invariant mode (LLM_BATCH_INVARIANT) fast kernels whose sums do not depend
+# on how many rows are computed together (each patch says what it changes and why;
+# docs/performance/kernels.md measures them). LLAMA_PATCHES=0 builds the sdist as it is.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-args="-DGGML_NATIVE=ON -DGGML_LLAMAFILE=OFF"
+args="-DGGML_NATIVE=ON"
 if [ "$(uname -m)" = x86_64 ]; then
   no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
   args="$args '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
@@ -33,15 +32,25 @@ fi
 
 python="${1:?usage: wheel.sh PYTHON | --cmake-args}"
 version="$(sed -n 's/^llama_cpp_python==//p' requirements.txt)"
-key="$(printf '%s|%s|%s' "$version" "$args" "$("$python" -c 'import sys; print(sys.version_info[:2])')" \
-  | sha256sum | cut -c1-16)"
+patches=()
+if [ "${LLAMA_PATCHES:-1}" != 0 ]; then
+  patches=(deploy/llama-cpp/patches/*.patch)
+fi
+key="$(printf '%s|%s|%s|%s' "$version" "$args" "$("$python" -c 'import sys; print(sys.version_info[:2])')" \
+  "$(cat /dev/null "${patches[@]}" | sha256sum)" | sha256sum | cut -c1-16)"
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/llm-server/wheels/$key"
 if ! compgen -G "$dir/llama_cpp_python-$version-*.whl" >/dev/null; then
-  echo "building llama-cpp-python $version ($args): about 5 minutes on 2 cores" >&2
-  rm -rf "$dir.partial"
-  CMAKE_ARGS="$args" "$python" -m pip wheel --quiet --no-cache-dir --no-deps \
-    "llama_cpp_python==$version" -w "$dir.partial" >&2
-  rm -rf "$dir" && mv "$dir.partial" "$dir"
+  echo "building llama-cpp-python $version ($args, ${#patches[@]} patches): about 7 minutes on 2 cores" >&2
+  rm -rf "$dir.partial" && mkdir -p "$dir.partial/src"
+  "$python" -m pip download --quiet --no-deps --no-binary llama_cpp_python \
+    "llama_cpp_python==$version" -d "$dir.partial/src" >&2
+  tar -xzf "$dir.partial/src/llama_cpp_python-$version.tar.gz" -C "$dir.partial/src"
+  source="$dir.partial/src/llama_cpp_python-$version"
+  for patch in "${patches[@]}"; do
+    patch --quiet --forward -p1 -d "$source/vendor/llama.cpp" < "$patch" >&2
+  done
+  CMAKE_ARGS="$args" "$python" -m pip wheel --quiet --no-cache-dir --no-deps "$source" -w "$dir.partial" >&2
+  rm -rf "$dir.partial/src" "$dir" && mv "$dir.partial" "$dir"
 fi
 # Beside it, llama.cpp's JSON schema converter from the same sdist (deploy/llama-cpp/json-grammar,
 # seconds to compile), made again when its sources here change.

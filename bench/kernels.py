@@ -3,10 +3,11 @@
     python -m bench.kernels --repeats 3 --markdown docs/performance/kernels-result.md
 
 Two builds of the pinned llama-cpp-python, made by deploy/llama-cpp/wheel.sh (cached per
-machine): ours, without llamafile's sgemm, and the stock one, with it. Each runs llama.cpp
-directly (no server) in a child process, with llama.cpp's fastest kernels (flash
-attention on, repacked and tiled weights) and with the batch-invariant ones
-(LLM_BATCH_INVARIANT=1: none of those). For each, on SmolLM2 and Gemma 3 270M:
+machine): ours, with deploy/llama-cpp/patches applied, and the sdist as it is (stock). Each
+runs llama.cpp directly (no server) in a child process, with llama.cpp's fastest kernels
+(flash attention on, repacked and tiled weights) and with the batch-invariant ones
+(LLM_BATCH_INVARIANT=1: none of those; llamafile's sgemm, which the patch sends one row of a
+float matrix too). For each, on SmolLM2 and Gemma 3 270M:
 - whether a token's logits are bit for bit the same when computed on 1 thread or 2, beside
   another sequence, with its prompt from a cache (one token left to evaluate), after an
   answer generated a token at a time (a conversation's next turn), and as a draft token
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -39,18 +39,14 @@ CHECKS = ("threads", "neighbour", "cached prefix", "next turn", "drafts")
 
 
 def build(stock: bool) -> Path:
-    """The extracted wheel of one build (ours, or with llamafile's sgemm), for PYTHONPATH."""
+    """The extracted wheel of one build (ours, patched, or the sdist as it is), for PYTHONPATH."""
     script = ROOT / "deploy" / "llama-cpp" / "wheel.sh"
-    args = subprocess.run(["bash", str(script), "--cmake-args"], check=True, capture_output=True, text=True)
-    options = args.stdout.strip()
-    if stock:
-        options = " ".join(shlex.quote(a) for a in shlex.split(options) if a != "-DGGML_LLAMAFILE=OFF")
     folder = subprocess.run(
         ["bash", str(script), sys.executable],
         check=True,
         capture_output=True,
         text=True,
-        env={**os.environ, "LLAMA_CMAKE_ARGS": options},
+        env={**os.environ, "LLAMA_PATCHES": "0" if stock else "1"},
     ).stdout.strip()
     (wheel,) = Path(folder).glob("llama_cpp_python-*.whl")
     target = CACHE / Path(folder).name
@@ -169,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     from app.settings.values import default_model_path
 
     models = {"SmolLM2 135M (Q4_1)": default_model_path(), "Gemma 3 270M (Q4_K_M)": str(gemma3_path())}
-    builds = {"ours (no sgemm)": build(stock=False), "stock (llamafile sgemm)": build(stock=True)}
+    builds = {"ours (patched)": build(stock=False), "stock (the sdist as it is)": build(stock=True)}
     targets = [(b, inv) for b in builds for inv in (True, False)]
     results: dict[tuple[str, str, bool], list[dict[str, object]]] = {}
     for repeat in range(args.repeats):

@@ -147,3 +147,20 @@ def test_agents_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert sum(line.startswith("| opencode |") for line in text.splitlines()) >= 3
     targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
     assert targets and all(row.endswith("| met |") or "| missed" in row for row in targets), targets
+
+
+def test_long_prompts_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    # The greeter (one layer, SmolLM2's vocabulary) and llama-server as built for the tests: this
+    # checks the program, not the speed.
+    markdown = tmp_path / "long.md"
+    ran = bench("long_prompts", *ONE_THREAD, "--repeats", "1", "--lengths", "300",
+                "--model", str(tiny_models.path("greeter")), "--llama-server", "same-kernels",
+                "--markdown", str(markdown))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+    rows = [line for line in text.split("### Targets")[0].splitlines() if "| 300 |" in line]
+    assert len(rows) == 3  # ours, ours with the fastest kernels, llama-server
+    assert all(250 <= int(row.split(" | ")[3].replace(",", "")) <= 400 for row in rows), rows
+    targets = [line for line in text.split("### Targets")[1].splitlines() if "| 300 |" in line]
+    assert len(targets) == 1 and targets[0].endswith(("| met |", "| missed |")), targets

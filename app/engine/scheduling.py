@@ -101,10 +101,9 @@ def place(
     return Placement(target.seq_id, shared[target.seq_id], shared=held)
 
 
-def prompt_budget(chunk: int, batch_room: int, streaming: bool = True) -> int:
-    """Prompt tokens one step may take: a chunk while streams wait on the step (each step delays
-    their next token), the whole batch when none does (fewer, larger steps evaluate faster)."""
-    return max(0, min(chunk, batch_room) if streaming else batch_room)
+def prompt_budget(chunk: int, batch_room: int) -> int:
+    """Prompt tokens one step may take: a chunk, within what is left of the batch."""
+    return max(0, min(chunk, batch_room))
 
 
 def chunk_size(share: int, stops: Sequence[int]) -> int:

@@ -1,6 +1,6 @@
 """`return_progress`: how far a long prompt is evaluated, streamed as llama-server streams it.
 
-Ours with 64-token batches and prefill chunks beside llama-server with 64-token batches, on the same model
+Ours with 64-token prefill chunks beside llama-server with 64-token batches, on the same model
 and prompt: the same `prompt_progress` figures, on the same kind of event, before the first
 token. The SDKs read the streams that carry them as they read any other.
 """
@@ -29,9 +29,7 @@ KEYS = {"total", "cache", "processed", "time_ms"}
 
 @pytest.fixture(scope="module")
 def ours() -> Iterator[Server]:
-    server = Server(
-        LLM_WORKERS="1", LLM_N_THREADS="1", LLM_PREFILL_CHUNK=str(CHUNK), LLM_N_BATCH=str(CHUNK)
-    ).wait_ready()
+    server = Server(LLM_WORKERS="1", LLM_N_THREADS="1", LLM_PREFILL_CHUNK=str(CHUNK)).wait_ready()
     yield server
     log = server.output()
     server.stop(wait=False)

@@ -87,18 +87,8 @@ def test_a_long_prompt_is_evaluated_in_chunks_while_a_stream_keeps_generating() 
     assert run.text(streaming) == "".join(f"<{t}>" for t in range(3, 23))
 
 
-def test_with_no_stream_waiting_a_prompt_takes_the_whole_batch_in_one_step() -> None:
-    run = Run(FakeContext(parallel=2), prefill_chunk=4)
-    alone = job(list(range(30, 50)), max_tokens=2)
-    run.submit(alone)
-    run.until_idle()
-    prompt, *generated = run.context.decodes
-    assert [r.token for r in prompt] == list(range(30, 50))  # 20 tokens at once, not chunks of 4
-    assert run.text(alone) == "<50><51>"
-
-
 def test_progress_is_reported_from_the_cache_after_each_prompt_step_before_the_first_token() -> None:
-    run = Run(FakeContext(parallel=1, n_batch=4), prefill_chunk=4)
+    run = Run(FakeContext(parallel=1), prefill_chunk=4)
     first = job(list(range(10, 20)), max_tokens=1)
     run.submit(first)
     run.until_idle()

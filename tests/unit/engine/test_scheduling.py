@@ -89,11 +89,6 @@ def test_prompt_budget_is_a_chunk_within_the_batch(chunk: int, room: int, budget
     assert prompt_budget(chunk, room) == budget
 
 
-@pytest.mark.parametrize(("chunk", "room", "budget"), [(256, 500, 500), (256, 100, 100), (8, 0, 0)])
-def test_prompt_budget_is_the_whole_batch_when_no_stream_waits(chunk: int, room: int, budget: int) -> None:
-    assert prompt_budget(chunk, room, streaming=False) == budget
-
-
 def test_prompt_budget_is_handed_out_first_come_first_served() -> None:
     assert share_prompt([(3, 100), (1, 50), (2, 10)], 120) == [(3, 100), (1, 20)]
     assert share_prompt([(3, 5), (1, 5)], 120) == [(3, 5), (1, 5)]

@@ -66,8 +66,7 @@ class Config:
         "LLM_PREFILL_CHUNK",
         values.positive_int,
         "256",
-        "Most prompt tokens evaluated per step while streams run, so a long prompt delays them by one chunk "
-        "(with none running, a step takes up to LLM_N_BATCH)",
+        "Most prompt tokens evaluated per step, so a long prompt delays running streams by one chunk",
     )
     kv_size: int = setting(
         "LLM_KV_SIZE",

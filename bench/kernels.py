@@ -9,9 +9,9 @@ runs llama.cpp directly (no server) in a child process, with llama.cpp's fastest
 (LLM_BATCH_INVARIANT=1: none of those; llamafile's sgemm, which the patch sends one row of a
 float matrix too). For each, on SmolLM2 and Gemma 3 270M:
 - whether a token's logits are bit for bit the same when computed on 1 thread or 2, beside
-  another sequence, with its prompt from a cache (one token left to evaluate), after an
-  answer generated a token at a time (a conversation's next turn), and as a draft token
-  verified with others (speculative decoding);
+  another sequence, with its prompt in chunks of 37 tokens instead of 200, with its prompt
+  from a cache (one token left to evaluate), after an answer generated a token at a time (a
+  conversation's next turn), and as a draft token verified with others (speculative decoding);
 - prompt evaluation (512 tokens from nothing, and 256 more at a depth of 1,024) and
   generation (at a depth of 1,280) in tokens per second, 2 threads, repeats interleaved.
 """
@@ -35,7 +35,7 @@ from harness.real_models import gemma3_path
 from harness.servers import ROOT
 
 CACHE = machine_cache("kernel-builds")
-CHECKS = ("threads", "neighbour", "cached prefix", "next turn", "drafts")
+CHECKS = ("threads", "neighbour", "chunks", "cached prefix", "next turn", "drafts")
 
 
 def build(stock: bool) -> Path:
@@ -119,6 +119,7 @@ def measure(model_path: str, invariant: bool) -> dict[str, object]:
     variants = {
         "threads": greedy(threads=1),
         "neighbour": greedy(beside=True),
+        "chunks": greedy(chunk=37),
         "cached prefix": greedy(cached=True),
         "next turn": greedy(answer_first=True),
         "drafts": greedy(drafts=True),
@@ -161,11 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--markdown", type=Path)
+    parser.add_argument("--ours-only", action="store_true", help="leave the stock build out")
     args = parser.parse_args(argv)
     from app.settings.values import default_model_path
 
     models = {"SmolLM2 135M (Q4_1)": default_model_path(), "Gemma 3 270M (Q4_K_M)": str(gemma3_path())}
-    builds = {"ours (patched)": build(stock=False), "stock (the sdist as it is)": build(stock=True)}
+    builds = {"ours (patched)": build(stock=False)}
+    if not args.ours_only:
+        builds["stock (the sdist as it is)"] = build(stock=True)
     targets = [(b, inv) for b in builds for inv in (True, False)]
     results: dict[tuple[str, str, bool], list[dict[str, object]]] = {}
     for repeat in range(args.repeats):

@@ -39,7 +39,12 @@ def markdown(
         "tokens, "
         f"every request its own prompt, {args.max_tokens} tokens each; medians of {args.repeats} interleaved "
         f"runs (range in brackets). Machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}.",
+        f"Python {platform.python_version()}. llama-server: "
+        + (
+            "the stock build (upstream's default options, AMX off)."
+            if args.llama_server == "stock"
+            else "built with our wheel's options (a smoke run: no speed claim)."
+        ),
         "",
         "### One stream",
         "",

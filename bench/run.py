@@ -60,7 +60,8 @@ def start_servers(args: argparse.Namespace) -> dict[str, Service]:
             )  # fmt: skip
         if not args.skip_nginx:
             started[NGINX] = nginx([started[OURS].port])
-        started[CPP] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx)
+        stock = args.llama_server == "stock"
+        started[CPP] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx, stock=stock)
         if not args.skip_peer:
             started[PEER] = references.peer(args.model, args.threads, args.n_ctx)
     except BaseException:
@@ -167,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also ours with LLM_BATCH_INVARIANT=0 (llama.cpp's fastest kernels, as llama-server runs)",
     )
+    parser.add_argument(
+        "--llama-server", choices=("stock", "same-kernels"), default="stock",
+        help="stock: built as users build it (for speed); same-kernels: as our wheel (built for the tests)",
+    )  # fmt: skip
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--chart", type=Path)
     args = parser.parse_args(argv)

@@ -19,6 +19,7 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         "run", *ONE_THREAD, "--repeats", "1", "--max-tokens", "8", "--contention-tokens", "16",
         "--clients", "1,2", "--slots", "4", "--per-client", "1",
         "--running", "2", "--arrivals", "1", "--arrival-tokens", "200", "--fast-kernels",
+        "--llama-server", "same-kernels",
         "--markdown", str(markdown), "--chart", str(png),
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr

@@ -89,7 +89,7 @@ def binary(stock: bool = False) -> Path:
             archive.extractall(work, filter="data")
         (source,) = Path(work).glob("*/vendor/llama.cpp")
         for patch in patches:
-            subprocess.run(["patch", "--quiet", "-p1", "-d", str(source), "-i", str(patch)], check=True)
+            subprocess.run(["git", "apply", "-p1", str(patch)], cwd=source, check=True)
         subprocess.run(["cmake", "-S", str(source), "-B", str(build), *CMAKE_OPTIONS, *chosen], check=True)
         subprocess.run(
             ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],

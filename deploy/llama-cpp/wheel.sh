@@ -46,8 +46,8 @@ if ! compgen -G "$dir/llama_cpp_python-$version-*.whl" >/dev/null; then
     "llama_cpp_python==$version" -d "$dir.partial/src" >&2
   tar -xzf "$dir.partial/src/llama_cpp_python-$version.tar.gz" -C "$dir.partial/src"
   source="$dir.partial/src/llama_cpp_python-$version"
-  for patch in "${patches[@]}"; do
-    patch --quiet --forward -p1 -d "$source/vendor/llama.cpp" < "$patch" >&2
+  for patch in "${patches[@]}"; do  # git applies them: no other tool than the clone's own
+    git -C "$source/vendor/llama.cpp" apply -p1 < "$patch" >&2
   done
   CMAKE_ARGS="$args" "$python" -m pip wheel --quiet --no-cache-dir --no-deps "$source" -w "$dir.partial" >&2
   rm -rf "$dir.partial/src" "$dir" && mv "$dir.partial" "$dir"

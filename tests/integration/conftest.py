@@ -25,6 +25,17 @@ def server() -> Iterator[Server]:
     assert_clean(log)
 
 
+@pytest.fixture(scope="session")
+def reproducible_server() -> Iterator[Server]:
+    """A shared server as `server`, in the reproducible mode (LLM_BATCH_INVARIANT=1): for the modules
+    that compare its answers with llama-server's on the same kernels, bit for bit."""
+    instance = Server(LLM_WORKERS="1", LLM_SSE_KEEPALIVE="1", LLM_BATCH_INVARIANT="1").wait_ready()
+    yield instance
+    log = instance.output()
+    instance.stop(wait=False)
+    assert_clean(log)
+
+
 @pytest.fixture(scope="module")
 def mcp_server() -> Iterator[Service]:
     """The test MCP server (harness/mcp_server.py) over streamable HTTP on loopback, one per module."""

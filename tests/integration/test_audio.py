@@ -52,7 +52,8 @@ def hearing() -> Iterator[Server]:
         "LLM_MAX_MEDIA_BYTES": str(2 * len(LONG_WAV)),
         "LLM_MAX_BODY_BYTES": str(4 * len(LONG_WAV)),  # a clip inline, as base64
     }
-    with serving_models(models, LLM_N_CTX="4096", **limits) as server:
+    # The reproducible kernels: its answers are compared with llama-server's bit for bit.
+    with serving_models(models, LLM_N_CTX="4096", LLM_BATCH_INVARIANT="1", **limits) as server:
         yield server
 
 

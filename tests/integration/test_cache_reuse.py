@@ -41,6 +41,7 @@ def ours() -> Iterator[Server]:
         LLM_N_CTX=str(N_CTX),
         LLM_N_BATCH=str(N_BATCH),
         LLM_CACHE_REUSE=str(MIN_CHUNK),
+        LLM_BATCH_INVARIANT="1",  # compared with llama-server bit for bit
     ).wait_ready()
     yield server
     server.stop(wait=False)

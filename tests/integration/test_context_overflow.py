@@ -70,7 +70,9 @@ MODELS = [
 
 @pytest.fixture(scope="module")
 def refusing() -> Iterator[Server]:
-    with serving_models(MODELS) as server:
+    # The reproducible kernels: a truncated conversation's answer is compared with the shorter
+    # conversation's, whose prompt the server then has in its cache.
+    with serving_models(MODELS, LLM_BATCH_INVARIANT="1") as server:
         yield server
 
 

@@ -23,7 +23,12 @@ PROMPT = "Once upon a time, in a village at the edge of a great forest, there li
 @pytest.fixture(scope="module")
 def ours() -> Iterator[Server]:
     server = Server(
-        LLM_WORKERS="1", LLM_PARALLEL="1", LLM_N_CTX=str(N_CTX), LLM_N_THREADS="1", LLM_CONTEXT_SHIFT="1"
+        LLM_WORKERS="1",
+        LLM_PARALLEL="1",
+        LLM_N_CTX=str(N_CTX),
+        LLM_N_THREADS="1",
+        LLM_CONTEXT_SHIFT="1",
+        LLM_BATCH_INVARIANT="1",  # compared with llama-server bit for bit
     ).wait_ready()
     yield server
     server.stop(wait=False)

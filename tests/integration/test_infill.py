@@ -35,6 +35,7 @@ def ours() -> Iterator[Server]:
         LLM_WORKERS="1",
         LLM_N_CTX=str(N_CTX),
         LLM_N_BATCH=str(N_BATCH),
+        LLM_BATCH_INVARIANT="1",  # compared with llama-server bit for bit
     ).wait_ready()
     yield server
     log = server.output()

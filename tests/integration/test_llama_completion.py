@@ -20,6 +20,12 @@ PROMPT = "The three primary colours are"
 
 
 @pytest.fixture(scope="module")
+def server(reproducible_server: Server) -> Server:
+    """Ours in the reproducible mode: its answers are compared with llama-server's bit for bit."""
+    return reproducible_server
+
+
+@pytest.fixture(scope="module")
 def reference() -> Iterator[Service]:
     service = llama_server.start(
         default_model_path(), threads=1, slots=1, n_ctx=1024, extra=("--metrics",), same_kernels=True

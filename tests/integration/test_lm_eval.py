@@ -72,9 +72,9 @@ _LLAMA: list[Llama] = []
 
 def _llama() -> Llama:
     if not _LLAMA:
-        # Without flash attention, as the server's batch-invariant kernels run (LLM_BATCH_INVARIANT=1).
+        # With flash attention, as the server's default kernels run (llama.cpp's fastest).
         model = default_model_path()
-        _LLAMA.append(Llama(model_path=model, n_ctx=512, logits_all=True, flash_attn=False, verbose=False))
+        _LLAMA.append(Llama(model_path=model, n_ctx=512, logits_all=True, flash_attn=True, verbose=False))
     return _LLAMA[0]
 
 

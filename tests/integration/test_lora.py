@@ -39,7 +39,9 @@ def adapters() -> tuple[Path, Path]:
 def lora_server(adapters: tuple[Path, Path]) -> Iterator[Server]:
     loras = [{"id": name, "path": str(path), "scale": 0} for name, path in zip("ab", adapters, strict=True)]
     models = [{"id": "smol", "path": default_model_path(), "workers": 2, "parallel": 4, "loras": loras}]
-    with serving_models(models, answers=6, LLM_API_KEYS=KEY) as server:
+    # The reproducible kernels: an adapter's answer is compared with llama-server's, and with
+    # itself beside other requests, bit for bit.
+    with serving_models(models, answers=6, LLM_API_KEYS=KEY, LLM_BATCH_INVARIANT="1") as server:
         yield server
 
 

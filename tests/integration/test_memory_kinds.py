@@ -84,7 +84,11 @@ COMMON = {
     "LLM_N_BATCH": "64",  # a small micro-batch: llama.cpp's window caches hold window + 64 cells
     "LLM_PREFILL_CHUNK": "64",
     "LLM_N_CTX": "1536",
+    # The reproducible kernels, which llama-server is given in the comparisons below; the default's
+    # (llama.cpp's fastest) are held to the near-tie rule by the tests that say so.
+    "LLM_BATCH_INVARIANT": "1",
 }
+FASTEST = {"LLM_BATCH_INVARIANT": "0"}
 OPTIMISED = {"LLM_CACHE_RAM_MB": "256", "LLM_SPEC_TYPE": "ngram"}  # the model's entry may draft otherwise
 PLAIN = {"LLM_PROMPT_CACHE": "0", "LLM_CACHE_RAM_MB": "0", "LLM_SPEC_TYPE": "none"}
 
@@ -321,23 +325,53 @@ def test_a_chat_longer_than_gemmas_window_answers_as_with_the_cache_off(swa_full
 
 
 @pytest.mark.parametrize("name", ["smollm2", "gemma3", "mamba2", "lfm2-swa", "gpt-oss"])
-def test_answers_do_not_depend_on_the_thread_count_or_the_neighbours(name: str) -> None:
-    # llama.cpp's kernels are batch-invariant by default (LLM_BATCH_INVARIANT=1): the same text on
-    # one thread or two, alone or beside three other streams, is the same answer bit for bit.
-    # Short prompts and answers keep it cheap: each answer is still 24 greedy steps, in which a
-    # kernel whose sums depend on the batch would flip a near tie.
-    case = cases()[name]
+def test_reproducible_answers_do_not_depend_on_the_threads_the_neighbours_or_the_cache(name: str) -> None:
+    # LLM_BATCH_INVARIANT=1: the same text on one thread or two, alone or beside three other
+    # streams, evaluated or resumed from the cache, is the same answer bit for bit, log-probabilities
+    # and all. Short prompts and answers keep it cheap: each answer is still 24 greedy steps, in
+    # which a kernel whose sums depend on the batch would flip a near tie or move a log-probability.
+    answers = neighbours_threads_and_cache(cases()[name], COMMON)
+    first = answers["alone, 1 thread"]
+    assert all(answer.tokens == first.tokens for answer in answers.values()), answers
+    moved = [how for how, answer in answers.items() if answer.top != first.top]
+    # LFM2-SWA (convolutions and a sliding window) resumed from its cache: the same tokens, but
+    # log-probabilities that differ in the fifth digit (-0.0024812 against -0.0024825 at the
+    # second step): a hybrid memory's checkpoint restore is exact in tokens only, so far.
+    assert moved == (["resumed, 1 thread", "resumed, 2 threads"] if name == "lfm2-swa" else []), moved
+
+
+@pytest.mark.parametrize("name", ["smollm2", "gemma3"])
+def test_default_answers_part_only_at_near_ties_whatever_the_threads_the_neighbours_or_the_cache(
+    name: str,
+) -> None:
+    # The default, llama.cpp's fastest kernels: sums depend on the batch, so an answer may part
+    # from another run's, but only where its two likeliest tokens were a near tie (exactness.py).
+    answers = neighbours_threads_and_cache(cases()[name], {**COMMON, **FASTEST})
+    first = answers["alone, 1 thread"]
+    problems = {how: difference(first, answer) for how, answer in answers.items()}
+    assert not any(problems.values()), problems
+
+
+def neighbours_threads_and_cache(case: Case, env: dict[str, str]) -> dict[str, Answer]:
+    """The same prompt's greedy answer on one thread and two: alone and beside three other streams
+    (evaluated afresh: the prompt cache off), and resumed from the cache (on)."""
     prompts = [text(60, seed=20 + n) for n in range(4)]
-    answers: dict[str, list[str]] = {}
+    entry = {"id": "m", "path": case.path, "workers": 1}
+    answers: dict[str, Answer] = {}
     for threads in ("1", "2"):
-        settings = {**COMMON, **PLAIN, "LLM_N_THREADS": threads, "LLM_PARALLEL": "4"}
-        with serving_models([{"id": "m", "path": case.path, "workers": 1}], **settings) as server:
-            alone = complete(server.url, prompts[0], 24)[0].text
+        named = f"{threads} thread{'s' if threads == '2' else ''}"
+        settings = {**env, **PLAIN, "LLM_N_THREADS": threads, "LLM_PARALLEL": "4"}
+        with serving_models([entry], **settings) as server:
+            answers[f"alone, {named}"] = complete(server.url, prompts[0], 24)[0]
             with ThreadPoolExecutor(4) as pool:
-                together = list(pool.map(lambda prompt: complete(server.url, prompt, 24)[0].text, prompts))
-        assert together[0] == alone
-        answers[threads] = together
-    assert answers["1"] == answers["2"]
+                together = list(pool.map(lambda prompt: complete(server.url, prompt, 24)[0], prompts))
+            answers[f"beside three, {named}"] = together[0]
+        with serving_models([entry], **{**settings, "LLM_PROMPT_CACHE": "1"}) as server:
+            complete(server.url, prompts[0], 24)  # kept in the cache
+            again = complete(server.url, prompts[0], 24)[0]
+            assert again.cached > 0  # resumed, not evaluated anew
+            answers[f"resumed, {named}"] = again
+    return answers
 
 
 @pytest.mark.parametrize("name", list(cases()))

@@ -135,7 +135,8 @@ def vision(image_host: ImageHost) -> Iterator[Server]:
         "LLM_MEDIA_FETCH": f"127.0.0.1:{image_host.port},localhost:{image_host.port}",
         "LLM_MEDIA_FETCH_TIMEOUT": "2",
     }
-    with serving_models(models, **limits) as server:
+    # The reproducible kernels: answers are compared with llama-server's bit for bit.
+    with serving_models(models, LLM_BATCH_INVARIANT="1", **limits) as server:
         yield server
 
 

@@ -26,6 +26,12 @@ PREFILLED = [
 
 
 @pytest.fixture(scope="module")
+def server(reproducible_server: Server) -> Server:
+    """Ours in the reproducible mode: its answers are compared with llama-server's bit for bit."""
+    return reproducible_server
+
+
+@pytest.fixture(scope="module")
 def reference() -> Iterator[Service]:
     service = llama_server.start(str(default_model_path()), threads=1, slots=1, n_ctx=2048, same_kernels=True)
     yield service

@@ -29,7 +29,9 @@ KEYS = {"total", "cache", "processed", "time_ms"}
 
 @pytest.fixture(scope="module")
 def ours() -> Iterator[Server]:
-    server = Server(LLM_WORKERS="1", LLM_N_THREADS="1", LLM_PREFILL_CHUNK=str(CHUNK)).wait_ready()
+    server = Server(
+        LLM_WORKERS="1", LLM_N_THREADS="1", LLM_PREFILL_CHUNK=str(CHUNK), LLM_BATCH_INVARIANT="1"
+    ).wait_ready()
     yield server
     log = server.output()
     server.stop(wait=False)

@@ -55,7 +55,6 @@ BAD_SETTINGS = [
         ("LLM_TENSOR_SPLIT", "0.5,0.5"),
         ("LLM_CACHE_TYPE_K", "q3_k"),
         ("LLM_CACHE_TYPE_V", "int8"),
-        ("LLM_CACHE_TYPE_V", "q8_0"),  # needs flash attention, which LLM_BATCH_INVARIANT=1 turns off
         ("LLM_SPEC_TYPE", "draft-model"),
         ("LLM_SPEC_MAX", "0"),
         ("LLM_SPEC_DRAFT", "/nonexistent/draft.gguf"),
@@ -187,6 +186,14 @@ def test_a_draft_model_with_another_vocabulary_halts_the_server(tmp_path: Path) 
     (line,) = [line for line in result.stderr.splitlines() if "could not load it" in line]
     assert f"draft model {bert}: the draft model has" in line and "tokens, the model 49152" in line
     assert "Traceback" not in result.stderr
+
+
+def test_a_quantized_v_cache_in_the_reproducible_mode_stops_start_up_with_one_line() -> None:
+    # A quantized V cache needs flash attention, which LLM_BATCH_INVARIANT=1 turns off.
+    result = start({"LLM_CACHE_TYPE_V": "q8_0", "LLM_BATCH_INVARIANT": "1"})
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("configuration error: LLM_CACHE_TYPE_V=q8_0: a quantized V cache needs flash")
 
 
 def test_drafting_with_a_model_needs_one() -> None:

@@ -73,7 +73,10 @@ def test_bad_value_names_the_variable(env: str, value: str, message: str | None)
     [
         ({"LLM_PARALLEL": "64", "LLM_N_BATCH": "32"}, "LLM_PARALLEL=64: must not exceed LLM_N_BATCH=32"),
         ({"LLM_KV_SIZE": "1000", "LLM_N_CTX": "2048"}, "LLM_KV_SIZE=1000: must be at least LLM_N_CTX=2048"),
-        ({"LLM_CACHE_TYPE_V": "q8_0"}, "LLM_CACHE_TYPE_V=q8_0: a quantized V cache needs flash attention"),
+        (
+            {"LLM_CACHE_TYPE_V": "q8_0", "LLM_BATCH_INVARIANT": "1"},
+            "LLM_CACHE_TYPE_V=q8_0: a quantized V cache needs flash attention",
+        ),
         ({"LLM_CACHE_DISK_MB": "64"}, "LLM_CACHE_DISK_PATH: a folder is needed"),
         (
             {"LLM_CACHE_DISK_MB": "64", "LLM_CACHE_DISK_PATH": "/tmp", "LLM_CACHE_RAM_MB": "0"},
@@ -166,7 +169,10 @@ def test_the_store_url_from_a_file(tmp_path: Path) -> None:
     assert "secret" not in str(wrong.value)  # the file's path is named, never what it holds
 
 
-def test_a_quantized_v_cache_runs_with_the_fastest_kernels() -> None:
-    config = settings(LLM_CACHE_TYPE_V="q8_0", LLM_BATCH_INVARIANT="0")
+def test_the_fastest_kernels_are_the_default_and_a_quantized_v_cache_runs_on_them() -> None:
+    config = settings(LLM_CACHE_TYPE_V="q8_0")
     assert config.cache_type_v == "q8_0" and not config.batch_invariant
-    assert settings().batch_invariant and settings().swa_full and settings().ctx_checkpoints == 8
+    assert not settings().batch_invariant and settings().swa_full and settings().ctx_checkpoints == 8
+    assert settings(LLM_BATCH_INVARIANT="1").batch_invariant
+    with pytest.raises(ConfigError, match="LLM_CACHE_TYPE_V=q8_0: a quantized V cache needs flash"):
+        settings(LLM_CACHE_TYPE_V="q8_0", LLM_BATCH_INVARIANT="1")

@@ -136,7 +136,7 @@ def test_each_worker_gets_its_models_settings() -> None:
 
 def test_kv_cache_types_per_entry_or_from_the_variables() -> None:
     raw = entries({"id": "a", "path": FAKE_MODEL, "cache_type_k": "q4_0"}, {"id": "b", "path": FAKE_MODEL})
-    config = settings(LLM_MODELS=raw, LLM_CACHE_TYPE_V="q8_0", LLM_BATCH_INVARIANT="0")
+    config = settings(LLM_MODELS=raw, LLM_CACHE_TYPE_V="q8_0")
     first, second = config.for_model(0), config.for_model(1)
     assert (first.cache_type_k, first.cache_type_v) == ("q4_0", "q8_0")
     assert (second.cache_type_k, second.cache_type_v) == ("f16", "q8_0")
@@ -146,7 +146,7 @@ def test_kv_cache_types_per_entry_or_from_the_variables() -> None:
     with pytest.raises(
         ConfigError, match=r"LLM_MODELS entry 1 \('b'\) cache_type_v=q4_0: a quantized V cache"
     ):
-        settings(LLM_MODELS=quantized)
+        settings(LLM_MODELS=quantized, LLM_BATCH_INVARIANT="1")
 
 
 def test_memory_settings_per_entry_or_from_the_variables() -> None:

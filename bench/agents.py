@@ -40,7 +40,7 @@ from harness import agent_answers, agents, llama_server, real_models
 from harness.recording_proxy import Exchange, RecordingProxy
 from harness.servers import Service
 
-OURS, FAST, CPP = "ours", "ours, LLM_BATCH_INVARIANT=0", "llama-server"
+OURS, REPRO, CPP = "ours", "ours, LLM_BATCH_INVARIANT=1", "llama-server"
 BUILDS = {"stock": "as users build it (upstream's default options; AMX off, which crashes on some CPUs)",
           "same-kernels": "with our wheel's options (for a smoke run: no speed claim)"}  # fmt: skip
 NOTES = "notes.txt"
@@ -148,8 +148,8 @@ def start(args: argparse.Namespace) -> dict[str, Service]:
             "LLM_MODEL_ID": args.model_id,
         }
         started[OURS] = references.ours(1, args.threads, args.n_ctx, **settings)
-        if args.fast_kernels:  # what the batch-invariant kernels cost, beside the rest
-            started[FAST] = references.ours(1, args.threads, args.n_ctx, **settings, LLM_BATCH_INVARIANT="0")
+        if args.reproducible:  # what the batch-invariant kernels cost, beside the rest
+            started[REPRO] = references.ours(1, args.threads, args.n_ctx, **settings, LLM_BATCH_INVARIANT="1")
         stock = args.llama_server == "stock"
         started[CPP] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx, stock=stock,
                                           extra=("--alias", args.model_id))  # fmt: skip
@@ -218,14 +218,14 @@ def main(argv: list[str] | None = None) -> int:
         "--llama-server", choices=("stock", "same-kernels"), default="stock",
         help="stock: built as users build it (for speed); same-kernels: as our wheel (built for the tests)",
     )  # fmt: skip
-    parser.add_argument("--fast-kernels", action="store_true", help="also ours with LLM_BATCH_INVARIANT=0")
+    parser.add_argument("--reproducible", action="store_true", help="also ours with LLM_BATCH_INVARIANT=1")
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
     args.model = args.model or str(real_models.gemma3_path())
     with tempfile.TemporaryDirectory(prefix="bench-agents-") as folder:
         progress("recording the agents' sessions")
         sessions = {agent: record(agent, Path(folder), args.model_id) for agent in args.agents}
-    targets = [OURS, *([FAST] if args.fast_kernels else []), CPP]
+    targets = [OURS, *([REPRO] if args.reproducible else []), CPP]
     results: dict[str, dict[str, list[list[Replayed]]]] = {t: {a: [] for a in sessions} for t in targets}
     for repeat in range(args.repeats):
         progress(f"round {repeat + 1} of {args.repeats}")

@@ -2,9 +2,9 @@
 
     python -m bench.long_prompts --repeats 3 --markdown docs/performance/long-prompts-result.md
 
-For each model (SmolLM2 and Gemma 3 270M) and prompt length: ours with its defaults (the
-batch-invariant kernels), ours with LLM_BATCH_INVARIANT=0 (llama.cpp's fastest kernels), and
-llama-server built as users build it (upstream's default options, AMX off: harness/llama_server.py),
+For each model (SmolLM2 and Gemma 3 270M) and prompt length: ours with its defaults (llama.cpp's
+fastest kernels), ours with LLM_BATCH_INVARIANT=1 (the reproducible mode's batch-invariant kernels),
+and llama-server built as users build it (upstream's default options, AMX off: harness/llama_server.py),
 each started once per model with one sequence of a window that holds the prompt, --threads
 threads. Every request is a chat prompt of its own from its first word (nothing cached on any
 server) answered with one token; repeats interleave the targets. The figure: prompt tokens (as
@@ -30,7 +30,7 @@ from bench.run import progress, publish, rotate
 from harness import llama_server, real_models
 from harness.servers import Service
 
-OURS, FAST, STOCK = "ours (defaults)", "ours, LLM_BATCH_INVARIANT=0", "llama-server (stock build)"
+OURS, REPRO, STOCK = "ours (defaults)", "ours, LLM_BATCH_INVARIANT=1", "llama-server (stock build)"
 WORDS = (
     "river stone window garden letter morning paper engine silver market orange thunder "
     "pencil forest ladder candle harbor meadow rocket violin basket mirror island shadow"
@@ -63,7 +63,7 @@ def evaluate(url: str, text: str) -> tuple[int, float]:
 def start(model: str, threads: int, n_ctx: int, stock: bool) -> dict[str, Service]:
     started: dict[str, Service] = {}
     try:
-        for name, extra in ((OURS, {}), (FAST, {"LLM_BATCH_INVARIANT": "0"})):
+        for name, extra in ((OURS, {}), (REPRO, {"LLM_BATCH_INVARIANT": "1"})):
             started[name] = references.ours(
                 1, threads, n_ctx, LLM_PARALLEL="1", LLM_MODEL_PATH=model, LLM_PROMPT_CACHE="0", **extra
             )

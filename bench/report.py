@@ -9,11 +9,11 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench import arrivals, measure
+from bench import arrivals, measure, sessions
 
 OURS, NGINX, CPP = "ours", "ours, through nginx", "llama.cpp llama-server"
 PEER, RAW = "llama-cpp-python server", "raw llama-cpp-python"
-FAST = "ours, LLM_BATCH_INVARIANT=0"
+REPRO = "ours, LLM_BATCH_INVARIANT=1"
 
 
 def spread(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
@@ -33,6 +33,7 @@ def markdown(
     busy: dict[str, dict[str, list[measure.Stream]]] | None,
     mem: dict[int, tuple[list[int], int, int]] | None,
     arrived: dict[str, list[arrivals.Arrivals]] | None = None,
+    agents: dict[str, dict[int, list[sessions.Sessions]]] | None = None,
 ) -> str:
     lines = [
         f"Model `{Path(args.model).name}`, {args.threads} threads, {args.slots} slots of {args.n_ctx} "
@@ -91,16 +92,18 @@ def markdown(
                 f"| {name} | {spread([s.tokens_per_second for s in pair['quiet']])} | "
                 f"{spread([s.tokens_per_second for s in pair['busy']])} | {100 * loaded / quiet:.0f}% |"
             )
-    if FAST in swept:
+    if REPRO in swept:
         lines += _kernels_share(singles, swept)
     if mem:
         lines += _memory(args, mem)
     if arrived:
         lines += _arrivals(args, arrived)
+    if agents:
+        lines += _sessions(args, agents)
     lines += ["", "### Targets", "", "| target | measured | verdict |", "|---|---|---|"]
     lines += [
         f"| {what} | {measured} | {verdict} |"
-        for what, measured, verdict in targets(args, singles, swept, busy, arrived)
+        for what, measured, verdict in targets(args, singles, swept, busy, arrived, agents)
     ]
     return "\n".join(lines) + "\n"
 
@@ -108,31 +111,34 @@ def markdown(
 def _kernels_share(
     singles: dict[str, list[measure.Stream]], swept: dict[str, list[measure.Sweep]]
 ) -> list[str]:
-    """Each gap to llama-server split in two: ours' batch-invariant kernels against llama.cpp's fastest
-    (ours against ours with LLM_BATCH_INVARIANT=0), and the rest (that one against llama-server)."""
+    """What the reproducible mode costs: ours with LLM_BATCH_INVARIANT=1 (kernels whose sums do not
+    depend on the batch) against ours with the defaults (llama.cpp's fastest), beside the gap from
+    the defaults to llama-server (Python per token and per request, HTTP)."""
     lines = [
         "",
-        "### What the gaps are made of: the batch-invariant kernels, and the rest",
+        "### What the reproducible mode costs, and the rest of the gap",
         "",
-        "Ours against ours with llama.cpp's fastest kernels (the kernels' cost), and that one against "
-        "llama-server (the rest: Python per token and per request, HTTP). Throughput as a share, "
-        "times as a difference.",
+        "Ours with `LLM_BATCH_INVARIANT=1` against ours with the defaults (the batch-invariant kernels' "
+        "cost), and the defaults against llama-server (the rest: Python per token and per request, "
+        "HTTP). Throughput as a share, times as a difference.",
         "",
-        "| clients | aggregate: ours / fast | fast / llama-server | TTFT p50: ours − fast, ms "
-        "| fast − llama-server, ms | ITL p99: ours − fast, ms | fast − llama-server, ms |",
+        "| clients | aggregate: reproducible / ours | ours / llama-server "
+        "| TTFT p50: reproducible − ours, ms | ours − llama-server, ms "
+        "| ITL p99: reproducible − ours, ms | ours − llama-server, ms |",
         "|---|---|---|---|---|---|---|",
     ]
     at = {name: {p.clients: p for p in points} for name, points in swept.items()}
     for clients in sorted(at[OURS]):
-        ours, fast, cpp = at[OURS][clients], at[FAST][clients], at[CPP][clients]
+        repro, ours, cpp = at[REPRO][clients], at[OURS][clients], at[CPP][clients]
         lines.append(
-            f"| {clients} | {100 * ours.tokens_per_second / fast.tokens_per_second:.1f}% "
-            f"| {100 * fast.tokens_per_second / cpp.tokens_per_second:.1f}% "
-            f"| {1000 * (ours.ttft_p50 - fast.ttft_p50):+.0f} | {1000 * (fast.ttft_p50 - cpp.ttft_p50):+.0f} "
-            f"| {1000 * (ours.itl_p99 - fast.itl_p99):+.1f} | {1000 * (fast.itl_p99 - cpp.itl_p99):+.1f} |"
+            f"| {clients} | {100 * repro.tokens_per_second / ours.tokens_per_second:.1f}% "
+            f"| {100 * ours.tokens_per_second / cpp.tokens_per_second:.1f}% "
+            f"| {1000 * (repro.ttft_p50 - ours.ttft_p50):+.0f} "
+            f"| {1000 * (ours.ttft_p50 - cpp.ttft_p50):+.0f} "
+            f"| {1000 * (repro.itl_p99 - ours.itl_p99):+.1f} | {1000 * (ours.itl_p99 - cpp.itl_p99):+.1f} |"
         )
-    if FAST in singles:
-        alone = decode(singles[OURS]), decode(singles[FAST]), decode(singles[CPP])
+    if REPRO in singles:
+        alone = decode(singles[REPRO]), decode(singles[OURS]), decode(singles[CPP])
         lines.append(
             f"| one stream | {100 * alone[0] / alone[1]:.1f}% | {100 * alone[1] / alone[2]:.1f}% | | | | |"
         )
@@ -175,6 +181,27 @@ def _arrivals(args: argparse.Namespace, arrived: dict[str, list[arrivals.Arrival
     return lines
 
 
+def _sessions(args: argparse.Namespace, agents: dict[str, dict[int, list[sessions.Sessions]]]) -> list[str]:
+    lines = [
+        "",
+        f"### Agent-shaped sessions: a shared prefix of about {args.prefix_tokens} tokens, "
+        f"{args.session_turns} turns each",
+        "",
+        "| server | sessions at once | first turn's TTFT p50, ms | later turns' TTFT p50, ms | p90, ms "
+        "| a session, s | failed |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for count in args.sessions:
+        for name, by_count in agents.items():
+            first, later, later_p90, wall = sessions.medians(by_count[count])
+            failed = sum(len(run.failed) for run in by_count[count])
+            lines.append(
+                f"| {name} | {count} | {1000 * first:.0f} | {1000 * later:.0f} | {1000 * later_p90:.0f} "
+                f"| {wall:.1f} | {failed} |"
+            )
+    return lines
+
+
 def at_least(what: str, ours: float, reference: float, share: float, unit: str) -> tuple[str, str, str]:
     ratio = ours / reference if reference else float("inf")
     verdict = "met" if ratio >= share else f"missed by {100 * (share - ratio):.1f} points"
@@ -187,6 +214,7 @@ def targets(
     swept: dict[str, list[measure.Sweep]],
     busy: dict[str, dict[str, list[measure.Stream]]] | None,
     arrived: dict[str, list[arrivals.Arrivals]] | None = None,
+    agents: dict[str, dict[int, list[sessions.Sessions]]] | None = None,
 ) -> list[tuple[str, str, str]]:
     """Each target (issue 21's, raised from issue 12's) with what was measured and whether it was met."""
     rows = []
@@ -241,7 +269,14 @@ def targets(
         rows.append(("running streams' ITL p99 while long prompts arrive no worse than llama-server's",
                      f"{ours:.1f} against {cpp:.1f} ms",
                      "met" if ours <= cpp else f"missed by {ours - cpp:.1f} ms"))  # fmt: skip
+    for count, runs in sorted((agents or {}).get(OURS, {}).items()):
+        assert agents is not None
+        ours, cpp = 1000 * sessions.medians(runs)[1], 1000 * sessions.medians(agents[CPP][count])[1]
+        rows.append((f"later turns' TTFT p50 of {count} agent-shaped sessions no later than llama-server's",
+                     f"{ours:.0f} against {cpp:.0f} ms",
+                     "met" if ours <= cpp else f"missed by {ours - cpp:.0f} ms"))  # fmt: skip
     failed = sum(p.failed + p.rejected for p in swept[OURS])
+    failed += sum(len(run.failed) for runs in (agents or {}).get(OURS, {}).values() for run in runs)
     rows.append(
         (
             "no failed stream at any level (ours)",

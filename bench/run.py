@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from app.settings.values import default_model_path
-from bench import arrivals, measure, references, report
-from bench.report import CPP, FAST, NGINX, OURS, PEER, RAW
+from bench import arrivals, measure, references, report, sessions
+from bench.report import CPP, NGINX, OURS, PEER, RAW, REPRO
 from harness import llama_server
 from harness.servers import Service, nginx
 
@@ -53,10 +53,10 @@ def start_servers(args: argparse.Namespace) -> dict[str, Service]:
         started[OURS] = references.ours(
             1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.slots), LLM_MODEL_PATH=args.model
         )
-        if args.fast_kernels:  # what the batch-invariant kernels cost, measured beside the rest
-            started[FAST] = references.ours(
+        if args.reproducible:  # what the batch-invariant kernels cost, measured beside the rest
+            started[REPRO] = references.ours(
                 1, args.threads, args.n_ctx, LLM_PARALLEL=str(args.slots), LLM_MODEL_PATH=args.model,
-                LLM_BATCH_INVARIANT="0",
+                LLM_BATCH_INVARIANT="1",
             )  # fmt: skip
         if not args.skip_nginx:
             started[NGINX] = nginx([started[OURS].port])
@@ -129,6 +129,22 @@ def long_arrivals(args: argparse.Namespace, urls: dict[str, str], index: Iterato
     return runs
 
 
+ANSWER_TOKENS = 24  # an agent's turn: a short reply or a tool call
+
+
+def agent_sessions(args: argparse.Namespace, urls: dict[str, str], index: Iterator[int]) -> dict[str, dict]:
+    """Agent-shaped sessions at each count of --sessions (bench/sessions.py), for ours and llama-server."""
+    runs: dict[str, dict[int, list[sessions.Sessions]]] = {n: {k: [] for k in args.sessions} for n in urls}
+    for turn in range(args.repeats):
+        for count in args.sessions:
+            for name in rotate(list(urls), turn):
+                run = sessions.measure(
+                    urls[name], count, args.session_turns, args.prefix_tokens, ANSWER_TOKENS, next(index)
+                )
+                runs[name][count].append(run)
+    return runs
+
+
 def memory(args: argparse.Namespace, index: Iterator[int]) -> dict[int, tuple[list[int], int, int]]:
     """Per-worker RSS and total PSS of ours (default settings) with 1 and 2 workers, loaded and warm."""
     figures = {}
@@ -164,9 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arrivals", type=int, default=3, help="long prompts arriving (0: skip)")
     parser.add_argument("--arrival-tokens", type=int, default=1500, help="each long prompt's length")
     parser.add_argument(
-        "--fast-kernels",
+        "--sessions", type=lambda v: [int(c) for c in v.split(",") if c], default=[2, 4],
+        help="agent-shaped sessions at once, each count a part of the run (empty: skip)",
+    )  # fmt: skip
+    parser.add_argument("--session-turns", type=int, default=4, help="turns of each agent-shaped session")
+    parser.add_argument("--prefix-tokens", type=int, default=1200, help="the sessions' shared prefix")
+    parser.add_argument(
+        "--reproducible",
         action="store_true",
-        help="also ours with LLM_BATCH_INVARIANT=0 (llama.cpp's fastest kernels, as llama-server runs)",
+        help="also ours with LLM_BATCH_INVARIANT=1 (the reproducible mode's batch-invariant kernels)",
     )
     parser.add_argument(
         "--llama-server", choices=("stock", "same-kernels"), default="stock",
@@ -188,13 +210,15 @@ def main(argv: list[str] | None = None) -> int:
         progress("beside a busy process")
         busy = None if args.skip_contention else contention(args, {n: urls[n] for n in (OURS, CPP)}, index)
         progress("long prompts arriving while streams run")
-        both = {n: urls[n] for n in (OURS, FAST, CPP) if n in urls}
+        both = {n: urls[n] for n in (OURS, REPRO, CPP) if n in urls}
         arrived = long_arrivals(args, both, index) if args.arrivals else None
+        progress("agent-shaped sessions")
+        agents = agent_sessions(args, both, index) if args.sessions else None
     finally:
         stop(started)
     progress("memory")
     mem = None if args.skip_memory else memory(args, index)
-    text = report.markdown(args, singles, swept, busy, mem, arrived)
+    text = report.markdown(args, singles, swept, busy, mem, arrived, agents)
     publish(text, args.markdown)
     if args.chart:
         report.chart(args.chart, swept)

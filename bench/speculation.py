@@ -7,8 +7,8 @@ one stream at a time and 4 at once: ours without drafts and with n-gram drafts (
 same server, `speculative` per request), llama-server without and with each of its
 n-gram modes. The story prompts of `bench.run` with drafts on and off (what drafting
 costs where nothing repeats). The KV cache in q8_0 beside f16: memory, throughput at
-8 clients, and how often the likeliest next token agrees over fixed texts (q8_0 runs
-llama.cpp's fastest kernels, LLM_BATCH_INVARIANT=0: a quantized V cache needs flash attention).
+8 clients, and how often the likeliest next token agrees over fixed texts (both on the default
+kernels, llama.cpp's fastest: a quantized V cache needs their flash attention).
 """
 
 from __future__ import annotations
@@ -36,8 +36,7 @@ def start(args: argparse.Namespace) -> dict[str, Service]:
     try:
         parallel = {"LLM_PARALLEL": str(args.slots)}
         started["ours"] = references.ours(1, args.threads, args.n_ctx, **parallel)
-        # A quantized V cache needs flash attention, which the batch-invariant kernels go without.
-        quantized = {"LLM_CACHE_TYPE_K": "q8_0", "LLM_CACHE_TYPE_V": "q8_0", "LLM_BATCH_INVARIANT": "0"}
+        quantized = {"LLM_CACHE_TYPE_K": "q8_0", "LLM_CACHE_TYPE_V": "q8_0"}
         started["ours q8_0"] = references.ours(1, args.threads, args.n_ctx, **quantized, **parallel)
         started[CPP_OFF] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx)
         for name, flags in CPP_MODES.items():

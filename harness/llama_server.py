@@ -98,8 +98,9 @@ def binary(stock: bool = False) -> Path:
     return built
 
 
-# The kernels our default LLM_BATCH_INVARIANT=1 runs (app/engine/model.py): llama-server given
-# them answers bit for bit as ours does; without them it runs llama.cpp's fastest (the benchmarks').
+# The kernels ours runs in its reproducible mode, LLM_BATCH_INVARIANT=1 (app/engine/model.py):
+# llama-server given them answers bit for bit as ours does in that mode; without them it runs
+# llama.cpp's fastest, as ours does by default.
 SAME_KERNELS = ("--flash-attn", "off", "--no-repack")
 
 
@@ -114,7 +115,7 @@ def start(
     stock: bool = False,
 ) -> Service:
     """llama-server with `slots` slots of `n_ctx` tokens each (as ours: a whole context per sequence);
-    `same_kernels`: with the batch-invariant kernels ours runs by default, to compare answers;
+    `same_kernels`: with the batch-invariant kernels of ours' reproducible mode, to compare answers;
     `stock`: the build users run (stock_options), to compare speed."""
     port = free_port()
     command = [

@@ -18,7 +18,8 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     ran = bench(
         "run", *ONE_THREAD, "--repeats", "1", "--max-tokens", "8", "--contention-tokens", "16",
         "--clients", "1,2", "--slots", "4", "--per-client", "1",
-        "--running", "2", "--arrivals", "1", "--arrival-tokens", "200", "--fast-kernels",
+        "--running", "2", "--arrivals", "1", "--arrival-tokens", "200", "--reproducible",
+        "--sessions", "2", "--session-turns", "2", "--prefix-tokens", "200",
         "--llama-server", "same-kernels",
         "--markdown", str(markdown), "--chart", str(png),
     )  # fmt: skip
@@ -34,21 +35,28 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         "| ours | 2 |",
         "| llama.cpp llama-server | 2 |",
         "| llama-cpp-python server | 2 |",
-        "| ours, LLM_BATCH_INVARIANT=0 | 2 |",
+        "| ours, LLM_BATCH_INVARIANT=1 | 2 |",
     ):
         assert row in text, row
     assert "### One stream beside a busy process" in text and "### Memory" in text
     assert "A second worker adds" in text
     assert "### 1 prompts of about 200 tokens arriving while 2 streams run" in text
-    # --fast-kernels: each gap split into the kernels' share and the rest, per level and for one stream.
-    shares = text.split("### What the gaps are made of")[1].split("###")[0]
+    # --reproducible: what the reproducible mode costs and the rest of the gap, per level and alone.
+    shares = text.split("### What the reproducible mode costs")[1].split("###")[0]
     assert [line.split("|")[1].strip() for line in shares.splitlines() if line.startswith("| ")][1:] == [
         "1", "2", "one stream",
     ]  # fmt: skip
     targets = [line for line in text.split("### Targets")[1].splitlines() if line.startswith("| ")][1:]
+    # Agent-shaped sessions: each server's first and later turns, nothing failed.
+    agents = text.split("### Agent-shaped sessions: a shared prefix of about 200 tokens, 2 turns each")[1]
+    rows = [line.split("|") for line in agents.split("###")[0].splitlines() if line.startswith("| ")][1:]
+    assert [(row[1].strip(), row[2].strip(), row[-2].strip()) for row in rows] == [
+        ("ours", "2", "0"), ("ours, LLM_BATCH_INVARIANT=1", "2", "0"), ("llama.cpp llama-server", "2", "0"),
+    ]  # fmt: skip
     # Throughput, TTFT and inter-token latency at 1 and 2 clients, one stream against raw and
-    # llama-server, contention twice, the running streams while a long prompt arrives, failures.
-    assert len(targets) == 12
+    # llama-server, contention twice, the running streams while a long prompt arrives, the
+    # sessions' later turns, failures.
+    assert len(targets) == 13
     assert all(row.endswith("| met |") or "| missed" in row for row in targets), targets
     assert png.read_bytes().startswith(b"\x89PNG")
 

@@ -57,8 +57,7 @@ def forced(name: str) -> dict[str, str]:
     return {"type": "mcp", "server_label": "calc", "name": name}
 
 
-def test_a_call_and_the_final_text(server: Server, mcp_server: Service) -> None:
-    client = openai_client(server)
+def test_a_call_and_the_final_text(server: Server, client: openai.OpenAI, mcp_server: Service) -> None:
     response = client.responses.create(
         model=MODEL, input="What is 2 plus 3?", tools=[mcp_tool(mcp_server, require_approval="never")],
         tool_choice=forced("add"), max_tool_calls=1, max_output_tokens=40, temperature=0,
@@ -81,12 +80,12 @@ def test_a_call_and_the_final_text(server: Server, mcp_server: Service) -> None:
 
 
 def test_an_oauth_authorization_goes_as_a_bearer_token_and_is_kept_nowhere(
-    server: Server, mcp_server: Service
+    server: Server, client: openai.OpenAI, mcp_server: Service
 ) -> None:
     """OpenAI's `authorization` (an OAuth access token the client obtained) instead of headers."""
     tool = {**mcp_tool(mcp_server, require_approval="never"), "authorization": "oauth-token-5d1e"}
     del tool["headers"]
-    response = openai_client(server).responses.create(
+    response = client.responses.create(
         model=MODEL, input="What is 2 plus 3?", tools=[tool], tool_choice=forced("add"), max_tool_calls=1,
         max_output_tokens=40, temperature=0,
     )  # fmt: skip
@@ -97,13 +96,15 @@ def test_an_oauth_authorization_goes_as_a_bearer_token_and_is_kept_nowhere(
     assert "oauth-token" not in stored + response.model_dump_json() + server.output()
 
 
-def test_read_only_tools_by_the_servers_annotations(server: Server, mcp_server: Service) -> None:
+def test_read_only_tools_by_the_servers_annotations(
+    server: Server, client: openai.OpenAI, mcp_server: Service
+) -> None:
     """OpenAI's filters: only the tools the MCP server marks read-only (readOnlyHint) are listed, and
     those are called without asking."""
     tool = mcp_tool(
         mcp_server, allowed_tools={"read_only": True}, require_approval={"never": {"read_only": True}}
     )
-    response = openai_client(server).responses.create(
+    response = client.responses.create(
         model=MODEL, input="What is 2 plus 3?", tools=[tool], tool_choice=forced("add"), max_tool_calls=1,
         max_output_tokens=40, temperature=0,
     )  # fmt: skip
@@ -113,7 +114,7 @@ def test_read_only_tools_by_the_servers_annotations(server: Server, mcp_server: 
 
 
 def test_listings_calls_and_every_steps_tokens_are_counted_in_the_metrics(
-    server: Server, mcp_server: Service
+    server: Server, client: openai.OpenAI, mcp_server: Service
 ) -> None:
     """Listings and calls by server (a request's URL: its host) and outcome, with the calls' time; and
     the tokens of every step of the loop, as the Response's usage counts them."""
@@ -133,7 +134,7 @@ def test_listings_calls_and_every_steps_tokens_are_counted_in_the_metrics(
     before = figures()
     usage = [0, 0]
     for name in ("add", "fail"):
-        response = openai_client(server).responses.create(
+        response = client.responses.create(
             model=MODEL, input="Use the tool.", tools=[mcp_tool(mcp_server, require_approval="never")],
             tool_choice=forced(name), max_tool_calls=1, max_output_tokens=60, temperature=0,
         )  # fmt: skip
@@ -150,8 +151,9 @@ def test_listings_calls_and_every_steps_tokens_are_counted_in_the_metrics(
     wait_until(lambda: figures() == expected, 30, f"the metrics counting {expected} from {before}")
 
 
-def test_a_call_waits_for_approval_then_runs(server: Server, mcp_server: Service) -> None:
-    client = openai_client(server)
+def test_a_call_waits_for_approval_then_runs(
+    server: Server, client: openai.OpenAI, mcp_server: Service
+) -> None:
     tools = [mcp_tool(mcp_server)]  # require_approval: "always" by default, as OpenAI's
     first = client.responses.create(
         model=MODEL, input="Add 4 and 5.", tools=tools, tool_choice=forced("add"), max_output_tokens=40,
@@ -184,10 +186,11 @@ def test_a_call_waits_for_approval_then_runs(server: Server, mcp_server: Service
     assert elsewhere.value.body["param"] == "tools" and "'calc'" in elsewhere.value.body["message"]
 
 
-def test_a_stateless_client_approves_with_its_whole_conversation(server: Server, mcp_server: Service) -> None:
+def test_a_stateless_client_approves_with_its_whole_conversation(
+    server: Server, client: openai.OpenAI, mcp_server: Service
+) -> None:
     """store: false, every turn sends the conversation so far: the approved call is made once, and
     the answer handed back again in later turns does not make it again."""
-    client = openai_client(server)
     tools = [mcp_tool(mcp_server)]  # every call waits for approval
     asked: dict[str, Any] = dict(model=MODEL, tools=tools, store=False, max_output_tokens=40, temperature=0)
     conversation: list[Any] = [{"role": "user", "content": "Add 4 and 5."}]
@@ -208,8 +211,9 @@ def test_a_stateless_client_approves_with_its_whole_conversation(server: Server,
     assert not any(i.type == "mcp_call" for i in third.output), [i.type for i in third.output]
 
 
-def test_allowed_tools_limit_what_is_listed_and_offered(server: Server, mcp_server: Service) -> None:
-    client = openai_client(server)
+def test_allowed_tools_limit_what_is_listed_and_offered(
+    server: Server, client: openai.OpenAI, mcp_server: Service
+) -> None:
     response = client.responses.create(
         model=MODEL, input="Add 1 and 1.", max_tool_calls=1, max_output_tokens=40, temperature=0,
         tools=[mcp_tool(mcp_server, allowed_tools=["add"], require_approval="never")], tool_choice="required",
@@ -227,9 +231,8 @@ def test_allowed_tools_limit_what_is_listed_and_offered(server: Server, mcp_serv
     ],
 )
 def test_a_failing_hanging_or_huge_tool_is_an_error_in_its_call(
-    server: Server, mcp_server: Service, name: str, error: str
+    server: Server, client: openai.OpenAI, mcp_server: Service, name: str, error: str
 ) -> None:
-    client = openai_client(server)
     response = client.responses.create(
         model=MODEL, input="Use the tool.", tools=[mcp_tool(mcp_server, require_approval="never")],
         tool_choice=forced(name), max_tool_calls=1, max_output_tokens=60, temperature=0,
@@ -240,8 +243,9 @@ def test_a_failing_hanging_or_huge_tool_is_an_error_in_its_call(
     assert "mcp-secret" not in server.output()  # nor in the server's log
 
 
-def test_urls_the_operator_did_not_allow_are_refused(server: Server, mcp_server: Service) -> None:
-    client = openai_client(server)
+def test_urls_the_operator_did_not_allow_are_refused(
+    server: Server, client: openai.OpenAI, mcp_server: Service
+) -> None:
     for url, said in [
         ("http://127.0.0.1:1/mcp", "not among the hosts"),  # another port of an allowed address
         (f"http://localhost:{mcp_server.port}/mcp", "not among the hosts"),  # a name, not the listed IP
@@ -257,8 +261,8 @@ def test_urls_the_operator_did_not_allow_are_refused(server: Server, mcp_server:
 def test_a_server_that_allows_none_refuses_every_mcp_tool(mcp_server: Service) -> None:
     plain = Server(LLM_WORKERS="1").wait_ready()
     try:
-        with pytest.raises(openai.BadRequestError) as refused:
-            openai_client(plain).responses.create(
+        with openai_client(plain) as client, pytest.raises(openai.BadRequestError) as refused:
+            client.responses.create(
                 model=MODEL, input="hi", tools=[mcp_tool(mcp_server)], max_output_tokens=5
             )
         assert "LLM_MCP_ALLOW" in refused.value.body["message"]
@@ -330,8 +334,9 @@ def test_the_agents_sdks_hosted_mcp_tool(server: Server, mcp_server: Service) ->
     assert isinstance(result.final_output, str)
 
 
-def test_the_loop_streams_with_openais_event_names(server: Server, mcp_server: Service) -> None:
-    client = openai_client(server)
+def test_the_loop_streams_with_openais_event_names(
+    server: Server, client: openai.OpenAI, mcp_server: Service
+) -> None:
     with client.responses.stream(
         model=MODEL, input="What is 2 plus 3?", tools=[mcp_tool(mcp_server, require_approval="never")],
         tool_choice=forced("add"), max_tool_calls=1, max_output_tokens=60, temperature=0,
@@ -392,8 +397,8 @@ def test_a_redirect_elsewhere_and_a_silent_server_are_errors_in_the_listing(mcp_
     server = Server(
         LLM_WORKERS="1", LLM_MCP_TIMEOUT="2", LLM_MCP_ALLOW=",".join(f"127.0.0.1:{p}" for p in ports)
     ).wait_ready()
+    client = openai_client(server)
     try:
-        client = openai_client(server)
         for port, said in zip(ports, ("10.1.2.3", "no answer within 2 s"), strict=True):
             tool = mcp_tool(mcp_server, server_url=f"http://127.0.0.1:{port}/mcp", require_approval="never")
             response = client.responses.create(
@@ -404,6 +409,7 @@ def test_a_redirect_elsewhere_and_a_silent_server_are_errors_in_the_listing(mcp_
             assert response.output[-1].type == "message"  # the model answered without those tools
         assert "mcp-secret" not in server.output()
     finally:
+        client.close()
         server.stop(wait=False)
         redirecting.shutdown()
         redirecting.server_close()
@@ -411,9 +417,8 @@ def test_a_redirect_elsewhere_and_a_silent_server_are_errors_in_the_listing(mcp_
 
 
 def test_a_background_response_runs_the_loop_and_keeps_its_events(
-    server: Server, mcp_server: Service
+    server: Server, client: openai.OpenAI, mcp_server: Service
 ) -> None:
-    client = openai_client(server)
     queued = client.responses.create(
         model=MODEL, input="What is 2 plus 3?", tools=[mcp_tool(mcp_server, require_approval="never")],
         tool_choice=forced("add"), max_tool_calls=1, max_output_tokens=60, temperature=0, background=True,
@@ -443,8 +448,8 @@ def test_servers_the_operator_configured_are_named_by_label(mcp_server: Service,
     server = Server(
         LLM_WORKERS="1", LLM_MCP_SERVERS=json.dumps(configured), LLM_MCP_TIMEOUT="20"
     ).wait_ready()
+    client = openai_client(server)
     try:
-        client = openai_client(server)
         for label in ("calc", "local"):
             response = client.responses.create(
                 model=MODEL, input="What is 2 plus 3?", max_tool_calls=1, max_output_tokens=60, temperature=0,
@@ -465,6 +470,7 @@ def test_servers_the_operator_configured_are_named_by_label(mcp_server: Service,
         )
         assert "from-a-file" not in server.output()
     finally:
+        client.close()
         server.stop(wait=False)
 
 

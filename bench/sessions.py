@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from bench.measure import percentile
-from bench.workloads import ChatTally
+from bench.workloads import ChatTally, chat_stream
 
 INSTRUCTIONS = (
     "You are a careful coding agent working in a repository. Read files before you change them, "
@@ -90,7 +90,7 @@ def _session(
                 "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
         try:
             ttft, text = _turn(url, body)
-        except (OSError, http.client.HTTPException, ValueError) as exc:  # counted and said, not the end
+        except (OSError, http.client.HTTPException, AssertionError) as exc:  # counted and said, not the end
             return ttfts, time.perf_counter() - started, f"session {index}, turn {turn}: {exc}"[:120]
         ttfts.append(ttft)
         result = RESULT.format(n=10 + turn, f=turn % 2, lines=120 + 7 * index, defs=6 + turn)
@@ -100,22 +100,8 @@ def _session(
 
 def _turn(url: str, body: dict[str, object]) -> tuple[float, str]:
     """One streamed chat turn: seconds to its first text, and its text."""
-    host, port = url.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=600)
     tally = TextTally()
-    try:
-        headers = {"Content-Type": "application/json"}
-        connection.request("POST", "/v1/chat/completions", json.dumps(body), headers)
-        response = connection.getresponse()
-        if response.status != 200:
-            raise ValueError(f"status {response.status}: {response.read()[:120]!r}")
-        for line in response:
-            tally.feed(line)
-    finally:
-        connection.close()
-    if tally.first is None:
-        raise ValueError("no text came")
-    return tally.first - tally.started, tally.text
+    return chat_stream(url, body, tally).ttft, tally.text
 
 
 def medians(runs: list[Sessions]) -> tuple[float, float, float, float]:

@@ -111,11 +111,12 @@ class ChatTally(Tally):
         return (choice.get("delta") or {}).get("content")
 
 
-def chat_stream(url: str, body: dict[str, object]) -> Stream:
-    """One streamed chat completion, read by a blocking client that costs little CPU."""
+def chat_stream(url: str, body: dict[str, object], tally: ChatTally | None = None) -> Stream:
+    """One streamed chat completion, read by a blocking client that costs little CPU (into `tally`,
+    a new ChatTally if none)."""
     host, port = url.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=600)
-    tally = ChatTally()
+    tally = tally or ChatTally()
     connection.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
     response = connection.getresponse()
     assert response.status == 200, (response.status, response.read()[:300])

@@ -18,18 +18,19 @@ from tests.support.postgres import postgres_server
 @pytest.fixture(scope="session")
 def server() -> Iterator[Server]:
     """One shared server with a single worker and a short keep-alive interval."""
-    instance = Server(LLM_WORKERS="1", LLM_SSE_KEEPALIVE="1").wait_ready()
-    yield instance
-    log = instance.output()
-    instance.stop(wait=False)
-    assert_clean(log)
+    yield from shared_server()
 
 
 @pytest.fixture(scope="session")
 def reproducible_server() -> Iterator[Server]:
     """A shared server as `server`, in the reproducible mode (LLM_BATCH_INVARIANT=1): for the modules
     that compare its answers with llama-server's on the same kernels, bit for bit."""
-    instance = Server(LLM_WORKERS="1", LLM_SSE_KEEPALIVE="1", LLM_BATCH_INVARIANT="1").wait_ready()
+    yield from shared_server(LLM_BATCH_INVARIANT="1")
+
+
+def shared_server(**env: str) -> Iterator[Server]:
+    """A session's shared server (one worker, a short keep-alive interval, `env`), its log checked after."""
+    instance = Server(LLM_WORKERS="1", LLM_SSE_KEEPALIVE="1", **env).wait_ready()
     yield instance
     log = instance.output()
     instance.stop(wait=False)

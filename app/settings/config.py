@@ -105,8 +105,8 @@ class Config:
         values.flag,
         "0",
         "0: llama.cpp's fastest kernels (flash attention, repacked and tiled weights), as llama-server "
-        "runs them: a temperature-0 answer may part from another run's at a near tie (two tokens "
-        "within a few hundredths of a nat) when batching, the prompt cache or the threads differ; "
+        "runs them: a temperature-0 answer may part from another run's when batching, the prompt "
+        "cache or the threads differ; "
         "1: the reproducible mode, kernels whose sums do not depend on the batch, the prompt's chunks "
         "or the thread count (no flash attention, no repacked or tiled weights; llamafile's sgemm "
         "patched to take one row too), so temperature-0 answers are the same bit for bit whatever "

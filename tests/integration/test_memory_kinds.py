@@ -340,13 +340,13 @@ def test_reproducible_answers_do_not_depend_on_the_threads_the_neighbours_or_the
     assert moved == (["resumed, 1 thread", "resumed, 2 threads"] if name == "lfm2-swa" else []), moved
 
 
-@pytest.mark.parametrize("name", ["smollm2", "gemma3"])
-def test_default_answers_part_only_at_near_ties_whatever_the_threads_the_neighbours_or_the_cache(
-    name: str,
-) -> None:
+def test_default_answers_part_only_at_near_ties_whatever_the_threads_the_neighbours_or_the_cache() -> None:
     # The default, llama.cpp's fastest kernels: sums depend on the batch, so an answer may part
-    # from another run's, but only where its two likeliest tokens were a near tie (exactness.py).
-    answers = neighbours_threads_and_cache(cases()[name], {**COMMON, **FASTEST})
+    # from another run's, on SmolLM2 only where its two likeliest tokens were a near tie
+    # (exactness.py). Not Gemma 3: there, beside three other streams, a greedy token whose lead
+    # was 0.37 nats has flipped (one run in four), which no near-tie rule holds; docs/performance/
+    # kernels.md says so, and the reproducible mode is the one that answers alike.
+    answers = neighbours_threads_and_cache(cases()["smollm2"], {**COMMON, **FASTEST})
     first = answers["alone, 1 thread"]
     problems = {how: difference(first, answer) for how, answer in answers.items()}
     assert not any(problems.values()), problems

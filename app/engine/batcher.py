@@ -199,19 +199,21 @@ class Batcher:
             media.check_prompt(prompt, runs)
             if scoring:
                 raise ValueError("prompt log-probabilities are not given for prompts with media")
-        # Cells evaluated with other LoRA scales hold other values: never reused, shared or led.
-        adapters = job.request.adapters or ()
+        # Cells evaluated with other LoRA scales hold other values, and cells of another cache scope
+        # another tenant's prompt: neither is ever reused, shared or led.
+        adapters, scope = job.request.adapters or (), job.request.cache_scope
         missing = [n for n, scale in enumerate(adapters) if scale and not self.model.has_adapter(n)]
         if missing:  # its file failed to load here, though it loaded on the worker that checked it
             raise ValueError(f"the LoRA adapter at index {missing[0]} is not loaded on this worker")
-        alike = [s for s in self.sequences if s.adapters == adapters]
+        alike = [s for s in self.sequences if (s.adapters, s.scope) == (adapters, scope)]
         views = [
             scheduling.CacheView(
                 s.seq_id,
-                s.cached if s in alike else [],
+                s.cached,
                 s.last_used,
                 not s.busy,
                 None if self.memory.cuts_anywhere or s.busy else s.resumable(self.memory, self.model),
+                s in alike,
             )
             for s in self.sequences
         ]
@@ -239,9 +241,11 @@ class Batcher:
             self.model.share(placement.donor, target.seq_id, 0, placement.reuse)
         else:
             kept = self.host_cache if reuse else None  # its states are kept under their LoRA scales
-            chunks = self.settings.cache_reuse if reuse and self._moves_cells and not runs else 0
+            # Runs of the target's own cells are moved only if they are of this request's kind.
+            movable = reuse and self._moves_cells and not runs and target in alike
+            chunks = self.settings.cache_reuse if movable else 0
             resumed = resumption.resume(
-                self.model, target, prompt, reused, placement.shared, kept, adapters, chunks
+                self.model, target, prompt, reused, placement.shared, kept, adapters, chunks, scope
             )
             reused = resumed.tokens
             self._resumes[0] += resumed.from_checkpoint

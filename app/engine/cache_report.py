@@ -44,10 +44,10 @@ class CacheReport:
             else:
                 tokens = s.cached
                 resumable = s.resumable(memory, model) if not memory.cuts_anywhere else Resumable(len(tokens))
-                key = (len(tokens), resumable)
+                key = (len(tokens), resumable, s.scope)
             if self._reported.get(s.seq_id) != key:
                 self._reported[s.seq_id] = key
-                changed.append((s.seq_id, tuple(resumable_only(block_hashes(tokens), resumable))))
+                changed.append((s.seq_id, tuple(resumable_only(block_hashes(tokens, s.scope), resumable))))
         if host_cache is not None and self._reported.get(-1) != host_cache.version:
             self._reported[-1] = host_cache.version
             for row, hashes in enumerate(host_cache.published(), start=count):
@@ -56,14 +56,15 @@ class CacheReport:
 
 
 def closest(
-    sequences: Iterable[Sequence], host_cache: HostCache | None, prompt: Tokens[int]
+    sequences: Iterable[Sequence], host_cache: HostCache | None, prompt: Tokens[int], scope: str
 ) -> tuple[int, list[int]] | None:
-    """Of the prompts the cache holds (sequences' cells, kept states), the one sharing the longest
-    prefix with `prompt`: (tokens shared, its tokens); None if it holds none. Read on the hub from
-    copies of lists the batcher may be changing: a diagnosis of a cache miss, not a plan."""
-    held: list[Tokens[int]] = [list(s.cached) for s in sequences]  # copied: the batcher changes them
+    """Of the prompts the cache holds for cache `scope` (sequences' cells, kept states), the one
+    sharing the longest prefix with `prompt`: (tokens shared, its tokens); None if it holds none.
+    Read on the hub from copies of lists the batcher may be changing: a diagnosis of a cache miss,
+    not a plan; another scope's prompts are never compared (what it shares would tell of them)."""
+    held: list[Tokens[int]] = [list(s.cached) for s in sequences if s.scope == scope]  # copied
     if host_cache is not None:
-        held += host_cache.held()  # tuples: never changed
+        held += host_cache.held(scope)  # tuples: never changed
     found = max(((common_prefix(tokens, prompt), tokens) for tokens in held if tokens), default=None,
                 key=lambda each: (each[0], -len(each[1])))  # fmt: skip
     return None if found is None else (found[0], list(found[1]))

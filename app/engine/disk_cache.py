@@ -42,6 +42,7 @@ class Stored:
     tokens: tuple[int, ...]
     blocks: tuple[int, ...]
     resumable: Resumable
+    scope: str = ""
 
 
 class DiskCache:
@@ -55,16 +56,17 @@ class DiskCache:
         self._listed = -1  # the folder's mtime when last listed
         self._refused: set[tuple[str, int, int]] = set()  # files skipped (name, mtime, size): said once
         self._writes: queue.SimpleQueue[Write | queue.SimpleQueue[bool] | None] = NativeQueue()
-        self._queued: dict[str, tuple[int, ...]] = {}  # put, maybe not yet written: by file name
+        # Put, maybe not yet written: (scope, tokens) by file name.
+        self._queued: dict[str, tuple[str, tuple[int, ...]]] = {}
         self._writing = False
         self.restored_tokens = 0
         _remove_abandoned(folder)
 
-    def find(self, prompt: list[int], beat: int) -> tuple[Kept, int] | None:
-        """The stored state that resumes the longest prefix of `prompt`, if that beats `beat` tokens
-        by a block, loaded and verified; with the length it resumes."""
+    def find(self, prompt: list[int], beat: int, scope: str = "") -> tuple[Kept, int] | None:
+        """The stored state of cache `scope` that resumes the longest prefix of `prompt`, if that
+        beats `beat` tokens by a block, loaded and verified; with the length it resumes."""
         self._refresh()
-        while (found := longest(self._index.values(), prompt, beat)) is not None:
+        while (found := longest(self._alike(scope), prompt, beat, scope)) is not None:
             stored, length = found
             kept = self._load(stored)
             if kept is not None:
@@ -85,15 +87,17 @@ class DiskCache:
             return  # a file keeps the base model's cells only, as a slot file does
         self._refresh()
         held = len(kept.tokens)
-        if any(tokens[:held] == kept.tokens for tokens in self._tokens_held()):
+        held_here = [s.tokens for s in self._alike(kept.scope)]
+        held_here += [tokens for scope, tokens in self._queued.values() if scope == kept.scope]
+        if any(tokens[:held] == kept.tokens for tokens in held_here):
             return
-        shorter = [s.path for s in self._index.values() if kept.tokens[: len(s.tokens)] == s.tokens]
-        saved = SlotFile(list(kept.tokens), kept.state, kept.live_from, kept.checkpoints)
+        shorter = [s.path for s in self._alike(kept.scope) if kept.tokens[: len(s.tokens)] == s.tokens]
+        saved = SlotFile(list(kept.tokens), kept.state, kept.live_from, kept.checkpoints, kept.scope)
         if not self._writing:
             self._writing = True
             start_thread(self._write_loop, ())
-        name = _name(kept.tokens)
-        self._queued[name] = kept.tokens
+        name = _name(kept.tokens, kept.scope)
+        self._queued[name] = (kept.scope, kept.tokens)
         self._writes.put((self.folder / name, saved, shorter))
 
     def flush(self) -> None:
@@ -127,16 +131,16 @@ class DiskCache:
         for name in names.keys() - self._index.keys():
             path = self.folder / name
             try:
-                held, live_from, checkpoints = slot_files.read_listing(path, self.fingerprint)
+                held, live_from, checkpoints, scope = slot_files.read_listing(path, self.fingerprint)
             except (SlotFileError, OSError) as refused:
                 self._refuse(path, refused)
                 continue
             tokens = tuple(held)
             resumable = Resumable(len(tokens), live_from, checkpoints)
-            self._index[name] = Stored(path, tokens, tuple(block_hashes(tokens)), resumable)
+            self._index[name] = Stored(path, tokens, tuple(block_hashes(tokens, scope)), resumable, scope)
 
-    def _tokens_held(self) -> list[tuple[int, ...]]:
-        return [stored.tokens for stored in self._index.values()] + list(self._queued.values())
+    def _alike(self, scope: str) -> list[Stored]:
+        return [stored for stored in self._index.values() if stored.scope == scope]
 
     def _load(self, stored: Stored) -> Kept | None:
         """The state in `stored`'s file, if it is whole and this model's (else it leaves the index)."""
@@ -149,7 +153,9 @@ class DiskCache:
             self._index.pop(stored.path.name, None)
             self._refuse(stored.path, refused)
             return None
-        return Kept(stored.tokens, saved.state, stored.blocks, saved.live_from, saved.checkpoints)
+        return Kept(
+            stored.tokens, saved.state, stored.blocks, saved.live_from, saved.checkpoints, scope=stored.scope
+        )
 
     def _refuse(self, path: Path, reason: Exception) -> None:
         try:
@@ -198,8 +204,10 @@ def evict(root: Path, limit: int) -> None:
         total -= size
 
 
-def _name(tokens: tuple[int, ...]) -> str:
-    return hashlib.sha256(np.asarray(tokens, dtype="<i4").tobytes()).hexdigest()[:32] + SUFFIX
+def _name(tokens: tuple[int, ...], scope: str) -> str:
+    # Two tenants' files of the same tokens are two files: each is resumed by its own scope only.
+    tagged = scope.encode() + np.asarray(tokens, dtype="<i4").tobytes()
+    return hashlib.sha256(tagged).hexdigest()[:32] + SUFFIX
 
 
 def _remove_abandoned(root: Path) -> None:

@@ -139,9 +139,12 @@ class Engine(LoadingEngine[LoadedModel]):
         result.rawlink(_log_failures)
         return result
 
-    def slot_action(self, action: str, seq_id: int, path: Path | None) -> gevent.event.AsyncResult:
+    def slot_action(
+        self, action: str, seq_id: int, path: Path | None, scope: str = ""
+    ) -> gevent.event.AsyncResult:
         """llama-server's slot `action` (save, restore, erase) on sequence `seq_id`, done between two
-        steps once the sequence is idle: a result that gets its answer fields, or a SlotFileError."""
+        steps once the sequence is idle, for a request of cache `scope`: a result that gets its
+        answer fields, or a SlotFileError."""
         result: gevent.event.AsyncResult = gevent.event.AsyncResult()
         if self._batcher is None:
             result.set(SlotFileError("the model is not loaded"))
@@ -150,7 +153,7 @@ class Engine(LoadingEngine[LoadedModel]):
         def done(outcome: slot_actions.Outcome) -> None:  # the batcher's thread
             self._hub.loop.run_callback_threadsafe(result.set, outcome)
 
-        self._batcher.submit(slot_actions.SlotAction(action, seq_id, path, self.fingerprint, done))
+        self._batcher.submit(slot_actions.SlotAction(action, seq_id, path, self.fingerprint, done, scope))
         return result
 
     def persist_cache(self, timeout: float) -> bool:
@@ -163,17 +166,21 @@ class Engine(LoadingEngine[LoadedModel]):
         batcher.submit(Persist(lambda: self._hub.loop.run_callback_threadsafe(written.set)))
         return bool(written.wait(timeout))
 
-    def slots(self) -> list[tuple[int, bool, int]]:
-        """Each sequence: its id, whether a choice holds it, and the tokens its cells hold."""
+    def slots(self, scope: str) -> list[tuple[int, bool, int]]:
+        """Each sequence: its id, whether a choice holds it, and the tokens its cells hold (0 if they
+        hold another cache scope's: how long another tenant's prompt is is not for it to see)."""
         batcher = self._batcher
-        return [] if batcher is None else [(s.seq_id, s.busy, len(s.cached)) for s in batcher.sequences]
+        if batcher is None:
+            return []
+        return [(s.seq_id, s.busy, len(s.cached) if s.scope == scope else 0) for s in batcher.sequences]
 
-    def closest_cached(self, prompt: Sequence[int]) -> tuple[int, list[int]] | None:
-        """Of the prompts this worker's cache holds, the one sharing most with `prompt` (cache_report)."""
+    def closest_cached(self, prompt: Sequence[int], scope: str) -> tuple[int, list[int]] | None:
+        """Of the prompts this worker's cache holds for cache `scope`, the one sharing most with
+        `prompt` (cache_report)."""
         batcher = self._batcher
-        return (
-            None if batcher is None else cache_report.closest(batcher.sequences, batcher.host_cache, prompt)
-        )
+        if batcher is None:
+            return None
+        return cache_report.closest(batcher.sequences, batcher.host_cache, prompt, scope)
 
     def _preempt(self, wanted: int) -> None:
         """Cancel up to `wanted` running low-priority generations, the latest started first: each

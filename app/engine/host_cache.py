@@ -33,13 +33,13 @@ class HostCache:
         self.disk = disk  # where evicted states go, and are found again (LLM_CACHE_DISK_MB)
         self.used = 0
         self.version = 0  # bumped whenever the kept states change (routing hears of them again)
-        self._kept: OrderedDict[tuple[tuple[float, ...], tuple[int, ...]], Kept] = OrderedDict()
+        self._kept: OrderedDict[tuple[str, tuple[float, ...], tuple[int, ...]], Kept] = OrderedDict()
         self.restored_tokens = 0  # over the worker's life, for the metrics
 
     def save(self, model: BatchContext, sequence: Sequence) -> None:
         """Keep the state of `sequence` (its cells and checkpoints) before they are taken."""
         tokens, scales = tuple(sequence.cached), sequence.adapters
-        alike = [k for k in self._kept.values() if k.adapters == scales]
+        alike = [k for k in self._kept.values() if (k.adapters, k.scope) == (scales, sequence.scope)]
         if len(tokens) < BLOCK or any(k.tokens[: len(tokens)] == tokens for k in alike):
             return  # too little to be worth it, or already kept (or within a longer kept state)
         kept = capture(model, sequence)
@@ -64,14 +64,17 @@ class HostCache:
         self.used += kept.size
         self.version += 1
 
-    def find(self, prompt: list[int], beat: int, adapters: tuple[float, ...] = ()) -> tuple[Kept, int] | None:
-        """The kept state evaluated with `adapters` that resumes the longest prefix of `prompt` (leaving
-        a token to evaluate), if that beats `beat` tokens by a block; with the length it resumes.
-        In memory first, then on disk if a file there resumes more."""
-        found = longest((k for k in self._kept.values() if k.adapters == adapters), prompt, beat)
+    def find(
+        self, prompt: list[int], beat: int, adapters: tuple[float, ...] = (), scope: str = ""
+    ) -> tuple[Kept, int] | None:
+        """The kept state evaluated with `adapters`, of cache `scope`, that resumes the longest prefix
+        of `prompt` (leaving a token to evaluate), if that beats `beat` tokens by a block; with the
+        length it resumes. In memory first, then on disk if a file there resumes more."""
+        alike = (k for k in self._kept.values() if (k.adapters, k.scope) == (adapters, scope))
+        found = longest(alike, prompt, beat, scope)
         if self.disk is None or adapters:
             return found
-        on_disk = self.disk.find(prompt, beat if found is None else found[1])
+        on_disk = self.disk.find(prompt, beat if found is None else found[1], scope)
         return on_disk if on_disk is not None else found
 
     def persist(self, model: BatchContext, sequences: Iterable[Sequence]) -> None:
@@ -105,16 +108,17 @@ class HostCache:
             return 0
         sequence.cached = list(kept.tokens[:point])
         sequence.checkpoints.replace(tuple(c for c in kept.checkpoints if c.position <= point))
-        sequence.adapters = kept.adapters
+        sequence.adapters, sequence.scope = kept.adapters, kept.scope
         sequence.pinned = (point, kept.pinned_until)  # still asked to stay, while it holds the prefix
         if kept.key in self._kept:  # (saving the sequence's own cells may have pushed it out)
             self._kept.move_to_end(kept.key)
         self.restored_tokens += point
         return point
 
-    def held(self) -> list[tuple[int, ...]]:
-        """The tokens of every kept state in memory (a copy: the batcher's thread changes the dict)."""
-        return [key[1] for key in list(self._kept)]
+    def held(self, scope: str) -> list[tuple[int, ...]]:
+        """The tokens of every kept state of cache `scope` in memory (a copy: the batcher's thread
+        changes the dict)."""
+        return [key[2] for key in list(self._kept) if key[0] == scope]
 
     def published(self) -> list[list[int]]:
         """Block hashes of the most recently used kept states, for routing (blocks they can resume);
@@ -124,7 +128,7 @@ class HostCache:
         rows = [resumable_only(kept.blocks, kept.resumable) for kept in recent]
         return rows + [[]] * (PUBLISHED - len(recent))
 
-    def _victim(self, coming: Kept) -> tuple[tuple[float, ...], tuple[int, ...]] | None:
+    def _victim(self, coming: Kept) -> tuple[str, tuple[float, ...], tuple[int, ...]] | None:
         """The least recently used state not pinned (Anthropic's cache_control, within its time);
         if every one is, the least recently used of them, only for a state pinned itself."""
         now = time.monotonic()
@@ -133,7 +137,7 @@ class HostCache:
             return loose[0]
         return next(iter(self._kept)) if coming.pinned_until > now else None
 
-    def _drop(self, key: tuple[tuple[float, ...], tuple[int, ...]]) -> Kept:
+    def _drop(self, key: tuple[str, tuple[float, ...], tuple[int, ...]]) -> Kept:
         dropped = self._kept.pop(key)
         self.used -= dropped.size
         self.version += 1

@@ -26,11 +26,12 @@ class Kept:
     checkpoints: tuple[Checkpoint, ...] = ()
     adapters: tuple[float, ...] = ()  # the LoRA scales the cells were evaluated with (): the base model
     pinned_until: float = 0.0  # a client asked to keep it cached until then (time.monotonic())
+    scope: str = ""  # whose prompt it holds: resumed by requests of this cache scope only
 
     @property
-    def key(self) -> tuple[tuple[float, ...], tuple[int, ...]]:
-        """Kept states are told apart by their scales, then their tokens."""
-        return self.adapters, self.tokens
+    def key(self) -> tuple[str, tuple[float, ...], tuple[int, ...]]:
+        """Kept states are told apart by their scope and scales, then their tokens."""
+        return self.scope, self.adapters, self.tokens
 
     @property
     def resumable(self) -> Resumable:
@@ -48,10 +49,11 @@ def capture(model: BatchContext, sequence: Sequence) -> Kept:
     pos_min = memory.saved_pos_min(len(tokens), model.pos_min(sequence.seq_id)) if memory.sliding else 0
     state = model.save_state(sequence.seq_id)
     live_from = memory.live_from(len(tokens), pos_min)
-    blocks = tuple(block_hashes(tokens))
+    blocks = tuple(block_hashes(tokens, sequence.scope))
     length, until = sequence.pinned
     pinned_until = until if len(tokens) >= length else 0.0
-    return Kept(tokens, state, blocks, live_from, sequence.checkpoints.kept, sequence.adapters, pinned_until)
+    checkpoints, scales = sequence.checkpoints.kept, sequence.adapters
+    return Kept(tokens, state, blocks, live_from, checkpoints, scales, pinned_until, sequence.scope)
 
 
 class Held(Protocol):
@@ -68,13 +70,14 @@ class Held(Protocol):
 H = TypeVar("H", bound=Held)
 
 
-def longest(candidates: Iterable[H], prompt: list[int], beat: int) -> tuple[H, int] | None:
+def longest(candidates: Iterable[H], prompt: list[int], beat: int, scope: str) -> tuple[H, int] | None:
     """The candidate that resumes the longest prefix of `prompt` (leaving a token to evaluate), if
     that beats `beat` tokens by a block, or by an image or audio clip (whose encoding a restore saves
-    too); with the length it resumes."""
+    too); with the length it resumes. The candidates are those of the prompt's cache `scope`, whose
+    block hashes begin from it."""
     best: tuple[H, int] | None = None
     shared = beat
-    blocks = block_hashes(prompt)
+    blocks = block_hashes(prompt, scope)
     for held in candidates:
         whole = common_prefix(held.blocks, blocks) * BLOCK  # then the tokens after the last whole block
         tail = common_prefix(held.tokens[whole : whole + BLOCK], prompt[whole : whole + BLOCK])

@@ -17,11 +17,15 @@ from app.engine.memory import Resumable
 BLOCK = 64  # tokens per block: llama.cpp's own KV cells are too fine to publish one by one
 
 
-def block_hashes(tokens: Sequence[int] | np.ndarray) -> list[int]:
-    """The chained hash of every whole block of `tokens` (never 0, which marks an empty entry)."""
+def block_hashes(tokens: Sequence[int] | np.ndarray, scope: str = "") -> list[int]:
+    """The chained hash of every whole block of `tokens` (never 0, which marks an empty entry).
+
+    The chain begins from the cache `scope` (a tenant's), so that the same tokens held for two
+    tenants publish different hashes, and routing never counts one tenant's cache for another.
+    """
     array = np.asarray(tokens, dtype=np.int32)
     hashes: list[int] = []
-    chain = b""
+    chain = scope.encode()
     for start in range(0, len(array) - BLOCK + 1, BLOCK):
         chain = hashlib.blake2b(chain + array[start : start + BLOCK].tobytes(), digest_size=8).digest()
         hashes.append(int.from_bytes(chain, "little") | 1)

@@ -41,12 +41,13 @@ def resume(
     host_cache: HostCache | None,
     adapters: tuple[float, ...] = (),
     min_chunk: int = 0,
+    scope: str = "",
 ) -> Resumed:
     """Make `target`'s cells hold the first `point` prompt tokens (or a longer prefix from the host
-    cache, if one is given, kept under the same LoRA `adapters`; or, with `min_chunk`, runs of its
-    cache moved to where the prompt has them: chunk_reuse.py). `shared`: how many its cache held,
-    resumable or not."""
-    found = host_cache.find(prompt, point, adapters) if host_cache is not None else None
+    cache, if one is given, kept under the same LoRA `adapters` and cache `scope`; or, with
+    `min_chunk`, runs of its cache moved to where the prompt has them: chunk_reuse.py). `shared`:
+    how many its cache held, resumable or not."""
+    found = host_cache.find(prompt, point, adapters, scope) if host_cache is not None else None
     overwritten = target.cached[point:]
     if host_cache is not None and (len(overwritten) >= BLOCK or holds_media(overwritten)):
         host_cache.save(model, target)  # its cells are about to hold another prompt

@@ -36,9 +36,14 @@ class CacheView:
     last_used: int
     free: bool
     resumable: Resumable | None = None  # where its cache can be picked up (None: anywhere)
+    # Whether the new prompt may resume its cells at all: not if they were evaluated with other LoRA
+    # scales, or hold another tenant's prompt (they still count as a cache to keep, if it can be).
+    alike: bool = True
 
     def reusable(self, prompt: Sequence[int], most: int, cut: Callable[[int], int] = anywhere) -> int:
         """How many leading prompt tokens (at most `most`, where `cut` allows) it can resume."""
+        if not self.alike:
+            return 0
         shared = cut(min(common_prefix(self.cached, prompt), most))
         return shared if self.resumable is None else self.resumable.best(shared)
 
@@ -94,7 +99,7 @@ def place(
     shared = {v.seq_id: v.reusable(prompt, most, cut) for v in views}
     best = max(free, key=lambda v: (shared[v.seq_id], -v.last_used))
     target = best if shared[best.seq_id] > MIN_SIMILARITY * len(prompt) else fallback
-    held = cut(min(common_prefix(target.cached, prompt), most))
+    held = cut(min(common_prefix(target.cached, prompt), most)) if target.alike else 0
     donor = max(views, key=lambda v: shared[v.seq_id])
     if pooled and borrow and donor.seq_id != target.seq_id and shared[donor.seq_id] > shared[target.seq_id]:
         return Placement(target.seq_id, shared[donor.seq_id], donor.seq_id, held)

@@ -29,6 +29,7 @@ class Sequence:
     last_used: int = 0
     choice: Choice | None = None
     adapters: tuple[float, ...] = ()  # the LoRA scales its cells were evaluated with (): the base model
+    scope: str = ""  # whose prompt its cells hold (GenerationRequest.cache_scope)
     checkpoints: Checkpoints = field(default_factory=lambda: Checkpoints(0))
     # A prefix of its cells a client asked to keep (tokens), and until when (time.monotonic()).
     pinned: tuple[int, float] = (0, 0.0)
@@ -71,7 +72,7 @@ class Sequence:
         """Take a choice whose first `reused` prompt tokens are already in this sequence's cache."""
         prompt = job.request.prompt_tokens
         self.cached, self.last_used = list(prompt[:reused]), tick
-        self.adapters = job.request.adapters or ()
+        self.adapters, self.scope = job.request.adapters or (), job.request.cache_scope
         keep = job.request.keep
         if keep is not None and keep.tokens > 0:
             self.pinned = (keep.tokens, time.monotonic() + keep.seconds)

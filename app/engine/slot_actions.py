@@ -32,6 +32,7 @@ class SlotAction:
     path: Path | None
     fingerprint: str
     done: Callable[[Outcome], None]
+    scope: str = ""  # the asking request's cache scope: another scope's cells are as if empty to it
 
 
 def run_due(waiting: list[SlotAction], sequences: list[Sequence], model: BatchContext) -> list[SlotAction]:
@@ -51,6 +52,8 @@ def _outcome(action: SlotAction, sequence: Sequence, model: BatchContext) -> Out
     started = time.monotonic()
     try:
         if action.action == "erase":
+            if sequence.scope != action.scope:  # not its to erase, nor to know of
+                return {"n_erased": 0}
             erased = len(sequence.cached)
             sequence.drop_cache(model)
             return {"n_erased": erased}
@@ -70,16 +73,22 @@ def _outcome(action: SlotAction, sequence: Sequence, model: BatchContext) -> Out
 
 
 def _save(action: SlotAction, path: Path, sequence: Sequence, model: BatchContext) -> dict[str, Any]:
-    if sequence.adapters:
+    if sequence.scope != action.scope:  # another tenant's prompt: saved as an empty slot is
+        saved = SlotFile([], b"", scope=action.scope)
+    elif sequence.adapters:
         raise SlotFileError("its cells were evaluated with LoRA scales, which a slot file does not keep")
-    state = model.save_state(sequence.seq_id)
-    written = slot_files.write(path, action.fingerprint, SlotFile(list(sequence.cached), state))
-    return {"n_saved": len(sequence.cached), "n_written": written}
+    else:
+        saved = SlotFile(list(sequence.cached), model.save_state(sequence.seq_id), scope=sequence.scope)
+    written = slot_files.write(path, action.fingerprint, saved)
+    return {"n_saved": len(saved.tokens), "n_written": written}
 
 
 def _restore(action: SlotAction, path: Path, sequence: Sequence, model: BatchContext) -> dict[str, Any]:
     saved, read = slot_files.read(path, action.fingerprint)
     sequence.drop_cache(model)
+    sequence.scope = saved.scope  # (the file is its owner's: slot routes keep each key's apart)
+    if not saved.tokens:
+        return {"n_restored": 0, "n_read": read}
     try:
         model.load_state(sequence.seq_id, saved.state)
     except RuntimeError:

@@ -38,6 +38,7 @@ class SlotFile:
     state: bytes
     live_from: int = 0  # the first position a sliding window's cells still hold
     checkpoints: tuple[Checkpoint, ...] = ()
+    scope: str = ""  # whose prompt it holds (the cache scope): resumed by that scope only
 
 
 def write(path: Path, fingerprint: str, saved: SlotFile) -> int:
@@ -51,6 +52,8 @@ def write(path: Path, fingerprint: str, saved: SlotFile) -> int:
         "live_from": saved.live_from,
         "checkpoints": [[c.position, len(c.state)] for c in saved.checkpoints],
     }
+    if saved.scope:
+        header["scope"] = saved.scope
     header["sha256"] = _digest(header, b"".join(parts))
     partial = path.with_name(f".{path.name}.{os.getpid()}{PARTIAL}")
     with partial.open("wb") as out:
@@ -64,13 +67,19 @@ def write(path: Path, fingerprint: str, saved: SlotFile) -> int:
     return written
 
 
-def read_listing(path: Path, fingerprint: str) -> tuple[list[int], int, tuple[int, ...]]:
+def read_listing(path: Path, fingerprint: str) -> tuple[list[int], int, tuple[int, ...], str]:
     """The tokens of the slot file at `path`, if this model made it, with where its state resumes (its
-    live range's start and its checkpoints' positions); the state is neither read nor checked."""
+    live range's start and its checkpoints' positions) and its cache scope; the state is neither
+    read nor checked."""
     with _opened(path) as source:
         header = _header(source, fingerprint)
         tokens = _tokens(source.read(4 * header["tokens"]), header["tokens"])
-    return tokens, header["live_from"], tuple(position for position, _ in header["checkpoints"])
+    return (
+        tokens,
+        header["live_from"],
+        tuple(position for position, _ in header["checkpoints"]),
+        header["scope"],
+    )
 
 
 def read(path: Path, fingerprint: str) -> tuple[SlotFile, int]:
@@ -92,14 +101,15 @@ def read(path: Path, fingerprint: str) -> tuple[SlotFile, int]:
         Checkpoint(position, state)
         for (position, _), state in zip(header["checkpoints"], parts[2:], strict=True)
     )
-    return SlotFile(_tokens(parts[0], n_tokens), parts[1], header["live_from"], checkpoints), start + header[
-        "at"
-    ]
+    saved = SlotFile(_tokens(parts[0], n_tokens), parts[1], header["live_from"], checkpoints, header["scope"])
+    return saved, start + header["at"]
 
 
 def _digest(header: dict[str, Any], rest: bytes) -> str:
     """The checksum of a file's contents and of the header fields that say where its state resumes."""
     layout = [header["tokens"], header["state"], header["live_from"], header["checkpoints"]]
+    if header.get("scope"):  # (files of the shared scope have the checksum they always had)
+        layout.append(header["scope"])
     return hashlib.sha256(json.dumps(layout).encode() + rest).hexdigest()
 
 
@@ -131,6 +141,8 @@ def _header(source: BinaryIO, fingerprint: str) -> dict[str, Any]:
 
 def _well_formed(header: dict[str, Any]) -> bool:
     counts = [header.get("tokens"), header.get("state"), header.setdefault("live_from", 0)]
+    if not isinstance(header.setdefault("scope", ""), str):
+        return False
     marks = header.setdefault("checkpoints", [])
     if not isinstance(marks, list) or not all(isinstance(m, list) and len(m) == 2 for m in marks):
         return False

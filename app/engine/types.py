@@ -96,6 +96,9 @@ class GenerationRequest:
     # LoRA: each adapter's scale for this choice (the model's adapters in order); None: the
     # worker's global scales. Choices with different scales never share a decode step.
     adapters: tuple[float, ...] | None = None
+    # Whose cached prompts it may resume (a tenant's, cache_scope.py): cells, kept states and
+    # files of another scope are never resumed, shared or reported to it. "": the shared one.
+    cache_scope: str = ""
     # vLLM's `priority`: a waiting request with a lower value gets the next free sequence first.
     priority: int = 0
     # Images and audio clips among the prompt's tokens (their positions hold placeholders).

@@ -103,14 +103,16 @@ def to_cached_peer(
     request: Request,
     engine: LoadingEngine[Any],
     prompt: list[int],
+    scope: str,
     worker: Worker | None,
     board: PrefixBoard | None,
 ) -> Response | None:
-    """Relay `request` to the worker whose cache holds a longer prefix of `prompt` than this one's
-    (routing.warmer_peer decides, from the workers' prefix `board`); None to serve it here."""
+    """Relay `request` to the worker whose cache holds a longer prefix of `prompt` (for its cache
+    `scope`) than this one's (routing.warmer_peer decides, from the workers' prefix `board`); None
+    to serve it here."""
     if worker is None or board is None or is_relayed(request, worker) or not engine.config.route_by_cache:
         return None
-    blocks = block_hashes(prompt)
+    blocks = block_hashes(prompt, scope)
     chosen = routing.warmer_peer(routing.snapshot_of(worker), lambda slot: board.cached_tokens(slot, blocks))
     if chosen is None:
         return None
@@ -127,18 +129,21 @@ def to_keyed_peer(
     request: Request,
     engine: LoadingEngine[Any],
     prompt: list[int],
+    scope: str,
     key: str | None,
     worker: Worker | None,
     board: PrefixBoard | None,
 ) -> Response | None:
     """Relay `request` to its `prompt_cache_key`'s home worker (routing.keyed_peer decides), so that
-    requests sharing a key share a cache; None to serve it here."""
+    requests sharing a key share a cache; None to serve it here. A key is a key within its cache
+    `scope`: two tenants' equal keys have homes of their own."""
     if key is None or worker is None or board is None or is_relayed(request, worker):
         return None
     if not engine.config.route_by_cache:
         return None
-    blocks = block_hashes(prompt)
-    slot = routing.keyed_peer(routing.snapshot_of(worker), key, lambda at: board.cached_tokens(at, blocks))
+    blocks = block_hashes(prompt, scope)
+    scoped = f"{scope}\0{key}" if scope else key
+    slot = routing.keyed_peer(routing.snapshot_of(worker), scoped, lambda at: board.cached_tokens(at, blocks))
     if slot is None:
         return None
     relayed = _relay(request, engine.config, worker.table, slot)

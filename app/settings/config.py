@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.settings import derive, otel, values
+from app.settings import cache_sharing, derive, otel, values
+from app.settings.cache_sharing import CacheSharing
 from app.settings.keys import ApiKey
 from app.settings.keys import from_file as keys_from_file
 from app.settings.keys import from_variable as keys_from_variable
@@ -404,6 +405,13 @@ class Config:
         "",
         "File of API keys, a line each: `name key [concurrency=N] [rpm=N] [tpm=N]` (re-read on SIGHUP)",
         optional=True,
+    )
+    cache_sharing: CacheSharing = setting(
+        "LLM_CACHE_SHARING",
+        cache_sharing.parse,
+        "key",
+        "Whose cached prompts a key's requests resume: key (its own), all (every key's), or groups of "
+        "key names that share (alice+bob,carol+dave); no tenant resumes, nor sees in usage, another's",
     )
     metrics_auth: bool = setting(
         "LLM_METRICS_AUTH", values.flag, "0", "1 makes /metrics and /health/workers need an API key too"

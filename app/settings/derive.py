@@ -52,6 +52,12 @@ def _keys(parsed: Parsed) -> None:
         parsed["api_keys"] = keys_checked((parsed["api_keys"] or ()) + (parsed["api_keys_file"] or ()))
     except ValueError as exc:
         raise ConfigError(f"LLM_API_KEYS and LLM_API_KEYS_FILE: {exc}") from None
+    names = {key.name for key in parsed["api_keys"]}
+    unknown = [name for group in parsed["cache_sharing"].groups for name in group if name not in names]
+    if unknown:  # a typo would silently leave that key alone, and its group's cache cold
+        raise ConfigError(
+            f"LLM_CACHE_SHARING: {unknown[0]!r} is not the name of a key in LLM_API_KEYS(_FILE)"
+        )
 
 
 def _models(parsed: Parsed) -> None:

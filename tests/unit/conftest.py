@@ -76,7 +76,7 @@ class FakeEngine:
     def wait_ready(self, timeout: float) -> bool:
         return self.ready
 
-    def closest_cached(self, prompt: list[int]) -> tuple[int, list[int]] | None:
+    def closest_cached(self, prompt: list[int], scope: str) -> tuple[int, list[int]] | None:
         found = [(common_prefix(tokens, prompt), tokens) for tokens in self.cached]
         return max(found, key=lambda each: each[0], default=None)
 

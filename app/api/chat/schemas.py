@@ -78,6 +78,8 @@ class GenerationSchema(BaseSchema):
 
     model = fields.String(allow_none=True)
     max_tokens = count(1)
+    # vLLM's: only requests with the same salt (and of the same tenant) share cached prompts.
+    cache_salt = fields.String(allow_none=True, validate=validate.Length(min=1, max=256))
     temperature = number(0, 2)
     top_p = number(0, 1, low_inclusive=False)
     top_k = count(0)

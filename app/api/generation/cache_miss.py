@@ -7,6 +7,7 @@ one is found (the engine's closest_cached), and if it leaves it before its own e
 log says where (the token, the message it falls in, the text on both sides) and the
 answer's X-Cache-Miss header says where in this prompt: the position and message only,
 nothing of the cached prompt, which may be another client's (the log, the operator's, shows it).
+Only prompts of the request's own cache scope are compared: another tenant's never are.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ MIN_SHARED = 32
 log = logging.getLogger(__name__)
 
 
-def explained(engine: Engine, prompt: Sequence[int], locate: Locate | None) -> str | None:
-    """The X-Cache-Miss value for `prompt` if the closest cached prompt leaves it before its own end
-    (logged with the text around the token); None if the cache holds it, or nothing like it."""
-    closest = engine.closest_cached(prompt)
+def explained(engine: Engine, prompt: Sequence[int], scope: str, locate: Locate | None) -> str | None:
+    """The X-Cache-Miss value for `prompt` if the closest cached prompt of its cache `scope` leaves it
+    before its own end (logged with the text around the token); None if the cache holds it, or
+    nothing like it."""
+    closest = engine.closest_cached(prompt, scope)
     if closest is None:
         return None
     shared, held = closest

@@ -83,17 +83,17 @@ def generate(
     stats: RequestStats = g.stats
     state = workers.current()
     me, board = (state.me, state.shared.prefixes) if state is not None else (None, None)
-    prompt = requests[0].prompt_tokens
+    prompt, scope = requests[0].prompt_tokens, requests[0].cache_scope
     relayed = (
-        relay.to_cached_peer(request, engine, prompt, me, board)
-        or relay.to_keyed_peer(request, engine, prompt, cache_key, me, board)
+        relay.to_cached_peer(request, engine, prompt, scope, me, board)
+        or relay.to_keyed_peer(request, engine, prompt, scope, cache_key, me, board)
         or relay.to_idle_peer(request, engine, me)
     )
     if relayed is not None:
         stats.relayed = True
         return relayed
     call = internal.of(request.environ)
-    miss = cache_miss.explained(engine, prompt, locate)
+    miss = cache_miss.explained(engine, prompt, scope, locate)
     try:
         generation = engine.submit(requests, low_priority=call is not None)
     except QueueFullError:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from flask import current_app, request
 
+from app.api.http import cache_scope
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.http.fields import PRIORITIES
 from app.api.prompting import structured_output
@@ -59,6 +60,7 @@ def plan(options: GenerationOptions, prompt_tokens: list[int], *, prompt_param: 
         min_tokens=options.min_tokens,
         drafts=draft_limits(options),
         adapters=request_adapters(options, config.model),
+        cache_scope=cache_scope.request_scope(options.cache_salt),
         priority=request_priority(options.priority, config.priority_header),
         progress=options.return_progress and options.stream,  # events only: a whole answer has none
         shift=shift if max_tokens > room else None,  # else the context never fills

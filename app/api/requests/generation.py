@@ -93,6 +93,7 @@ class GenerationOptions:
     timings_per_token: bool = False  # llama-server's: `timings` on every streamed event
     return_progress: bool = False  # llama-server's: `prompt_progress` events while the prompt evaluates
     prompt_cache_key: str | None = None  # OpenAI's: requests that share it are served where it is cached
+    cache_salt: str | None = None  # vLLM's: requests share cached prompts only with the same salt
     prediction: str | None = None  # OpenAI's predicted output, its parts joined: drafts for the answer
     constraint: Constraint | None = None  # llama-server's or vLLM's, beside response_format
     priority: int = 0  # vLLM's: lower goes first among waiting requests (LLM_PRIORITY_HEADER may set it)
@@ -122,6 +123,7 @@ def generation_fields(loaded: Mapping[str, Any]) -> dict[str, Any]:
         "timings_per_token": bool(loaded.get("timings_per_token")),
         "return_progress": bool(loaded.get("return_progress")),
         "prompt_cache_key": loaded.get("prompt_cache_key"),
+        "cache_salt": loaded.get("cache_salt"),
         "prediction": _prediction_text(loaded.get("prediction")),
         "constraint": next(iter(constraints_asked(loaded)), None),
         "priority": loaded.get("priority") or 0,

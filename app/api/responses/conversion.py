@@ -81,6 +81,7 @@ def as_chat(body: dict[str, Any]) -> ChatRequest:
         stream=bool(body.get("stream")),
         return_progress=bool(body.get("return_progress")),
         prompt_cache_key=body.get("prompt_cache_key"),
+        cache_salt=body.get("cache_salt"),
         truncation=body.get("truncation"),
         tool_choice=choice,
         reasoning_effort=(body.get("reasoning") or {}).get("effort"),

@@ -256,6 +256,8 @@ class ResponseRequestSchema(BaseSchema):
     return_progress = StrictBoolean(allow_none=True)
     # OpenAI's: requests that share a key go to the same worker (and its cache).
     prompt_cache_key = fields.String(allow_none=True, validate=validate.Length(max=1024))
+    # vLLM's: only requests with the same salt (and of the same tenant) share cached prompts.
+    cache_salt = fields.String(allow_none=True, validate=validate.Length(min=1, max=256))
 
     @validates_schema
     def consistent(self, data: dict[str, Any], **kwargs: Any) -> None:

@@ -3,7 +3,9 @@
 A slot is one of a worker's sequences; ids run on from one worker of the model to the next
 (worker k's sequence s is slot k * LLM_PARALLEL + s), so with one worker they are
 llama-server's. An action on another worker's slot is relayed to it. Saving and restoring
-keep files in LLM_SLOT_SAVE_PATH, by names that cannot leave it.
+keep files in LLM_SLOT_SAVE_PATH, by names that cannot leave it (with API keys, in a folder of
+each key's: keys/<name>/). A slot whose cells hold another tenant's prompt (cache_scope.py) is as
+if empty to a request: listed with no tokens, saved empty, never erased by it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from app import workers
+from app.api.http import cache_scope, store_access
 from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError, NotSupportedError, ServerError
 from app.api.routing.route import route_here_or_relay
@@ -37,7 +40,7 @@ def list_slots() -> Response:
     rows = [
         {"id": first + seq_id, "n_ctx": config.n_ctx, "speculative": config.spec_type != "none",
          "is_processing": busy, "n_prompt_tokens": cached}
-        for seq_id, busy, cached in engine.slots()
+        for seq_id, busy, cached in engine.slots(cache_scope.request_scope(None))
     ]  # fmt: skip
     return jsonify(sorted(rows + _peers_rows(), key=lambda row: row["id"]))
 
@@ -61,14 +64,25 @@ def slot_action(id_slot: int) -> Response:
         filename = parse_body(slot_file_schema)["filename"]
         if not valid_filename(filename):
             raise InvalidRequestError("Invalid filename", param="filename")
-    path = None if filename is None else Path(config.slot_save_path) / filename
-    outcome = generating_engine().slot_action(action, seq_id, path).get()
+    path = None if filename is None else _folder(config.slot_save_path) / filename
+    outcome = generating_engine().slot_action(action, seq_id, path, cache_scope.request_scope(None)).get()
     if isinstance(outcome, SlotFileError):
         if action == "save":
             raise ServerError(f"Unable to save slot: {outcome}")
         raise InvalidRequestError(f"Unable to {action} slot: {outcome}", param="filename")
     named: dict[str, Any] = {} if filename is None else {"filename": filename}
     return jsonify({"id_slot": id_slot, **named, **outcome})
+
+
+def _folder(root: str) -> Path:
+    """Where this request's key keeps its slot files: a folder of its own when the server has keys,
+    so that no key reads, overwrites or learns of another's files."""
+    owner = store_access.owner()
+    if not owner:
+        return Path(root)
+    folder = Path(root) / "keys" / owner
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _rank() -> int:

@@ -107,11 +107,12 @@ def test_a_kept_state_past_an_image_is_worth_restoring_for_less_than_a_block() -
     # 30 text tokens, an image's 20 positions (its negative placeholder), 5 tokens after it.
     with_image = [*range(1, 31), *[-7] * 20, *range(31, 36)]
     held = Kept(tuple(with_image), b"", tuple(block_hashes(with_image)))
-    assert longest([held], [*with_image, 40, 41], beat=30) == (
+    assert longest([held], [*with_image, 40, 41], beat=30, scope="") == (
         held,
         55,
     )  # the image need not be encoded again
     text = [*range(1, 56)]
     plain = Kept(tuple(text), b"", tuple(block_hashes(text)))
-    assert longest([plain], [*text, 40], beat=30) is None  # 25 text tokens more: not worth a restore
+    # 25 text tokens more: not worth a restore
+    assert longest([plain], [*text, 40], beat=30, scope="") is None
     assert holds_media([5, -7, 6]) and not holds_media(text)

@@ -50,7 +50,7 @@ def test_checkpoints_and_the_live_range_are_kept_and_checked(tmp_path: Path) -> 
     saved = SlotFile([1, 2, 3, 4, 5], b"cells", 3, (Checkpoint(1, b"one"), Checkpoint(2, b"second")))
     slot_files.write(path, "fp-1", saved)
     assert slot_files.read(path, "fp-1")[0] == saved
-    assert slot_files.read_listing(path, "fp-1") == ([1, 2, 3, 4, 5], 3, (1, 2))
+    assert slot_files.read_listing(path, "fp-1") == ([1, 2, 3, 4, 5], 3, (1, 2), "")
     # Where the state resumes is covered by the checksum: a window said to start earlier is refused.
     path.write_bytes(path.read_bytes().replace(b'"live_from": 3', b'"live_from": 0'))
     assert slot_files.read_listing(path, "fp-1")[1] == 0

@@ -61,6 +61,14 @@ if _config.log_format == "json":
     }
 
 
+# What gunicorn reads of a request before the app sees it, stated rather than left implicit
+# (its defaults): a request line of at most 4094 bytes (longer: 414), at most 100 headers, each
+# at most 8190 bytes (more: 431). Refusals are JSON errors (app/serving/protocol_errors.py).
+# The body's limit is the app's, LLM_MAX_BODY_BYTES (a 413).
+limit_request_line = 4094
+limit_request_fields = 100
+limit_request_field_size = 8190
+
 control_socket_disable = True  # several instances may share a host (tests, multi-backend)
 
 

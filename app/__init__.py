@@ -70,6 +70,14 @@ def _persist(engine: Any, seconds: float) -> None:
 class _InOrderJSON(DefaultJSONProvider):
     sort_keys = False  # keep OpenAI's field order, as clients print it
 
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        # JSON nested deeper than Python recurses is bad JSON (a 400 wherever a body is read), never
+        # a RecursionError: werkzeug's get_json handles ValueError only.
+        try:
+            return super().loads(s, **kwargs)
+        except RecursionError:
+            raise ValueError("the JSON is nested too deeply") from None
+
 
 def create_app(config: Config | None = None, engine: Any = None) -> Flask:
     """Build the app: settings from the environment unless given, one engine per process.

@@ -20,7 +20,7 @@ from typing import Any
 import gevent
 from gunicorn.workers.ggevent import GeventWorker  # type: ignore[import-untyped]  # gunicorn has no type hints
 
-from app.serving import at_stop, detached
+from app.serving import at_stop, detached, protocol_errors
 from app.serving.drain import DrainFlag
 
 # How long a connection accepted before the stop, with no request yet, has to send one.
@@ -32,6 +32,7 @@ class DrainingGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn has 
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        protocol_errors.install()  # its refusals of unparsable requests in JSON, not HTML
         self._connections: dict[gevent.Greenlet, Any] = {}  # one greenlet per open connection: its socket
         self._answering: set[gevent.Greenlet] = set()  # of which, those with a request under way
         self._answered: set[gevent.Greenlet] = set()  # and those that have answered one already

@@ -406,6 +406,13 @@ class Config:
         "File of API keys, a line each: `name key [concurrency=N] [rpm=N] [tpm=N]` (re-read on SIGHUP)",
         optional=True,
     )
+    show_paths: bool = setting(
+        "LLM_SHOW_PATHS",
+        values.flag,
+        "0",
+        "1 shows models' and adapters' full paths on the server (/v1/models root, /props, /lora-adapters, "
+        "/api/show); 0: their file names only",
+    )
     cache_sharing: CacheSharing = setting(
         "LLM_CACHE_SHARING",
         cache_sharing.parse,

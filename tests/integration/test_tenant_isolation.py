@@ -58,8 +58,11 @@ def seen(answer: httpx.Response) -> tuple[int, int, str, str | None]:
     """What a client can read of the cache from one answer: cached tokens, tokens evaluated, text, header."""
     body = answer.json()
     cached = body["usage"]["prompt_tokens_details"]["cached_tokens"]
-    return cached, body["timings"]["prompt_n"], body["choices"][0]["message"]["content"], answer.headers.get(
-        "X-Cache-Miss"
+    return (
+        cached,
+        body["timings"]["prompt_n"],
+        body["choices"][0]["message"]["content"],
+        answer.headers.get("X-Cache-Miss"),
     )
 
 

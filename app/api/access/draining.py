@@ -14,9 +14,19 @@ def _draining() -> bool:
     return state is not None and state.draining
 
 
+# Reads answer while draining; so do cancellations, which end work sooner. Every other method, on
+# every route (any family's, llama-server's, the store's, sleep, models, tools), may start work.
+_READS = ("GET", "HEAD", "OPTIONS")
+
+
+def starts_work(method: str, path: str) -> bool:
+    """Whether a request may start work, and is refused while the instance drains."""
+    return method not in _READS and not path.endswith("/cancel")
+
+
 def _refuse_new_work() -> None:
     # A request relayed by a peer was admitted before the drain began; it runs.
-    if _draining() and request.method == "POST" and request.path.startswith("/v1/"):
+    if _draining() and starts_work(request.method, request.path):
         if not relay.is_relayed(request, workers.this_worker()):
             raise ServiceUnavailableError("The server is shutting down; retry, another instance will answer.")
 

@@ -13,7 +13,7 @@ from app.api.chat.schemas import chat_completion_schema, completion_schema
 from app.api.generation.loop import generate
 from app.api.generation.memory_view import memory_json, speculative_json
 from app.api.generation.planning import plan_choices
-from app.api.http import media
+from app.api.http import media, shown
 from app.api.http.body import generating_engine, loaded_engine, parse_request
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting import conversation, overflow, prompt_places, structured_output
@@ -155,7 +155,7 @@ def props_answer() -> dict[str, Any]:
     modalities = projector.capabilities if projector is not None else capabilities_of(None)
     answer = {
         "model_alias": config.model_id,
-        "model_path": config.model_path,
+        "model_path": shown.file_path(config.model_path),
         "total_slots": config.parallel,
         "default_generation_settings": {"n_ctx": config.n_ctx},
         "chat_template": tokenizer.chat_template,

@@ -76,7 +76,7 @@ class SamplersField(fields.Field[list[str]]):
             return [SAMPLER_CHARS[c] for c in value if c in SAMPLER_CHARS]  # others ignored, as llama-server
         if not isinstance(value, list) or len(value) > 16:
             raise ValidationError("must be a list of up to 16 sampler names, or a string of their letters")
-        unknown = [name for name in value if name not in SAMPLER_NAMES]
+        unknown = [name for name in value if not isinstance(name, str) or name not in SAMPLER_NAMES]
         if unknown:
             raise ValidationError(
                 f"{unknown[0]!r} is not a sampler; the samplers: {', '.join(sorted(SAMPLER_NAMES))}"

@@ -10,6 +10,7 @@ from flask import Blueprint, Response, current_app, jsonify
 
 from app import workers as worker_state
 from app.api.generation.memory_view import memory_json, speculative_json
+from app.api.http import shown
 from app.api.http.errors import ModelNotFoundError, ServiceUnavailableError
 from app.engine.projector import capabilities_of
 from app.serving import peers
@@ -57,7 +58,7 @@ def _model_object(index: int, holders: list[peers.Peer]) -> dict[str, Any]:
             spec.mmproj
         ).as_json(),  # llama-server's /props names, from the projector
         "parent": None,  # vLLM's: a LoRA adapter names its base model here
-        "root": spec.path,
+        "root": shown.file_path(spec.path),
         **_window(window.n_ctx, window.max_tokens_limit),
         # Anthropic's Models API: the same list answers its SDKs' models.list and retrieve.
         "type": "model",
@@ -108,7 +109,7 @@ def _adapter_object(index: int, adapter: str, holders: list[peers.Peer]) -> dict
     """A LoRA adapter as vLLM lists it: a model of its own whose `parent` is its base model (and whose
     state and workers are its base model's: every worker holding the base holds the adapter)."""
     spec = current_config().models[index]
-    path = spec.loras[spec.adapter_named(adapter) or 0].path
+    path = shown.file_path(spec.loras[spec.adapter_named(adapter) or 0].path)
     return {**_model_object(index, holders), "id": adapter, "aliases": [], "parent": spec.id, "root": path}
 
 

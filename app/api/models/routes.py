@@ -16,6 +16,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from app import workers
 from app.api.generation.planning import adapter_scales
+from app.api.http import shown
 from app.api.http.body import check_accept, generating_engine, model_index, parse_json
 from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
 from app.api.models.schemas import lora_list_schema, model_order_schema
@@ -84,7 +85,12 @@ def list_adapters() -> Response:
     scales = engine.lora_scales
     return jsonify(
         [
-            {"id": n, "name": lora.id, "path": lora.path, "scale": scales[n] if n < len(scales) else 0.0}
+            {
+                "id": n,
+                "name": lora.id,
+                "path": shown.file_path(lora.path),
+                "scale": scales[n] if n < len(scales) else 0.0,
+            }
             for n, lora in spec.live_adapters()
         ]
     )

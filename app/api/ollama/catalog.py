@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.api.http.shown import file_path
 from app.chat_formats import detect
 from app.engine import gguf_metadata
 from app.engine.projector import capabilities_of
@@ -107,7 +108,7 @@ def shown(spec: ModelSpec, context_length: int, verbose: bool) -> dict[str, Any]
         if trained is not None:
             info[f"{architecture}.context_length_trained"] = trained
     return {
-        "modelfile": f"# Served by llm-server from LLM_MODELS\nFROM {spec.path}\n",
+        "modelfile": f"# Served by llm-server from LLM_MODELS\nFROM {file_path(spec.path)}\n",
         "parameters": f"num_ctx {context_length}",
         "template": template(spec),
         "details": details(spec),

@@ -105,7 +105,8 @@ def test_samplers_are_names_or_llama_servers_letters() -> None:
     )  # fmt: skip
     named = chat_completion_schema.load({"messages": USER, "samplers": ["top_k", "top_p", "infill"]})
     assert named.sampling.samplers == ("top_k", "top_p", "infill")
-    for unhashable in ({}, [], 7):  # found by the API fuzzer: once a TypeError, a 500
+    unhashables: tuple[object, ...] = ({}, [], 7)
+    for unhashable in unhashables:  # found by the API fuzzer: once a TypeError, a 500
         with pytest.raises(ValidationError, match="is not a sampler"):
             chat_completion_schema.load({"messages": USER, "samplers": ["top_k", unhashable]})
 

@@ -22,7 +22,7 @@ import pytest
 from app.api.access.draining import starts_work
 from harness.servers import Server
 from tests.support.rawhttp import RawStream, fetch, open_request
-from tests.support.security import LEAKS, clean, error_in_shape, served_routes
+from tests.support.security import LEAKS, Route, clean, error_in_shape, served_routes
 from tests.support.waits import wait_until
 
 ALICE, BOB = "sk-alice-matrix", "sk-bob-matrix"
@@ -30,6 +30,11 @@ MODEL = "SmolLM2-135M-Instruct.Q4_1"
 ROUTES = served_routes()
 PAIRS: Counter[str] = Counter()
 CHAT = {"role": "user", "content": "Say hi."}
+# Internal destinations in their many spellings (the unit matrix has them all, with resolution).
+SSRF_URLS = ("http://127.0.0.1:8000/mcp", "http://127.1/", "http://2130706433/", "http://0x7f000001/",
+             "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://0.0.0.0/", "http://169.254.169.254/latest/",
+             "http://[fe80::1]/", "http://10.0.0.1/", "http://192.168.1.1/", "http://localhost:8000/",
+             "http://images.example.com@127.0.0.1/", "file:///etc/passwd", "gopher://127.0.0.1/")  # fmt: skip
 # The routes that generate, in every family: a body past the limit is a 413 on each (others may
 # answer before they read a body: Ollama's model management is a 501 whatever it is sent).
 GENERATING = ("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages", "/api/chat",
@@ -261,3 +266,37 @@ def test_gunicorns_limits_on_a_requests_head_answer_in_json(
     assert not LEAKS.search(answer.body.decode()), answer.body[:300]
     PAIRS["request head limits"] += 1
     assert httpx.get(keyed.url + "/health").status_code == 200
+
+
+def test_a_client_cannot_make_the_server_connect_inside_its_network(keyed: Server) -> None:
+    """The SSRF matrix (tests/unit/api/test_ssrf_matrix.py) through the real server: an MCP server at
+    each internal URL, in the Responses API and in Anthropic's mcp_servers, on a server whose
+    operator allowed no destination (LLM_MCP_ALLOW unset): a 400 naming the setting, nothing tried."""
+    with httpx.Client(base_url=keyed.url, timeout=30, headers=auth(ALICE)) as client:
+        for url in SSRF_URLS:
+            tool = {"type": "mcp", "server_label": "x", "server_url": url, "require_approval": "never"}
+            answer = client.post("/v1/responses", json={"model": MODEL, "input": "hi", "tools": [tool]})
+            assert answer.status_code == 400 and "LLM_MCP_ALLOW" in answer.text, (url, answer.text)
+            error_in_shape(Route("POST", "/v1/responses", "responses.create_response"), answer)
+            servers = [{"type": "url", "name": "x", "url": url}]
+            body = {"model": MODEL, "max_tokens": 4, "messages": [CHAT], "mcp_servers": servers}
+            answer = client.post(
+                "/v1/messages", json=body, headers={"anthropic-beta": "mcp-client-2025-04-04"}
+            )
+            assert answer.status_code == 400 and "LLM_MCP_ALLOW" in answer.text, (url, answer.text)
+            error_in_shape(Route("POST", "/v1/messages", "anthropic.create_message"), answer)
+            PAIRS["SSRF"] += 2
+
+
+def test_no_answer_shows_where_the_server_keeps_its_model(keyed: Server) -> None:
+    """/v1/models' root, /props' model_path and Ollama's modelfile name the file, not its place on the
+    server (LLM_SHOW_PATHS=1 shows it, as llama-server does)."""
+    with httpx.Client(base_url=keyed.url, timeout=30, headers=auth(ALICE)) as client:
+        (model,) = client.get("/v1/models").json()["data"]
+        shown = [model["root"], client.get("/props").json()["model_path"]]
+        shown.append(
+            client.post("/api/show", json={"model": MODEL}).json()["modelfile"].split("FROM ")[1].strip()
+        )
+    assert shown == [f"{MODEL}.gguf"] * 3 or all(
+        "/" not in each and each.endswith(".gguf") for each in shown
+    ), shown

@@ -10,6 +10,7 @@ import llama_cpp
 from llama_cpp import _internals as internals
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+from app.engine import template_limits
 from app.engine.errors import PromptRejectedError
 from app.engine.grammar import grammar_is_valid
 from app.engine.projector import Projector
@@ -40,16 +41,19 @@ class Tokenizer:
         )
         self._bos = model.token_bos()
         self.bos_text, self.eos_text = self._text_of(self._bos), self._text_of(model.token_eos())
-        self._formatter = Jinja2ChatFormatter(
-            template=self.chat_template, eos_token=self.eos_text, bos_token=self.bos_text
+        self._formatter = template_limits.bound(
+            Jinja2ChatFormatter(template=self.chat_template, eos_token=self.eos_text, bos_token=self.bos_text)
         )
         # For a request that asks for no generation prompt (add_generation_prompt: false).
-        self._closed_formatter = Jinja2ChatFormatter(
-            template=self.chat_template,
-            eos_token=self.eos_text,
-            bos_token=self.bos_text,
-            add_generation_prompt=False,
+        self._closed_formatter = template_limits.bound(
+            Jinja2ChatFormatter(
+                template=self.chat_template,
+                eos_token=self.eos_text,
+                bos_token=self.bos_text,
+                add_generation_prompt=False,
+            )
         )
+        _probe(self._formatter)
         self._adds_bos = model.add_bos_token() and self._bos >= 0
         self.adds_bos = bool(model.add_bos_token())  # as llama-server counts n_keep
         self.fim = {
@@ -231,11 +235,22 @@ def render_chat(
     described: Any = tools
     try:
         prompt: str = formatter(messages=conversation, tools=described, **(variables or {})).prompt
-    except (jinja2.TemplateError, ValueError, TypeError, LookupError, AttributeError) as exc:
+    except (jinja2.TemplateError, ValueError, TypeError, LookupError, AttributeError, RecursionError) as exc:
         # Templates index and call what the messages hold: a missing key or a wrong type is
         # the messages' fault, named in the message (raise_exception's own text, usually).
         raise PromptRejectedError(f"The model's chat template rejected these messages: {exc}") from None
     return prompt
+
+
+def _probe(formatter: Jinja2ChatFormatter) -> None:
+    """At load: a template that cannot render one short message within the bounds (it loops, or
+    writes megabytes) cannot serve; one that refuses these messages may still take others."""
+    try:
+        formatter(messages=[{"role": "user", "content": "Hello."}])
+    except template_limits.TemplateLimitError as exc:
+        raise ValueError(f"its chat template cannot serve: {exc} on one short message") from None
+    except (jinja2.TemplateError, ValueError, TypeError, LookupError, AttributeError, RecursionError):
+        pass
 
 
 def _template_message(message: dict[str, Any]) -> dict[str, Any]:

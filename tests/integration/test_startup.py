@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -274,3 +275,28 @@ def test_an_embedding_model_that_names_no_pooling_stops_start_up_before_serving(
     assert len(lines) == 1, result.stderr  # before gunicorn even listens: no worker ever served
     assert lines[0].startswith("configuration error: LLM_MODELS entry 1 ('embed'): ")
     assert 'set "pooling" (mean, cls or last)' in lines[0]
+
+
+def test_a_gguf_whose_tensors_run_past_its_end_halts_the_server_naming_the_file(tmp_path: Path) -> None:
+    cut = tmp_path / "cut-short.gguf"
+    cut.write_bytes(Path(default_model_path()).read_bytes()[: 40 << 20])  # its header whole, data cut
+    result = start({"LLM_MODEL_PATH": str(cut)})
+    assert result.returncode == 3
+    assert f"LLM_MODEL_PATH={cut}: llama.cpp could not load it" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_gguf_whose_chat_template_loops_halts_the_server_naming_the_file(tmp_path: Path) -> None:
+    looping = tmp_path / "looping-template.gguf"
+    template = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    command = [sys.executable, "-m", "gguf.scripts.gguf_new_metadata", "--chat-template", template, "--force"]
+    subprocess.run([*command, default_model_path(), str(looping)], check=True, capture_output=True)
+    result = start({"LLM_MODEL_PATH": str(looping)})
+    assert result.returncode == 3, result.stderr[-2000:]
+    (line,) = [line for line in result.stderr.splitlines() if "could not load it" in line]
+    assert (
+        f"LLM_MODEL_PATH={looping}" in line
+        and "its chat template cannot serve" in line
+        and "loops past" in line
+    )
+    assert "Traceback" not in result.stderr

@@ -164,3 +164,21 @@ def test_long_prompts_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert all(250 <= int(row.split(" | ")[3].replace(",", "")) <= 400 for row in rows), rows
     targets = [line for line in text.split("### Targets")[1].splitlines() if "| 300 |" in line]
     assert len(targets) == 1 and targets[0].endswith(("| met |", "| missed |")), targets
+
+
+def test_tenants_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    markdown = tmp_path / "tenants.md"
+    ran = bench("tenants", *ONE_THREAD, "--rounds", "1", "--markdown", str(markdown))
+    assert ran.returncode == 0, ran.stderr
+    text = markdown.read_text()
+    assert text == ran.stdout
+
+    def evaluated(server: str, turn: str) -> int:
+        (row,) = [line for line in text.splitlines() if line.startswith(f"| {server} | {turn} |")]
+        return int(row.split("|")[3])
+
+    isolated, shared = "isolated by key (default)", "shared by all keys"
+    full = evaluated(isolated, "first tenant, turn 1")
+    assert full > 1000 and evaluated(isolated, "other tenants, turn 1") == full  # each tenant its own
+    assert evaluated(shared, "other tenants, turn 1") < 100  # the one cache every key reads
+    assert evaluated(isolated, "every tenant, turn 2") < 100  # its own first turn resumed

@@ -96,6 +96,9 @@ BAD_SETTINGS = [
         ("LLM_LORA_DIRS", "/no/such/dir"),
         ("LLM_API_KEYS_FILE", "/nonexistent/keys"),
         ("LLM_METRICS_AUTH", "perhaps"),
+        ("LLM_SHOW_PATHS", "perhaps"),
+        ("LLM_CACHE_SHARING", "alice+"),
+        ("LLM_CACHE_SHARING", "ghost"),  # a group naming no key there is (here: no keys at all)
         ("LLM_METRICS_MAX_AGE", "-1"),
         ("LLM_STORE", "maybe"),
         ("LLM_DATA_DIR", str(ROOT / "wsgi.py")),

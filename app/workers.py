@@ -1,11 +1,12 @@
 """What gunicorn's workers share, as one object: made by the master before fork, inherited by each worker.
 
 The master builds a `SharedState` (the peer table, the status board, the per-key counts,
-the prefix board, the drain flag: all memory shared through fork) once, and keeps it
-across reloads. After fork, each worker gets a `WorkerState` (the shared state and its
-own place in the table); its app keeps that in `app.extensions["workers"]`, where every
-view reads it (and hands the serving layer the pieces it needs). `inherited` is the one
-channel from the fork to the app factory, read once by `create_app`.
+the prefix board, the drain flag, the line of requests waiting for on-demand models: all
+memory shared through fork) once, and keeps it across reloads. After fork, each worker
+gets a `WorkerState` (the shared state and its own place in the table); its app keeps
+that in `app.extensions["workers"]`, where every view reads it (and hands the serving
+layer the pieces it needs). `inherited` is the one channel from the fork to the app
+factory, read once by `create_app`.
 
 It sits above `serving` and `telemetry` (it holds a piece of each), below `api`.
 """
@@ -20,6 +21,7 @@ from app.serving.drain import DrainFlag
 from app.serving.key_limits import KeyLimits
 from app.serving.peers import SLOTS, PeerTable, Worker
 from app.serving.prefix_board import PrefixBoard
+from app.serving.waiting_line import WaitingLine
 from app.telemetry.worker_board import WorkerBoard
 
 
@@ -32,16 +34,25 @@ class SharedState:
     limits: KeyLimits  # per-key limits held across workers
     prefixes: PrefixBoard  # which prompt prefixes each worker caches, for routing
     drain: DrainFlag  # raised by SIGTERM: every worker turns not-ready
+    line: WaitingLine  # requests waiting for an on-demand model, in arrival order
 
     @classmethod
     def create(cls) -> SharedState:
-        return cls(PeerTable(), WorkerBoard(SLOTS), KeyLimits(SLOTS), PrefixBoard(SLOTS), DrainFlag())
+        return cls(
+            PeerTable(),
+            WorkerBoard(SLOTS),
+            KeyLimits(SLOTS),
+            PrefixBoard(SLOTS),
+            DrainFlag(),
+            WaitingLine(SLOTS),
+        )
 
     def forget(self, slot: int) -> None:
         """Master, when the worker in `slot` has exited: its slot free, its rows and counts cleared."""
         self.table.release(slot)
         self.board.clear(slot)
         self.prefixes.clear(slot)
+        self.line.clear(slot)
         self.limits.clear_worker(slot)  # a killed worker's generations are over
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from app.serving.model_holder import SETTLE
 from app.serving.peers import Peer, Worker
+from app.serving.waiting_line import Waiter
 from app.settings.models import POOL
 
 
@@ -120,20 +121,51 @@ def ranked_peer(snapshot: Snapshot, place: int) -> int | None:
     return slots[place] if 0 <= place < len(slots) else None
 
 
-def loader_for(snapshot: Snapshot, model: int, pool_slot: int | None) -> int | None:
-    """The pool worker that should load on-demand `model`; None to wait (it is loading, or none is free).
+def loader_for(
+    snapshot: Snapshot, model: int, pool_slot: int | None, line: Sequence[Waiter] = ()
+) -> int | None:
+    """The pool worker that should load on-demand `model`; None to wait (it is loading, or no worker
+    is free for it yet).
 
-    One holding no model first (this worker, `pool_slot`, if it is one: no hop), else the one
-    whose model has been idle longest (least recently used, never one serving requests).
+    Models load in the order of their oldest waiting request (`line`; a load nobody waits for, an
+    operator's, comes after them): the first takes the first free worker, the next the next.
+    Free: one holding no model first (this worker, `pool_slot`, if it is one: no hop), then
+    those whose model has been idle longest (least recently used, never one serving requests,
+    nor one whose model requests wait for).
     """
     pool = [peer for peer in snapshot.peers if peer.live and peer.pool]
     if any(peer.model == model for peer in pool):
         return None  # loading there now (or just loaded): wait for it
-    empty = sorted(peer.slot for peer in pool if peer.model == POOL)
-    if empty:
-        return pool_slot if pool_slot in empty else empty[0]
-    idle = [peer for peer in pool if peer.load == 0 and peer.idle_seconds >= SETTLE]
-    return min(idle, key=lambda peer: peer.used).slot if idle else None
+    order = load_order(pool, line)
+    place = order.index(model) if model in order else len(order)
+    empty = sorted(
+        (peer.slot for peer in pool if peer.model == POOL), key=lambda slot: (slot != pool_slot, slot)
+    )
+    waited = {waiter.model for waiter in line}
+    idle = [
+        peer
+        for peer in pool
+        if peer.model != POOL and peer.load == 0 and peer.idle_seconds >= SETTLE and peer.model not in waited
+    ]
+    free = empty + [peer.slot for peer in sorted(idle, key=lambda peer: peer.used)]
+    return free[place] if place < len(free) else None
+
+
+def load_order(pool: Sequence[Peer], line: Sequence[Waiter]) -> list[int]:
+    """The models requests wait for that no pool worker holds, oldest waiting request first."""
+    held = {peer.model for peer in pool}
+    oldest: dict[int, int] = {}
+    for waiter in line:
+        if waiter.model not in held:
+            oldest[waiter.model] = min(oldest.get(waiter.model, waiter.arrival), waiter.arrival)
+    return sorted(oldest, key=oldest.__getitem__)
+
+
+def first_in_line(line: Sequence[Waiter], model: int, arrival: int) -> bool:
+    """Whether a request for `model` that arrived at `arrival` may go to a worker holding it: no
+    request for it that arrived earlier still waits (it goes first, and the holder serves in
+    the order requests reach it)."""
+    return not any(waiter.model == model and waiter.arrival < arrival for waiter in line)
 
 
 def ready_holder(snapshot: Snapshot, model: int) -> int | None:

@@ -21,7 +21,7 @@ from app.api.http.body import check_accept, generating_engine, model_index, pars
 from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
 from app.api.models.schemas import lora_list_schema, model_order_schema
 from app.api.requests.generation import AdapterScale
-from app.api.routing import on_demand, waking
+from app.api.routing import pool, waking
 from app.api.routing.route import here_or_relay
 from app.serving import global_scales, relay
 from app.serving.model_holder import Busy, LoadFailed
@@ -37,14 +37,14 @@ def load() -> Response:
     if current_config().models[index].on_demand:
         if relay.is_relayed(request, workers.this_worker()):
             try:
-                on_demand.load_here(index)
+                pool.load_here(index)
             except Busy as exc:
                 raise ModelBusyError(f"This worker cannot load it now: {exc}.") from None
             except LoadFailed as exc:
                 model = current_config().models[index].id
                 raise ServiceUnavailableError(f"The model '{model}' could not be loaded: {exc}") from None
         else:
-            on_demand.load(index)
+            pool.load(index)
     return jsonify({"success": True})
 
 
@@ -60,11 +60,11 @@ def unload() -> Response:
             param="model",
         )
     if relay.is_relayed(request, workers.this_worker()):
-        mine = on_demand.holder()
+        mine = pool.holder()
         if mine is not None and mine.index == index and not mine.unload("request"):
             raise ModelBusyError(f"The model '{spec.id}' serves requests on this worker.")
         return jsonify({"success": True})
-    busy = on_demand.unload(index)
+    busy = pool.unload(index)
     if busy:
         raise ModelBusyError(
             f"The model '{spec.id}' serves requests on {len(busy)} worker(s); unload it once they are done."
@@ -116,19 +116,19 @@ def set_adapters() -> Response:
             raise ServiceUnavailableError("This worker no longer holds that model; retry shortly.")
         _scale_here(scales)
         return jsonify({"success": True})
-    holders = [p for p in on_demand.table().peers() if p.live and p.ready and p.model == index]
+    holders = [p for p in pool.table().peers() if p.live and p.ready and p.model == index]
     if not holders:
         model = config.models[index].id
         raise ServiceUnavailableError(f"No worker holding '{model}' is ready; retry shortly.")
     # Kept first: a worker starting the model meanwhile reads them; the holders are told next.
-    global_scales.save(config.models[index], list(scales), on_demand.table())
-    mine = on_demand.this_slot()
+    global_scales.save(config.models[index], list(scales), pool.table())
+    mine = pool.this_slot()
     for peer in holders:
         if peer.slot == mine:
             _scale_here(scales)
             continue
         path = f"/lora-adapters?model={quote(config.models[index].id)}"
-        status, _ = relay.order(on_demand.me(), peer.slot, path, body, on_demand.key(), config)
+        status, _ = relay.order(pool.me(), peer.slot, path, body, pool.key(), config)
         if status != 200:
             raise ServiceUnavailableError(f"Worker slot {peer.slot} did not take the scales; retry shortly.")
     return jsonify({"success": True})

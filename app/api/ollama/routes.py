@@ -27,7 +27,7 @@ from app.api.ollama import catalog, conversion, errors
 from app.api.ollama.presenter import NS, OllamaPresenter, now
 from app.api.ollama.schemas import chat_schema, embed_schema, embeddings_schema, generate_schema, show_schema
 from app.api.prompting import conversation, overflow, prompt_places
-from app.api.routing import on_demand
+from app.api.routing import on_demand, pool
 from app.api.routing.route import route_here_or_relay
 from app.chat_formats.answer import AnswerReader
 from app.engine.media import MediaRun
@@ -134,11 +134,11 @@ def _load_or_unload(schema: Schema, asked: str) -> Response | None:
     done = {"model": body["named"], "created_at": now(), "done": True}
     if body.get("keep_alive") == 0:
         if spec.on_demand:
-            on_demand.unload(index)  # those serving requests stay until idle
+            pool.unload(index)  # those serving requests stay until idle
         reason = "unload"
     else:
         if spec.on_demand:
-            on_demand.load(index)
+            pool.load(index)
         reason = "load"
     answer = {"message": {"role": "assistant", "content": ""}} if asked == "messages" else {"response": ""}
     return jsonify({**done, **answer, "done_reason": reason})
@@ -222,7 +222,7 @@ def running() -> Response:
     """The models loaded now, by which workers, and until when (on-demand ones with a ttl)."""
     config = current_config()
     listed: dict[int, dict[str, Any]] = {}
-    for peer in on_demand.table().peers():
+    for peer in pool.table().peers():
         if not (peer.live and peer.ready and peer.model >= 0):
             continue
         if peer.model not in listed:

@@ -30,13 +30,14 @@ def keep_alive_until_loaded(
     request: Request,
     config: Config,
     table: PeerTable,
-    holder_slot: Callable[[], int | None],
+    holder_slot: Callable[[], tuple[int | None, float]],
     loading: gevent.Greenlet,
     ended: Callable[[], object],
 ) -> Response:
     """A streaming response: keep-alives until `holder_slot()` names a worker holding the model ready
-    (unless `loading`, the greenlet seeing to the load, ends saying why not), then that worker's
-    answer to `request`; `ended` is called when the wait is over, however it ended."""
+    (it also says how soon to ask again) unless `loading`, the greenlet seeing to the load, ends
+    saying why not; then that worker's answer to `request`. `ended` is called when the stream
+    ends, however it ended."""
     forward = relay.forward_of(request)
     deadline = time.monotonic() + config.queue_timeout
 
@@ -48,14 +49,17 @@ def keep_alive_until_loaded(
 
     def waited() -> Iterator[bytes]:
         last = time.monotonic()
-        while (slot := holder_slot()) is None:
+        while True:
+            slot, again = holder_slot()
+            if slot is not None:
+                break
             if loading.dead and loading.value is not None:  # it could not: what stopped it
                 yield failure(forward.full_path, str(loading.value))
                 return
             if time.monotonic() >= deadline:
                 yield failure(forward.full_path, f"The model did not load within {config.queue_timeout:g} s.")
                 return
-            gevent.sleep(POLL)
+            gevent.sleep(again)
             if config.sse_keepalive and time.monotonic() - last >= config.sse_keepalive:
                 last = time.monotonic()
                 yield sse.KEEPALIVE

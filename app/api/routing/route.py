@@ -31,7 +31,7 @@ def route_here_or_relay(
 def here_or_relay(index: int, streams: object = False, wakes: bool = True) -> Response | None:
     """As route_here_or_relay, for model `index` of LLM_MODELS."""
     config = current_config()
-    if index == config.model_index:
+    if index == config.model_index and not (config.models[index].on_demand and on_demand.in_line(index)):
         on_demand.serving_here()
         return waking.awake_here(bool(streams)) if wakes else None
     if config.models[index].on_demand:

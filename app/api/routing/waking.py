@@ -44,8 +44,8 @@ def awake_here(streams: bool) -> Response | None:
             engine = mine.engine
             waking = gevent.spawn(_woken, engine, config.timeout)
 
-            def ready_in() -> int | None:
-                return worker.slot if engine.ready else None
+            def ready_in() -> tuple[int | None, float]:
+                return (worker.slot if engine.ready else None), load_stream.POLL
 
             return load_stream.keep_alive_until_loaded(
                 request, config, worker.table, ready_in, waking, lambda: None

@@ -16,7 +16,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from app import workers
 from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
-from app.api.routing import on_demand, waking
+from app.api.routing import pool, waking
 from app.serving import relay
 from app.serving.sleep import Sleeper
 from app.settings.current import current_config
@@ -57,7 +57,7 @@ def wake_up() -> Response:
 @bp.get("/is_sleeping")
 def is_sleeping() -> Response:
     """Whether every start-up worker's model sleeps (vLLM's `{"is_sleeping": bool}`)."""
-    startup = [peer for peer in on_demand.table().peers() if peer.live and not peer.pool]
+    startup = [peer for peer in pool.table().peers() if peer.live and not peer.pool]
     return jsonify({"is_sleeping": bool(startup) and all(peer.asleep for peer in startup)})
 
 
@@ -68,7 +68,7 @@ def _wake(mine: Sleeper) -> bool:
 
 def _order_each(path: str, here: Callable[[Sleeper], bool]) -> int:
     """Act on this worker (`here(sleeper)`) and order every other start-up worker: how many refused."""
-    config, me = current_config(), on_demand.me()
+    config, me = current_config(), pool.me()
     refused = 0
     for peer in me.table.peers():
         if not peer.live or peer.pool:
@@ -77,7 +77,7 @@ def _order_each(path: str, here: Callable[[Sleeper], bool]) -> int:
             mine = waking.sleeper()
             refused += mine is not None and not here(mine)
             continue
-        status, _ = relay.order(me, peer.slot, path, {}, on_demand.key(), config)
+        status, _ = relay.order(me, peer.slot, path, {}, pool.key(), config)
         refused += status != 200
     return refused
 

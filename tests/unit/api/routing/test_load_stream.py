@@ -55,8 +55,8 @@ def run(
     loading = gevent.spawn(lambda: outcome)
     loading.join()
 
-    def holder_slot() -> int | None:
-        return 3 if next(polls) >= ready_after else None
+    def holder_slot() -> tuple[int | None, float]:
+        return (3 if next(polls) >= ready_after else None), load_stream.POLL
 
     def open_forward(forward: object, config: object, table: object, slot: int) -> object:
         assert slot == 3

@@ -7,6 +7,7 @@ import numpy as np
 from llama_cpp import _internals as internals
 from llama_cpp._logger import set_verbose
 
+from app.engine import vocabulary_check
 from app.engine.batch import TokenBatch
 from app.engine.model import fingerprint
 from app.engine.tokenizer import Tokenizer
@@ -27,6 +28,7 @@ class Embedder:
     def __init__(
         self, path: str, n_ctx: int, n_threads: int, pooling: str | None, n_gpu_layers: int = 0
     ) -> None:
+        vocabulary_check.check(path)  # before llama.cpp, which would abort on some vocabularies
         set_verbose(False)
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = n_gpu_layers

@@ -53,6 +53,35 @@ def pooling_type(path: str) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def tokens(path: str) -> list[bytes]:
+    """The vocabulary's tokens (`tokenizer.ggml.tokens`) as the file stores them, unchecked bytes;
+    [] if it has none."""
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data[:4] != b"GGUF":
+            raise ValueError(f"{path} is not a GGUF file")
+        _, _, count = struct.unpack_from("<IQQ", data, 4)
+        offset = 24
+        for _ in range(count):
+            key, offset = _string(data, offset)
+            (kind,) = struct.unpack_from("<I", data, offset)
+            if key == "tokenizer.ggml.tokens" and kind == _ARRAY:
+                return _raw_strings(data, offset + 4)
+            _, offset = _value(data, offset + 4, kind)
+        return []
+
+
+def _raw_strings(data: mmap.mmap, offset: int) -> list[bytes]:
+    item_kind, length = struct.unpack_from("<IQ", data, offset)
+    if item_kind != _STRING:
+        return []  # llama.cpp refuses the file itself
+    offset, found = offset + 12, []
+    for _ in range(length):
+        (size,) = struct.unpack_from("<Q", data, offset)
+        found.append(bytes(data[offset + 8 : offset + 8 + size]))
+        offset += 8 + size
+    return found
+
+
 _SKIPPED = object()
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from llama_cpp import _internals as internals
 from llama_cpp._logger import set_verbose
 
+from app.engine import vocabulary_check
 from app.engine.batch import TokenBatch
 from app.engine.context import ContextShape
 from app.engine.kv_memory import KvMemory, bytes_per_cell, ggml_type
@@ -60,6 +61,7 @@ class LoadedModel:
         loras: tuple[str | None, ...] = (),
         mmproj: str | None = None,
     ) -> None:
+        vocabulary_check.check(path)  # before llama.cpp, which would abort on some vocabularies
         set_verbose(False)  # llama.cpp's own log: errors only, not a line per layer
         invariant = shape.batch_invariant
         if invariant:  # read once per process, at the first matrix product (ggml-cpu/tiled/tiled.cpp)

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from app.engine import vocabulary_check
 from app.settings.config import Config
 from app.settings.models import ModelSpec
 
@@ -60,6 +61,10 @@ def metadata(path: str, key: str) -> str | None:
     from llama_cpp._logger import set_verbose
 
     set_verbose(False)  # llama.cpp's loading log would bury the one line said
+    try:
+        vocabulary_check.check(path)
+    except vocabulary_check.VocabularyError:
+        raise Unreadable(path) from None  # llama.cpp would abort: its worker's load says why
     params = llama_cpp.llama_model_default_params()
     params.vocab_only = True
     model = llama_cpp.llama_model_load_from_file(path.encode(), params)

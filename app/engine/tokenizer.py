@@ -98,6 +98,9 @@ class Tokenizer:
     def _piece(self, token: int, special: bool) -> bytes:
         buffer = ctypes.create_string_buffer(256)
         size = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, special)
+        if size < 0:  # a longer token (a GGUF may hold any): llama.cpp said its size, as llama-server asks
+            buffer = ctypes.create_string_buffer(-size)
+            size = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, special)
         return buffer.raw[: max(size, 0)]
 
     def preserve(self, markers: tuple[str, ...]) -> list[str]:

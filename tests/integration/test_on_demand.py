@@ -20,7 +20,7 @@ from openai.types.chat import ChatCompletionChunk
 
 from app.settings.values import default_model_path
 from harness.servers import Server, serving_models
-from tests.support import tiny_bert
+from tests.support import tiny_bert, tiny_models
 from tests.support.batches import finished, jsonl, results
 from tests.support.waits import wait_for_log, wait_until
 
@@ -41,6 +41,8 @@ def pool_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         {"id": "od-b", "path": smol, "load": "on_demand", "n_ctx": 512, "parallel": 2},
         {"id": "od-embed", "path": str(bert), "load": "on_demand", "embedding": True, "pooling": "mean"},
         {"id": "od-broken", "path": str(broken), "load": "on_demand"},
+        # One token twice in its vocabulary: llama.cpp would abort the worker loading it.
+        {"id": "od-twice", "path": str(tiny_models.path("token-twice")), "load": "on_demand"},
     ]
     env = {"LLM_API_KEYS": KEY, "LLM_QUEUE_TIMEOUT": "3", "LLM_SSE_KEEPALIVE": "1"}
     with serving_models(models, answers=6, **env) as server:
@@ -228,15 +230,22 @@ def test_waiting_requests_for_one_model_share_one_load(pool_server: Server, sdk:
     assert listed(pool_server, "od-b")["status"] == {"value": "loaded"}
 
 
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        ("od-broken", "could not be loaded"),
+        ("od-twice", "could not be loaded: its vocabulary holds the token 'Hello' twice"),
+    ],
+)
 def test_a_model_that_cannot_load_is_a_clear_503_and_the_pool_worker_stays(
-    pool_server: Server, sdk: openai.OpenAI
+    pool_server: Server, sdk: openai.OpenAI, model: str, why: str
 ) -> None:
     pid = pool_pid(pool_server)
     with pytest.raises(openai.InternalServerError) as failed:
-        chat(sdk, "od-broken")
+        chat(sdk, model)
     assert failed.value.status_code == 503
-    assert "The model 'od-broken' could not be loaded" in failed.value.message
-    assert listed(pool_server, "od-broken")["status"] == {"value": "unloaded"}
+    assert f"The model '{model}' {why}" in failed.value.message
+    assert listed(pool_server, model)["status"] == {"value": "unloaded"}
     assert pool_pid(pool_server) == pid
     assert chat(sdk, "od-a")  # the pool worker serves on
 

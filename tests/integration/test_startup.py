@@ -17,7 +17,7 @@ from app.settings.config import SETTINGS, Config
 from app.settings.cpu import usable_cores
 from app.settings.values import default_model_path
 from harness.servers import GUNICORN, ROOT, Server, free_port
-from tests.support import tiny_bert
+from tests.support import tiny_bert, tiny_models
 from tests.support.procs import worker_pids
 from tests.support.waits import wait_for_log
 
@@ -303,3 +303,14 @@ def test_a_gguf_whose_chat_template_loops_halts_the_server_naming_the_file(tmp_p
         and "loops past" in line
     )
     assert "Traceback" not in result.stderr
+
+
+def test_a_gguf_whose_vocabulary_holds_a_token_twice_halts_the_server_naming_the_file() -> None:
+    # llama.cpp asserts against it (the process aborts, and gunicorn would start another forever).
+    twice = tiny_models.path("token-twice")
+    result = start({"LLM_MODEL_PATH": str(twice)})
+    assert result.returncode == 3, result.stderr[-2000:]
+    (line,) = [line for line in result.stderr.splitlines() if "could not load it" in line]
+    assert f"LLM_MODEL_PATH={twice}" in line
+    assert "its vocabulary holds the token 'Hello' twice (ids 19556 and 49163)" in line
+    assert "SIGABRT" not in result.stderr and "Traceback" not in result.stderr

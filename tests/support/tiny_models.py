@@ -52,11 +52,23 @@ def _vocabulary() -> dict[str, object]:
 class _Model:
     """A GGUFWriter with SmolLM2's vocabulary and seeded random tensors (numpy shapes: ggml's reversed)."""
 
-    def __init__(self, path: Path, arch: str, layers: int, seed: int, context: int = CONTEXT) -> None:
+    def __init__(
+        self,
+        path: Path,
+        arch: str,
+        layers: int,
+        seed: int,
+        context: int = CONTEXT,
+        tokens: tuple[list[bytes], list[int]] | None = None,
+    ) -> None:
         self.writer = GGUFWriter(str(path), arch)
         self.rng = np.random.default_rng(seed)
         vocab = _vocabulary()
-        self.n_vocab = len(vocab["tokenizer.ggml.tokens"])  # type: ignore[arg-type]  # a GGUF value, read as object
+        token_list, token_types = tokens or (
+            vocab["tokenizer.ggml.tokens"],
+            vocab["tokenizer.ggml.token_type"],
+        )
+        self.n_vocab = len(token_list)  # type: ignore[arg-type]  # a GGUF value, read as object
         w = self.writer
         w.add_name(f"tiny-{arch}")
         w.add_context_length(context)
@@ -67,8 +79,8 @@ class _Model:
         w.add_vocab_size(self.n_vocab)
         w.add_tokenizer_model(str(vocab["tokenizer.ggml.model"]))
         w.add_tokenizer_pre(str(vocab["tokenizer.ggml.pre"]))
-        w.add_token_list(vocab["tokenizer.ggml.tokens"])  # type: ignore[arg-type]  # a GGUF value, read as object
-        w.add_token_types(vocab["tokenizer.ggml.token_type"])  # type: ignore[arg-type]  # a GGUF value, read as object
+        w.add_token_list(token_list)  # type: ignore[arg-type]  # a GGUF value, read as object
+        w.add_token_types(token_types)  # type: ignore[arg-type]  # a GGUF value, read as object
         w.add_token_merges(vocab["tokenizer.ggml.merges"])  # type: ignore[arg-type]  # a GGUF value, read as object
         w.add_bos_token_id(int(vocab["tokenizer.ggml.bos_token_id"]))  # type: ignore[call-overload]  # a GGUF value, read as object
         w.add_eos_token_id(int(vocab["tokenizer.ggml.eos_token_id"]))  # type: ignore[call-overload]  # a GGUF value, read as object
@@ -270,6 +282,76 @@ def _greeter(path: Path) -> None:
 
 GREETER_CONTEXT = 32768
 
+
+def _byte_level(raw: bytes) -> str:
+    """`raw` as a byte-level BPE vocabulary (GPT-2's, SmolLM2's) spells it: each byte one character."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    spelled = {byte: chr(byte) for byte in kept}
+    spelled.update({byte: chr(256 + n) for n, byte in enumerate(b for b in range(256) if b not in spelled)})
+    return "".join(spelled[byte] for byte in raw)
+
+
+# Tokens no tokenizer would make but a GGUF may hold, each with llama.cpp's own piece for it.
+ODD_TOKENS: list[bytes | str] = [
+    b"\xff\xferaw",  # not UTF-8 in the file itself
+    b"",  # empty: llama.cpp names it [EMPTY_<id>]
+    "x" * 100_000,  # far longer than any piece buffer
+    "€",  # a character byte-level BPE cannot spell: llama.cpp writes [UNK_BYTE_0x…]
+    "\x1b[31m",  # a terminal escape
+    _byte_level(b"\xed\xa0\x80"),  # a UTF-16 surrogate in UTF-8: not valid UTF-8 once decoded
+    _byte_level(b"\xc0\xaf"),  # an overlong encoding
+    _byte_level(b"end\xf0\x9f\x98"),  # an emoji cut between two tokens...
+    _byte_level(b"\x80ok"),  # ...and ended by the next
+    _byte_level(b'"}</tool_call>\n'),  # markup, as a normal token
+]
+ODD_CONTROL = "<|odd|>"  # and a control token, which llama.cpp writes out only in /detokenize
+
+
+def _odd_vocabulary(path: Path, twice: bool = False) -> None:
+    """SmolLM2's vocabulary with ODD_TOKENS and ODD_CONTROL after it, answering every prompt with those
+    tokens in that order (the control one after the markup) and then the end of text, as the
+    greeter answers: for what the server makes of tokens no real tokenizer writes. `twice`: and
+    one token more, "Hello" again, which llama.cpp asserts against (the whole process aborts)."""
+    vocab = _vocabulary()
+    base = [token.encode() for token in vocab["tokenizer.ggml.tokens"]]  # type: ignore[attr-defined]  # a GGUF value, read as object
+    extra = [
+        t if isinstance(t, bytes) else t.encode()
+        for t in [*ODD_TOKENS, ODD_CONTROL, *(["Hello"] if twice else [])]
+    ]
+    types = [*vocab["tokenizer.ggml.token_type"], *[1] * len(ODD_TOKENS), 3, *([1] if twice else [])]  # type: ignore[misc]  # a GGUF value, read as object
+    m = _Model(path, "llama", 1, seed=26, context=2048, tokens=(base + extra, types))
+    w = m.writer
+    heads, head = 2, EMBD // 2
+    w.add_feed_forward_length(FF)
+    w.add_head_count(heads)
+    w.add_head_count_kv(heads)
+    w.add_rope_dimension_count(head)
+    w.add_rope_freq_base(10000.0)
+    chain = list(range(len(base), len(base) + len(extra)))
+    end = int(vocab["tokenizer.ggml.eos_token_id"])  # type: ignore[call-overload]  # a GGUF value, read as object
+    # Each token of the chain (dimension n + 1) leads to the next; every other (dimension 0) to the first.
+    embeddings = np.zeros((m.n_vocab, EMBD), dtype=np.float16)
+    embeddings[:, 0] = 1.0
+    output = np.zeros((m.n_vocab, EMBD), dtype=np.float16)
+    output[chain[0], 0] = 10.0
+    for n, token in enumerate(chain):
+        embeddings[token] = 0.0
+        embeddings[token, n + 1] = 1.0
+        output[chain[n + 1] if n + 1 < len(chain) else end, n + 1] = 10.0
+    w.add_tensor("token_embd.weight", embeddings)
+    w.add_tensor("output.weight", output)
+    m.ones("output_norm.weight", EMBD)
+    m.ones("blk.0.attn_norm.weight", EMBD)
+    for part in ("q", "k", "v"):
+        m.tensor(f"blk.0.attn_{part}.weight", heads * head, EMBD)
+    w.add_tensor("blk.0.attn_output.weight", np.zeros((EMBD, heads * head), dtype=np.float32))
+    m.ones("blk.0.ffn_norm.weight", EMBD)
+    m.tensor("blk.0.ffn_gate.weight", FF, EMBD)
+    m.tensor("blk.0.ffn_up.weight", FF, EMBD)
+    w.add_tensor("blk.0.ffn_down.weight", np.zeros((EMBD, FF), dtype=np.float32))
+    m.write()
+
+
 RECIPES: dict[str, Callable[[Path], None]] = {
     "mamba2": _mamba2,  # recurrent
     "lfm2": _lfm2,  # hybrid: recurrent + attention
@@ -277,6 +359,8 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "qwen3moe": _qwen3moe,  # mixture of experts
     "gpt-oss": _gpt_oss,  # sliding window + mixture of experts
     "greeter": _greeter,  # says "Hello" and stops, in a 32k window (the coding agents' tests)
+    "odd-vocabulary": _odd_vocabulary,  # answers with tokens no tokenizer makes (the security matrix)
+    "token-twice": functools.partial(_odd_vocabulary, twice=True),  # one token twice: llama.cpp would abort
 }
 
 
@@ -294,7 +378,7 @@ if __name__ == "__main__":  # make test-models writes them all, outside any time
     from harness import real_models, tiny_audio_projector, tiny_lora, tiny_projector
 
     bases = [default_model_path(), str(real_models.gemma3_path())]
-    bases += [str(path(name)) for name in RECIPES if name != "mamba2"]
+    bases += [str(path(name)) for name in RECIPES if name not in ("mamba2", "odd-vocabulary", "token-twice")]
     for base in bases:
         print(tiny_lora.cached(base))
     print(tiny_lora.cached(default_model_path(), seed=1))

@@ -71,7 +71,6 @@ def _exchange(server: McpServer, limits: Limits, work: Callable[[Client], Awaita
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     async def session() -> T:
         async with AsyncExitStack() as stack:
@@ -79,9 +78,10 @@ def _exchange(server: McpServer, limits: Limits, work: Callable[[Client], Awaita
                 params = StdioServerParameters(command=server.command[0], args=list(server.command[1:]))
                 return await work(await stack.enter_async_context(Client(params, cache=None)))
             http = await stack.enter_async_context(
-                create_mcp_http_client(
+                httpx2.AsyncClient(  # as the SDK's create_mcp_http_client, and pinned
                     headers={**server.headers, **_pinned_host(server)},
                     timeout=httpx2.Timeout(limits.seconds + 1),  # the deadline below ends it first
+                    transport=_pinned_transport(server),
                 )
             )
             transport = streamable_http_client(
@@ -108,10 +108,10 @@ def _cause(exc: BaseException) -> str:
 
 
 def _pinned_url(server: McpServer) -> str:
-    """A plain-HTTP URL with its host replaced by the address that was checked, so that no second
-    lookup can lead elsewhere; an HTTPS one as given (the certificate must name the host)."""
+    """The URL with its host replaced by the address that was checked, so that no second lookup can
+    lead elsewhere (an operator's server, not pinned, as configured)."""
     parts, pin = urlsplit(server.url), server.pin
-    if parts.scheme == "https" or pin is None:
+    if pin is None:
         return server.url
     address = f"[{pin.address}]" if ":" in pin.address else pin.address
     return urlunsplit(parts._replace(netloc=f"{address}:{pin.port}"))
@@ -119,6 +119,25 @@ def _pinned_url(server: McpServer) -> str:
 
 def _pinned_host(server: McpServer) -> dict[str, str]:
     pin = server.pin
-    if server.url.startswith("https:") or pin is None:
+    if pin is None:
         return {}
-    return {"Host": pin.host if pin.port == 80 else f"{pin.host}:{pin.port}"}
+    default = 443 if server.url.startswith("https:") else 80
+    return {"Host": pin.host if pin.port == default else f"{pin.host}:{pin.port}"}
+
+
+def _pinned_transport(server: McpServer) -> Any:
+    """For HTTPS to a pinned address: TLS spoken to the URL's host name (SNI, and the certificate
+    must name it), the connection made to the address that was checked."""
+    import httpx2
+
+    pin = server.pin
+    if pin is None or not server.url.startswith("https:"):
+        return None
+    name = pin.host
+
+    class NamedTls(httpx2.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            request.extensions["sni_hostname"] = name
+            return await super().handle_async_request(request)
+
+    return NamedTls()

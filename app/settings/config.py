@@ -489,7 +489,11 @@ class Config:
         "before another worker runs it again",
     )
     ui: bool = setting(
-        "LLM_UI", values.flag, "1", "0 turns off the chat page at / and the status page at /status (API only)"
+        "LLM_UI",
+        values.flag,
+        "1",
+        "0 turns off the chat page at / and the status page at /status (API only: / then answers "
+        "every client Ollama's plain 'Ollama is running', /status a 404)",
     )
     cors_origins: tuple[str, ...] | None = setting(
         "LLM_CORS_ORIGINS",
@@ -523,8 +527,11 @@ class Config:
     graceful_timeout: int = setting(
         "LLM_GRACEFUL_TIMEOUT",
         values.positive_int,
-        "30",
-        "Seconds in-flight requests get to finish on shutdown",
+        "",
+        "Seconds running requests get to finish on SIGTERM or a reload (default: "
+        "LLM_MAX_GENERATION_SECONDS + LLM_QUEUE_TIMEOUT, 360, so that a drain cuts no stream; "
+        "3600 when generations have no time limit)",
+        optional=True,
     )
     # Derived, not read from a variable of its own.
     workers_given: bool = False  # LLM_WORKERS was set (else gunicorn's own count applies)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,18 @@ def derive(raw: Parsed) -> Parsed:
         _token_limits,
         _disk_cache,
         _store,
+        _grace,
     ):
         step(parsed)
     return parsed
+
+
+def _grace(parsed: Parsed) -> None:
+    """A drain's grace, unless given: the longest a request can take (its queue wait, then its
+    generation), so that stopping the server cuts no stream; an hour if generations are unbounded."""
+    if parsed["graceful_timeout"] is None:
+        longest = parsed["max_generation_seconds"]
+        parsed["graceful_timeout"] = math.ceil(longest + parsed["queue_timeout"]) if longest else 3600
 
 
 def _disk_cache(parsed: Parsed) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from app.settings.config import Config
 from harness.servers import DEPLOY
 
 pytestmark = pytest.mark.external
@@ -65,9 +66,9 @@ def test_systemd_accepts_the_shipped_unit(tmp_path: Path) -> None:
     checked = verify_unit(unit, tmp_path)
     assert checked.returncode == 0 and not checked.stderr.strip(), checked.stderr
     text = unit.read_text()
-    # The drain needs SIGTERM at the master alone, and longer than LLM_GRACEFUL_TIMEOUT (30 s).
+    # The drain needs SIGTERM at the master alone, and longer than LLM_GRACEFUL_TIMEOUT (its default).
     assert "KillMode=mixed" in text and "ExecReload=/bin/kill -HUP $MAINPID" in text
-    assert int(text.split("TimeoutStopSec=")[1].split()[0]) > 30
+    assert int(text.split("TimeoutStopSec=")[1].split()[0]) > Config.from_env({}).graceful_timeout
 
 
 def test_systemd_analyze_reports_a_mistake_in_a_unit(tmp_path: Path) -> None:

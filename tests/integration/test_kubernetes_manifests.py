@@ -112,7 +112,7 @@ def test_the_configmap_passes_the_servers_own_settings_check(
     for name, value in settings.items():
         monkeypatch.setenv(name, value)
     config = checked_config()
-    assert config.workers == int(settings["LLM_WORKERS"]) and config.graceful_timeout == 310
+    assert config.workers == int(settings["LLM_WORKERS"]) and config.graceful_timeout == 360
 
 
 def test_a_bad_setting_in_the_configmap_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -172,7 +172,7 @@ def test_what_a_user_can_get_wrong_a_schema_catches(mistake: str) -> None:
 
 SIZING = {  # what no schema sees
     "a grace period shorter than the drain": ("Deployment", _set(f"{POD}.terminationGracePeriodSeconds", 30)),
-    "a drain shorter than a generation": ("ConfigMap", _set("data.LLM_GRACEFUL_TIMEOUT", "60")),
+    "a drain shorter than a wait and a generation": ("ConfigMap", _set("data.LLM_GRACEFUL_TIMEOUT", "310")),
     "a route that cuts streams": ("HTTPRoute", _set("spec.rules.0.timeouts.request", "300s")),
     "a pool that selects no pod": ("InferencePool", _set("spec.selector.matchLabels", {"app": "vllm"})),
     "a pool on another port": ("InferencePool", _set("spec.targetPorts", [{"number": 8080}])),

@@ -113,6 +113,7 @@ def sizing_problems(docs: list[dict[str, Any]]) -> list[str]:
     pod = deployment["spec"]["template"]
     container = pod["spec"]["containers"][0]
     drain, longest = int(settings["LLM_GRACEFUL_TIMEOUT"]), float(settings["LLM_MAX_GENERATION_SECONDS"])
+    longest += float(settings.get("LLM_QUEUE_TIMEOUT", "60"))  # a request waits, then generates
     pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
     if pod["spec"]["terminationGracePeriodSeconds"] < pre_stop + drain + 10:
         found.append(
@@ -120,7 +121,8 @@ def sizing_problems(docs: list[dict[str, Any]]) -> list[str]:
         )
     if drain < longest:
         found.append(
-            "LLM_GRACEFUL_TIMEOUT is shorter than LLM_MAX_GENERATION_SECONDS: a drain would cut streams"
+            "LLM_GRACEFUL_TIMEOUT is shorter than LLM_MAX_GENERATION_SECONDS + LLM_QUEUE_TIMEOUT: "
+            "a drain would cut streams"
         )
     probes = {
         name: container[name]["httpGet"]["path"]

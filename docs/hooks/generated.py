@@ -3,6 +3,8 @@
 - `configuration.md`: the table of every `LLM_*` setting (variable, default, meaning) from the
   settings declared in `app/settings/config.py`, and the keys of an `LLM_MODELS` entry with the
   type and bounds its schema (`app/settings/model_entries.py`) holds them to;
+- `api/errors.md`: the table of every error class a client can meet, with its status in each
+  family's shape, from the error tree (`app/api/http/errors.py`) and Anthropic's mapping;
 - `api/openapi.json`: the OpenAPI document the server serves at `/openapi.json`, built by the same
   code from the same schemas, which `api/openapi.md` renders (neoteroi's OAD plugin).
 """
@@ -20,6 +22,9 @@ from mkdocs.structure.pages import Page
 
 # mkdocs loads a hook by its path, with the project's root not on sys.path.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from app.api.anthropic import errors as anthropic_errors  # noqa: E402
+from app.api.http import errors  # noqa: E402
+from app.api.ollama import errors as ollama_errors  # noqa: E402
 from app.api.openapi import build_document  # noqa: E402
 from app.settings.config import Config  # noqa: E402
 from app.settings.model_entries import ModelEntrySchema  # noqa: E402
@@ -27,6 +32,7 @@ from app.settings.startup import describe_settings  # noqa: E402
 
 SETTINGS_MARK = "<!-- generated: settings -->"
 ENTRY_MARK = "<!-- generated: model entry keys -->"
+ERRORS_MARK = "<!-- generated: errors -->"
 # The OAD plugin reads the document from a path before the site is written: the hook puts it here.
 DOCUMENT = Path("build/docs/openapi.json")
 
@@ -58,6 +64,38 @@ def _accepts(key: str, field: Any) -> str:
     return 'a list of {"id", "path", "scale"} (LoRA adapters)'
 
 
+def error_classes() -> list[type[errors.APIError]]:
+    """Every error class of the tree (Ollama's own included; not the base), by status, then name."""
+    found: list[type[errors.APIError]] = []
+    todo = list(errors.APIError.__subclasses__())
+    while todo:
+        kind = todo.pop()
+        found.append(kind)
+        todo.extend(kind.__subclasses__())
+    assert ollama_errors.ManagedByConfigurationError in found
+    return sorted(found, key=lambda kind: (kind.status, kind.__name__))
+
+
+def errors_table() -> str:
+    """Markdown: one row per error class: its status and fields in OpenAI's shape, its status and
+    type in Anthropic's, and when it is raised (its docstring)."""
+    rows = [
+        "| Status | OpenAI `type` | `code` | Anthropic status, `type` | When |",
+        "|---|---|---|---|---|",
+    ]
+    for kind in error_classes():
+        # KeyLimitError also takes the headers it answers with.
+        error = errors.KeyLimitError("", {}) if kind is errors.KeyLimitError else kind("")
+        anthropic = anthropic_errors.body(error)["error"]["type"]
+        when = " ".join((kind.__doc__ or "").split())
+        code = f"`{error.code}`" if error.code else "—"
+        rows.append(
+            f"| {error.status} | `{error.type}` | {code} | {anthropic_errors.status_of(error)}, "
+            f"`{anthropic}` | {_cell(when)} |"
+        )
+    return "\n".join(rows)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -77,6 +115,10 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    if page.file.src_uri == "api/errors.md":
+        if ERRORS_MARK not in markdown:
+            raise ValueError(f"api/errors.md lost its {ERRORS_MARK!r} line")
+        return markdown.replace(ERRORS_MARK, errors_table())
     if page.file.src_uri != "configuration.md":
         return markdown
     for mark in (SETTINGS_MARK, ENTRY_MARK):

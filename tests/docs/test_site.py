@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -81,6 +83,15 @@ def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
     assert built.returncode != 0 and "missing.md" in built.stderr, built.stderr
 
 
+def _hook(name: str) -> Any:
+    """A hook of docs/hooks/, loaded as mkdocs loads it: by its path."""
+    spec = importlib.util.spec_from_file_location(f"hook_{name}", ROOT / "docs" / "hooks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _words(text: str) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", text).split())
 
@@ -88,3 +99,34 @@ def _words(text: str) -> str:
 def _plain_routes(text: str) -> str:
     """Paths with their parameters' names blurred: `/v1/files/{file_id}` and `/v1/files/{id}` match."""
     return re.sub(r"\{[^}/]*\}", "{}", text)
+
+
+@pytest.mark.parametrize(
+    ("page", "says"),
+    [
+        ("# Models\n\nEvery error has its shape,\nwith the status (400 with `param`,\n", "ends mid-sentence"),
+        ("# Models\n\nText.\n\n## What next\n", "ends with a heading"),
+        ("# Keys\n\n### Keys\n\nText.\n", "a heading repeats its title"),
+    ],
+    ids=["cut mid-sentence", "a heading last", "the title twice"],
+)
+def test_a_visibly_broken_page_fails_the_strict_build(tmp_path: Path, page: str, says: str) -> None:
+    """The site's own page checks (docs/hooks/page_checks.py), on a page broken as pages were."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text(page)
+    config = tmp_path / "mkdocs.yml"
+    hook = str(ROOT / "docs" / "hooks" / "page_checks.py")
+    config.write_text(yaml.safe_dump({"site_name": "check", "docs_dir": str(docs), "hooks": [hook]}))
+    built = build(config, tmp_path / "site")
+    assert built.returncode != 0 and says in built.stderr, built.stderr
+    (docs / "index.md").write_text("# Models\n\nA whole sentence.\n\n```sh\nmake serve\n```\n")
+    assert build(config, tmp_path / "site").returncode == 0  # a finished page, ending in code, builds
+
+
+def test_every_error_class_is_on_the_errors_page(site: Path) -> None:
+    page = _words((site / "api" / "errors" / "index.html").read_text())
+    kinds = _hook("generated").error_classes()  # the hook's own walk of the error tree
+    assert len(kinds) >= 15
+    for kind in kinds:
+        assert _words(kind.__doc__ or "")[:40] in page, kind.__name__

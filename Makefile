@@ -6,7 +6,10 @@ BIN := $(VENV)/bin
 .PHONY: install install-test system-packages serve test test-fast test-docs test-api test-external test-slow \
 	lint docs docs-serve fuzz clean wheelhouse image reference-server test-models test-image bench-peer agents
 
+# What the build needs of the machine (compilers, CMake, Python's venv and headers), checked
+# first: one line naming what is missing and how to install it, not pip's output half-way.
 $(BIN)/python:
+	@bash deploy/build-needs.sh $(PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
@@ -43,7 +46,7 @@ serve: install
 
 ## The Debian packages the tests drive (Chromium, nginx, Node.js, Prometheus...), if missing.
 system-packages:
-	bash .ci/system-packages
+	PYTHON=$(PYTHON) bash .ci/system-packages
 
 ## Lint, check the layers and the types (mypy, strict, over app/).
 lint: install-test

@@ -5,6 +5,8 @@
   type and bounds its schema (`app/settings/model_entries.py`) holds them to;
 - `api/errors.md`: the table of every error class a client can meet, with its status in each
   family's shape, from the error tree (`app/api/http/errors.py`) and Anthropic's mapping;
+- `operations/drain-reload.md`: every route of the OpenAPI document, refused or answered while
+  the server drains, as the drain's own rule (`app/api/access/draining.py`) decides;
 - `api/openapi.json`: the OpenAPI document the server serves at `/openapi.json`, built by the same
   code from the same schemas, which `api/openapi.md` renders (neoteroi's OAD plugin).
 """
@@ -22,6 +24,7 @@ from mkdocs.structure.pages import Page
 
 # mkdocs loads a hook by its path, with the project's root not on sys.path.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from app.api.access.draining import starts_work  # noqa: E402
 from app.api.anthropic import errors as anthropic_errors  # noqa: E402
 from app.api.http import errors  # noqa: E402
 from app.api.ollama import errors as ollama_errors  # noqa: E402
@@ -33,6 +36,7 @@ from app.settings.startup import describe_settings  # noqa: E402
 SETTINGS_MARK = "<!-- generated: settings -->"
 ENTRY_MARK = "<!-- generated: model entry keys -->"
 ERRORS_MARK = "<!-- generated: errors -->"
+DRAIN_MARK = "<!-- generated: drain routes -->"
 # The OAD plugin reads the document from a path before the site is written: the hook puts it here.
 DOCUMENT = Path("build/docs/openapi.json")
 
@@ -96,6 +100,19 @@ def errors_table() -> str:
     return "\n".join(rows)
 
 
+def drain_table() -> str:
+    """Markdown: each route of the document and what a drain does to it (the code's own rule)."""
+    document = build_document(Config.from_env({}).models)
+    refused, answered = [], []
+    for path, operations in sorted(document["paths"].items()):
+        for method in operations:
+            (refused if starts_work(method.upper(), path) else answered).append(f"`{method.upper()} {path}`")
+    return (
+        f"Refused with a 503 ({len(refused)} routes): {', '.join(refused)}.\n\n"
+        f"Answered as usual ({len(answered)} routes): {', '.join(answered)}."
+    )
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -115,6 +132,10 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    if page.file.src_uri == "operations/drain-reload.md":
+        if DRAIN_MARK not in markdown:
+            raise ValueError(f"operations/drain-reload.md lost its {DRAIN_MARK!r} line")
+        return markdown.replace(DRAIN_MARK, drain_table())
     if page.file.src_uri == "api/errors.md":
         if ERRORS_MARK not in markdown:
             raise ValueError(f"api/errors.md lost its {ERRORS_MARK!r} line")

@@ -130,3 +130,15 @@ def test_every_error_class_is_on_the_errors_page(site: Path) -> None:
     assert len(kinds) >= 15
     for kind in kinds:
         assert _words(kind.__doc__ or "")[:40] in page, kind.__name__
+
+
+def test_the_drain_page_lists_every_route_as_the_drain_treats_it(site: Path) -> None:
+    from app.api.access.draining import starts_work
+
+    page = _words((site / "operations" / "drain-reload" / "index.html").read_text())
+    refused, answered = page.split("Refused with a 503")[1].split("Answered as usual")
+    document = build_document(Config.from_env({}).models)
+    for path, operations in document["paths"].items():
+        for method in operations:
+            route = re.escape(f"{method.upper()} {path}") + "[,.]"  # the whole route, not a prefix of one
+            assert re.search(route, refused if starts_work(method.upper(), path) else answered), route

@@ -103,7 +103,8 @@ def errors_table() -> str:
 def drain_table() -> str:
     """Markdown: each route of the document and what a drain does to it (the code's own rule)."""
     document = build_document(Config.from_env({}).models)
-    refused, answered = [], []
+    refused: list[str] = []
+    answered: list[str] = []
     for path, operations in sorted(document["paths"].items()):
         for method in operations:
             (refused if starts_work(method.upper(), path) else answered).append(f"`{method.upper()} {path}`")

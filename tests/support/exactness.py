@@ -1,7 +1,8 @@
 """What "the same answer" means when an optimisation is on and when it is off.
 
-The answer with the optimisation equals the plain one token for token, or the first token
-where they part was a near tie in the plain answer: its two likeliest tokens within NEAR_TIE
+The answer with the optimisation equals the plain one token for token, or, where the docs
+allow it (a window-sized cache's checkpoints; the default mode's fastest kernels), the first
+token where they part was a near tie in the plain answer: its two likeliest tokens within NEAR_TIE
 of each other, and the optimised answer took the other one. llama.cpp's sums may differ in
 their last bits when the same tokens sit in other KV cells (a sliding window's checkpoint
 restores its cells packed), and at such a tie that flips a greedy token; a difference with a
@@ -54,15 +55,16 @@ def complete(url: str, prompt: str | list[int], max_tokens: int | None, **fields
     return [Answer.of(choice, payload["usage"]) for choice in choices]
 
 
-def difference(plain: Answer, other: Answer) -> str | None:
-    """None if `other` is `plain`, or parts from it only at a near tie; else what is wrong."""
+def difference(plain: Answer, other: Answer, near_ties: bool = True) -> str | None:
+    """None if `other` is `plain`, or (with `near_ties`) parts from it only at a near tie; else what
+    is wrong."""
     for position, (mine, theirs) in enumerate(zip(plain.tokens, other.tokens, strict=False)):
         if mine == theirs:
             continue
         top = plain.top[position]
         ranked = sorted(top.values(), reverse=True)
         gap = ranked[0] - ranked[1] if len(ranked) > 1 else float("inf")
-        if theirs in top and gap < NEAR_TIE:
+        if near_ties and theirs in top and gap < NEAR_TIE:
             return None
         return f"token {position}: {theirs!r} for {mine!r} where the plain answer's top two were {top}"
     if len(plain.tokens) != len(other.tokens):

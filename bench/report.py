@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 from pathlib import Path
 from typing import Any
@@ -39,8 +37,7 @@ def markdown(
         f"Model `{Path(args.model).name}`, {args.threads} threads, {args.slots} slots of {args.n_ctx} "
         "tokens, "
         f"every request its own prompt, {args.max_tokens} tokens each; medians of {args.repeats} interleaved "
-        f"runs (range in brackets). Machine: {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}. llama-server: "
+        "runs (range in brackets). llama-server: "
         + (
             "the stock build (upstream's default options, AMX off)."
             if args.llama_server == "stock"

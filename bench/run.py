@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from app.settings.values import default_model_path
-from bench import arrivals, measure, references, report, sessions
+from bench import arrivals, measure, provenance, references, report, sessions
 from bench.report import CPP, NGINX, OURS, PEER, RAW, REPRO
 from harness import llama_server
 from harness.servers import Service, nginx
@@ -31,7 +31,9 @@ def progress(message: str) -> None:
 
 
 def publish(text: str, markdown: Path | None) -> None:
-    """Print a benchmark's report, and write it to the --markdown file when one is named."""
+    """Print a benchmark's report, and write it to the --markdown file when one is named; either
+    opens with when, on which commit and on which machine it ran."""
+    text = f"{provenance.line()}\n\n{text}"
     sys.stdout.write(text)
     if markdown:
         markdown.write_text(text)

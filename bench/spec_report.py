@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 from pathlib import Path
 from typing import Any
@@ -28,9 +26,7 @@ def markdown(
     together = edited["together"]
     lines = [
         f"Model `{Path(args.model).name}`, {args.threads} threads, {args.slots} slots of "
-        f"{args.n_ctx} tokens; medians of {args.repeats} interleaved rounds (range in brackets). "
-        f"Machine: {platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}.",
+        f"{args.n_ctx} tokens; medians of {args.repeats} interleaved rounds (range in brackets).",
         "",
         f"### The edit ({args.edit_tokens} tokens out, the answer mostly the prompt again"
         + (f"; the module's first {args.edit_lines} lines" if args.edit_lines else "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,10 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
     assert text == ran.stdout
+    # When, on which commit and on which machine: the line every result file opens with.
+    assert re.match(r"Run on \d{4}-\d\d-\d\d at commit `[0-9a-f]{7,}.*`, on .+ \(\d+ cores, ", text), text[
+        :300
+    ]
     for row in (
         "| raw llama-cpp-python |",
         "| ours |",

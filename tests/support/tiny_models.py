@@ -242,14 +242,10 @@ def _gpt_oss(path: Path) -> None:
     m.write()
 
 
-def _greeter(path: Path) -> None:
-    """A model that answers every prompt with "Hello" and stops, in a 32k window: for tests of what
-    clients send and read (coding agents' long prompts, turn after turn), not of what a model says.
-
-    Its one layer adds nothing (zero output projections), so the last token alone decides the
-    next, through untied output rows: after any token "Hello", after "Hello" the end of text.
-    """
-    m = _Model(path, "llama", 1, seed=25, context=GREETER_CONTEXT)
+def _last_token_decides(m: _Model, embeddings: np.ndarray, output: np.ndarray) -> None:
+    """Write `m` as a one-layer llama whose layer adds nothing (zero output projections), so that
+    the last token alone decides the next: `embeddings` send each token to a direction, the
+    untied `output` rows each direction to the next token."""
     w = m.writer
     heads, head = 2, EMBD // 2
     w.add_feed_forward_length(FF)
@@ -257,16 +253,7 @@ def _greeter(path: Path) -> None:
     w.add_head_count_kv(heads)
     w.add_rope_dimension_count(head)
     w.add_rope_freq_base(10000.0)
-    vocab = _vocabulary()
-    hello = vocab["tokenizer.ggml.tokens"].index("Hello")  # type: ignore[attr-defined]  # a GGUF value, read as object
-    end = int(vocab["tokenizer.ggml.eos_token_id"])  # type: ignore[call-overload]  # a GGUF value, read as object
-    embeddings = np.zeros((m.n_vocab, EMBD), dtype=np.float16)
-    embeddings[:, 0] = 1.0
-    embeddings[hello] = 0.0
-    embeddings[hello, 1] = 1.0
     w.add_tensor("token_embd.weight", embeddings)
-    output = np.zeros((m.n_vocab, EMBD), dtype=np.float16)
-    output[hello, 0] = output[end, 1] = 10.0
     w.add_tensor("output.weight", output)
     m.ones("output_norm.weight", EMBD)
     m.ones("blk.0.attn_norm.weight", EMBD)
@@ -278,6 +265,26 @@ def _greeter(path: Path) -> None:
     m.tensor("blk.0.ffn_up.weight", FF, EMBD)
     w.add_tensor("blk.0.ffn_down.weight", np.zeros((EMBD, FF), dtype=np.float32))
     m.write()
+
+
+def _greeter(path: Path) -> None:
+    """A model that answers every prompt with "Hello" and stops, in a 32k window: for tests of what
+    clients send and read (coding agents' long prompts, turn after turn), not of what a model says.
+
+    Its one layer adds nothing (zero output projections), so the last token alone decides the
+    next, through untied output rows: after any token "Hello", after "Hello" the end of text.
+    """
+    m = _Model(path, "llama", 1, seed=25, context=GREETER_CONTEXT)
+    vocab = _vocabulary()
+    hello = vocab["tokenizer.ggml.tokens"].index("Hello")  # type: ignore[attr-defined]  # a GGUF value, read as object
+    end = int(vocab["tokenizer.ggml.eos_token_id"])  # type: ignore[call-overload]  # a GGUF value, read as object
+    embeddings = np.zeros((m.n_vocab, EMBD), dtype=np.float16)
+    embeddings[:, 0] = 1.0
+    embeddings[hello] = 0.0
+    embeddings[hello, 1] = 1.0
+    output = np.zeros((m.n_vocab, EMBD), dtype=np.float16)
+    output[hello, 0] = output[end, 1] = 10.0
+    _last_token_decides(m, embeddings, output)
 
 
 GREETER_CONTEXT = 32768
@@ -320,13 +327,6 @@ def _odd_vocabulary(path: Path, twice: bool = False) -> None:
     ]
     types = [*vocab["tokenizer.ggml.token_type"], *[1] * len(ODD_TOKENS), 3, *([1] if twice else [])]  # type: ignore[misc]  # a GGUF value, read as object
     m = _Model(path, "llama", 1, seed=26, context=2048, tokens=(base + extra, types))
-    w = m.writer
-    heads, head = 2, EMBD // 2
-    w.add_feed_forward_length(FF)
-    w.add_head_count(heads)
-    w.add_head_count_kv(heads)
-    w.add_rope_dimension_count(head)
-    w.add_rope_freq_base(10000.0)
     chain = list(range(len(base), len(base) + len(extra)))
     end = int(vocab["tokenizer.ggml.eos_token_id"])  # type: ignore[call-overload]  # a GGUF value, read as object
     # Each token of the chain (dimension n + 1) leads to the next; every other (dimension 0) to the first.
@@ -338,18 +338,7 @@ def _odd_vocabulary(path: Path, twice: bool = False) -> None:
         embeddings[token] = 0.0
         embeddings[token, n + 1] = 1.0
         output[chain[n + 1] if n + 1 < len(chain) else end, n + 1] = 10.0
-    w.add_tensor("token_embd.weight", embeddings)
-    w.add_tensor("output.weight", output)
-    m.ones("output_norm.weight", EMBD)
-    m.ones("blk.0.attn_norm.weight", EMBD)
-    for part in ("q", "k", "v"):
-        m.tensor(f"blk.0.attn_{part}.weight", heads * head, EMBD)
-    w.add_tensor("blk.0.attn_output.weight", np.zeros((EMBD, heads * head), dtype=np.float32))
-    m.ones("blk.0.ffn_norm.weight", EMBD)
-    m.tensor("blk.0.ffn_gate.weight", FF, EMBD)
-    m.tensor("blk.0.ffn_up.weight", FF, EMBD)
-    w.add_tensor("blk.0.ffn_down.weight", np.zeros((EMBD, FF), dtype=np.float32))
-    m.write()
+    _last_token_decides(m, embeddings, output)
 
 
 RECIPES: dict[str, Callable[[Path], None]] = {

@@ -1,6 +1,6 @@
 """Benchmark: coding agents' sessions, recorded then replayed request by request, beside a stock llama-server.
 
-    python -m bench.agents --repeats 3 --markdown docs/performance/agents-result.md
+    python -m bench.agents --repeats 3 --record
 
 Recording: Claude Code, Codex CLI and opencode (harness/agents.py) each run a session of two
 turns through a recording proxy that answers every request itself (harness/agent_answers.py):
@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 
 from bench import references
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from harness import agent_answers, agents, llama_server, real_models
 from harness.recording_proxy import Exchange, RecordingProxy
 from harness.servers import Service
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         help="stock: built as users build it (for speed); same-kernels: as our wheel (built for the tests)",
     )  # fmt: skip
     parser.add_argument("--reproducible", action="store_true", help="also ours with LLM_BATCH_INVARIANT=1")
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     args = parser.parse_args(argv)
     args.model = args.model or str(real_models.gemma3_path())
     with tempfile.TemporaryDirectory(prefix="bench-agents-") as folder:
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for service in started.values():
                 service.stop()
-    publish(markdown(args, sessions, results), args.markdown)
+    publish(markdown(args, sessions, results), args)
     return 0
 
 

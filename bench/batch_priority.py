@@ -1,6 +1,6 @@
 """Benchmark: interactive time to first token beside a running batch, against the same load sent as requests.
 
-    python -m bench.batch_priority --repeats 3 --markdown docs/performance/batch-priority-result.md
+    python -m bench.batch_priority --repeats 3 --record
 
 One worker of `--parallel` sequences. Interactive probes (streamed chat completions, a
 ~250-token prompt each, one after another) are timed under three conditions,
@@ -21,14 +21,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from app.settings.values import default_model_path
 from bench import references
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from bench.workloads import CODE
 from harness import llama_server
 from harness.servers import Service
@@ -215,13 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap", type=float, default=0.5, help="seconds between probes")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=2048)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     parser.add_argument("--model", default=default_model_path())
     args = parser.parse_args(argv)
     runs = [("ours", IDLE), ("ours", BATCH), ("ours", BULK), ("llama-server", IDLE), ("llama-server", BULK)]
     results, paces = interleaved(args, runs, measure)
     text = report(args, results, paces)
-    publish(text, args.markdown)
+    publish(text, args)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Benchmark: time to first token for a model loaded on demand, cold and warm, against llama-server's router.
 
-    python -m bench.cold_load --repeats 5 --markdown docs/performance/cold-load-result.md
+    python -m bench.cold_load --repeats 5 --record
 
 Ours: one pinned worker and one on-demand pool worker; two on-demand entries (the same
 GGUF under two ids). Timed, interleaved in a rotating order, each a streamed chat
@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 from app.settings.values import default_model_path
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from harness import llama_server
 from harness.servers import Server, Service, free_port
 
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=2048)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     parser.add_argument("--model", default=default_model_path())
     args = parser.parse_args(argv)
     entry = {"path": args.model, "load": "on_demand", "n_ctx": args.n_ctx, "parallel": 1}
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         ours.stop()
         router.stop()
     text = report(args, results)
-    publish(text, args.markdown)
+    publish(text, args)
     return 0
 
 

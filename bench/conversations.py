@@ -1,6 +1,6 @@
 """Benchmark: multi-turn conversations over two workers, routed by cache or by load, beside llama-server.
 
-    python -m bench.conversations --repeats 3 --markdown docs/performance/conversations-result.md
+    python -m bench.conversations --repeats 3 --record
 
 8 conversations at once, 4 turns each, every turn on a new connection (as behind a
 proxy that pools its own): ours with 2 workers routing by cache (the default), ours
@@ -26,7 +26,7 @@ import httpx
 
 from app.settings.values import default_model_path
 from bench import references
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from bench.workloads import CODE
 from harness import llama_server
 from harness.servers import Service, nginx
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     args = parser.parse_args(argv)
     started = start(args)
     numbers = itertools.count(0, args.conversations)
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             for service in services:
                 service.stop()
     text = markdown(args, results)
-    publish(text, args.markdown)
+    publish(text, args)
     return 0
 
 

@@ -1,6 +1,6 @@
 """How often batching and the prompt cache change a temperature-0 answer, and what the cache saves.
 
-    python -m bench.determinism --prompts 32 --markdown docs/performance/determinism-result.md
+    python -m bench.determinism --prompts 32 --record
 
 llama.cpp's arithmetic depends on the shape of a batch, so the same request may not
 give the same text alone and beside others, or from a cold and a cached prompt. This
@@ -18,12 +18,11 @@ import statistics
 import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 
 from bench import references
-from bench.run import publish
+from bench.run import add_output_options, publish
 from harness.servers import Server
 
 QUESTIONS = [
@@ -79,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     args = parser.parse_args(argv)
     lines = [
         f"{args.prompts} chat prompts of their own, temperature 0, {args.max_tokens} tokens, 4 sequences.",
@@ -132,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             f"- time to first token of a chat's second turn, {name}: {1000 * statistics.median(ttfts):.0f} ms"
         )
     text = "\n".join(lines) + "\n"
-    publish(text, args.markdown)
+    publish(text, args)
     return 0
 
 

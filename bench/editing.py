@@ -1,6 +1,6 @@
 """Benchmark: editors' workloads, ours beside llama-server, interleaved in one run.
 
-    python -m bench.editing --repeats 3 --markdown docs/performance/editing-result.md
+    python -m bench.editing --repeats 3 --record
 
 The edit (a module given back with one name changed) with OpenAI's predicted outputs: ours
 without drafts, with n-gram drafts, with the module as the prediction (what an editor
@@ -29,7 +29,7 @@ import httpx
 from app.settings.values import default_model_path
 from bench import references, workloads
 from bench.report import spread
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from harness import llama_server
 from harness.real_models import smollm2_fim_path
 from harness.servers import Service
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edit-tokens", type=int, default=300)
     parser.add_argument("--typed", type=int, default=len(TYPED), help="keystrokes a round")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     args = parser.parse_args(argv)
     index = itertools.count(1)
     fim = str(smollm2_fim_path())
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for service in started:
             service.stop()
-    publish(report(args, edits, keys, restarts), args.markdown)
+    publish(report(args, edits, keys, restarts), args)
     return 0
 
 

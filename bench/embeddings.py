@@ -1,6 +1,6 @@
 """Embedding benchmark: inputs per second, ours beside llama.cpp's C++ server and raw llama-cpp-python.
 
-    python -m bench.embeddings --repeats 3 --markdown docs/performance/embeddings-result.md
+    python -m bench.embeddings --repeats 3 --record
 
 One client sends requests of 1, 16 or 64 short texts; then several clients each send
 one text per request (as a document-ingestion job does). All three use the same model,
@@ -28,7 +28,7 @@ import llama_cpp
 from app.settings.values import default_model_path
 from bench import references
 from bench.report import CPP, OURS, RAW, at_least
-from bench.run import publish
+from bench.run import add_output_options, publish
 from harness import llama_server
 
 WORDS = "river stone quiet market engine winter garden signal harbour lantern copper meadow".split()
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=lambda v: [int(c) for c in v.split(",")], default=[1, 16, 64])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     args = parser.parse_args(argv)
     spec = [{"id": "embed", "path": args.model, "embedding": True, "pooling": "mean", "n_ctx": args.n_ctx}]
     ours = references.ours(1, args.threads, args.n_ctx, LLM_MODELS=json.dumps(spec), LLM_MAX_QUEUE="256")
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         ours.stop()
         cpp.stop()
     text = report(args, figures)
-    publish(text, args.markdown)
+    publish(text, args)
     return 0
 
 

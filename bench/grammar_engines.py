@@ -1,6 +1,6 @@
-"""Benchmark: llguidance against llama.cpp's GBNF for JSON schemas: what each enforces, time per token.
+"""Benchmark: JSON schemas under llguidance and under llama.cpp's GBNF: what each enforces, time per token.
 
-    python -m bench.grammar_engines --repeats 5 --markdown docs/performance/grammar-engines-result.md
+    python -m bench.grammar_engines --repeats 5 --record
 
 The question issue #37 asks before adopting llguidance (llama.cpp can be built with it,
 `LLAMA_LLGUIDANCE`): does it cover JSON Schema (draft 2020-12) where our converter, llama.cpp's
@@ -37,7 +37,7 @@ import llguidance.llamacpp
 from app.engine import grammar
 from app.engine.errors import GrammarError
 from app.settings.values import default_model_path
-from bench.run import publish
+from bench.run import add_output_options, publish
 from harness.vocabulary import Vocabulary, default_vocabulary
 
 # Draft 2020-12 features clients send, each a schema, an instance of it and a text that breaks only
@@ -207,9 +207,9 @@ def render(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     args = parser.parse_args(argv)
-    publish(report(args), args.markdown)
+    publish(report(args), args)
     return 0
 
 

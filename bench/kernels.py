@@ -1,6 +1,6 @@
 """Benchmark: are llama.cpp's CPU answers batch-invariant, and what do invariant kernels cost?
 
-    python -m bench.kernels --repeats 3 --markdown docs/performance/kernels-result.md
+    python -m bench.kernels --repeats 3 --record
 
 Two builds of the pinned llama-cpp-python, made by deploy/llama-cpp/wheel.sh (cached per
 machine): ours, with deploy/llama-cpp/patches applied, and the sdist as it is (stock). Each
@@ -29,7 +29,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from harness.files import machine_cache
 from harness.real_models import gemma3_path
 from harness.servers import ROOT
@@ -161,7 +161,7 @@ def child(folder: Path, model: str, invariant: bool) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     parser.add_argument("--ours-only", action="store_true", help="leave the stock build out")
     args = parser.parse_args(argv)
     from app.settings.values import default_model_path
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                 results.setdefault((model_name, name, invariant), []).append(
                     child(builds[name], path, invariant)
                 )
-    publish(report(args, results), args.markdown)
+    publish(report(args, results), args)
     return 0
 
 

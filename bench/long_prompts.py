@@ -1,6 +1,6 @@
 """Benchmark: long prompts' evaluation, ours beside a stock llama-server, one request at a time.
 
-    python -m bench.long_prompts --repeats 3 --markdown docs/performance/long-prompts-result.md
+    python -m bench.long_prompts --repeats 3 --record
 
 For each model (SmolLM2 and Gemma 3 270M) and prompt length: ours with its defaults (llama.cpp's
 fastest kernels), ours with LLM_BATCH_INVARIANT=1 (the reproducible mode's batch-invariant kernels),
@@ -26,7 +26,7 @@ import httpx
 
 from app.settings.values import default_model_path
 from bench import references
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from harness import llama_server, real_models
 from harness.servers import Service
 
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         "--llama-server", choices=("stock", "same-kernels"), default="stock",
         help="stock: built as users build it (for speed); same-kernels: as our wheel (built for the tests)",
     )  # fmt: skip
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     args = parser.parse_args(argv)
     paths = {"smollm2": ("SmolLM2 135M (Q4_1)", default_model_path()),
              "gemma3": ("Gemma 3 270M (Q4_K_M)", str(real_models.gemma3_path()))}  # fmt: skip
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for service in services.values():
                 service.stop()
-    publish(report(args, rows), args.markdown)
+    publish(report(args, rows), args)
     return 0
 
 

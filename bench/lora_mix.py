@@ -1,6 +1,6 @@
 """Benchmark: what mixing LoRA adapters costs, on ours and on llama-server, side by side.
 
-    python -m bench.lora_mix --repeats 3 --markdown docs/performance/lora-mix-result.md
+    python -m bench.lora_mix --repeats 3 --record
 
 One worker of 4 sequences (llama-server: 4 slots), 2 threads, the default model with two
 small random-weight adapters (harness/tiny_lora.py). Four clients, each sending
@@ -33,7 +33,7 @@ import httpx
 
 from app.settings.values import default_model_path
 from bench import references
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from harness import llama_server, tiny_lora
 from harness.servers import Service
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=1024)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     parser.add_argument("--model", default=default_model_path())
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="bench-lora-"))
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         if cpp is not None:
             cpp.stop()
     text = report(args, results)
-    publish(text, args.markdown)
+    publish(text, args)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Benchmark: interactive time to first token behind a queue of low-priority requests, with vLLM's `priority`.
 
-    python -m bench.request_priority --repeats 3 --markdown docs/performance/request-priority-result.md
+    python -m bench.request_priority --repeats 3 --record
 
 One worker of `--parallel` sequences, kept saturated by a bulk client of twice as many
 threads sending long requests (so requests always wait for a sequence). Interactive
@@ -18,12 +18,11 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from app.settings.values import default_model_path
 from bench.batch_priority import Bulk, interleaved, probe, ttft_table
-from bench.run import publish
+from bench.run import add_output_options, publish
 
 IDLE, FIFO, PRIORITY = "idle", "behind the queue, first come first served", "behind the queue, priority -10"
 HIGH, LOW = {"priority": -10}, {"priority": 10}
@@ -54,12 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap", type=float, default=0.3, help="seconds between probes")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=2048)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     parser.add_argument("--model", default=default_model_path())
     args = parser.parse_args(argv)
     runs = [("ours", IDLE), ("ours", FIFO), ("ours", PRIORITY), ("llama-server", FIFO)]
     results, paces = interleaved(args, runs, measure)
-    publish(report(args, results, paces), args.markdown)
+    publish(report(args, results, paces), args)
     return 0
 
 

@@ -1,7 +1,7 @@
 """Benchmark: ours beside llama.cpp's C++ server, raw llama-cpp-python and llama-cpp-python's server.
 
-    python -m bench.run --repeats 3 --markdown docs/performance/benchmarks-result.md \
-        --chart docs/performance/concurrency.png
+    python -m bench.run --repeats 3 --record \
+        --chart bench/results/concurrency.png
 
 Every server runs on loopback with the same model, context per sequence, threads and
 slots, for the whole run; the repeats interleave the targets so that the shared
@@ -22,7 +22,7 @@ from typing import TypeVar
 from app.settings.values import default_model_path
 from bench import arrivals, measure, provenance, references, report, sessions
 from bench.report import CPP, NGINX, OURS, PEER, RAW, REPRO
-from harness import llama_server
+from harness import llama_server, recorded_runs
 from harness.servers import Service, nginx
 
 
@@ -30,13 +30,29 @@ def progress(message: str) -> None:
     print(f"bench: {message}", file=sys.stderr, flush=True)
 
 
-def publish(text: str, markdown: Path | None) -> None:
-    """Print a benchmark's report, and write it to the --markdown file when one is named; either
-    opens with when, on which commit and on which machine it ran."""
-    text = f"{provenance.line()}\n\n{text}"
-    sys.stdout.write(text)
-    if markdown:
-        markdown.write_text(text)
+def publish(text: str, args: argparse.Namespace) -> None:
+    """Print a benchmark's report, opened by when, on which commit and on which machine it ran;
+    write it to the --markdown file when one is named, and with --record append the run as data
+    to `bench/results/<program>.jsonl`, from which the docs render the benchmark's page."""
+    shown = f"{provenance.line()}\n\n{text}"
+    sys.stdout.write(shown)
+    if args.markdown:
+        args.markdown.write_text(shown)
+    if args.record:
+        program = Path(sys.argv[0]).stem
+        repeats = next((getattr(args, name) for name in ("repeats", "rounds") if hasattr(args, name)), None)
+        facts = provenance.facts(program, repeats, dict(llama_server.BUILDS))
+        kept = recorded_runs.append(recorded_runs.record(program, text, facts))
+        print(f"bench: recorded in {kept}", file=sys.stderr)
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """--markdown and --record, as every benchmark program takes them."""
+    parser.add_argument("--markdown", type=Path, help="also write the report to this file")
+    parser.add_argument(
+        "--record", action="store_true",
+        help="append the run to bench/results/<program>.jsonl ($LLM_BENCH_RESULTS), the docs' source",
+    )  # fmt: skip
 
 
 T = TypeVar("T")
@@ -196,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         "--llama-server", choices=("stock", "same-kernels"), default="stock",
         help="stock: built as users build it (for speed); same-kernels: as our wheel (built for the tests)",
     )  # fmt: skip
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     parser.add_argument("--chart", type=Path)
     args = parser.parse_args(argv)
     index = itertools.count(1)
@@ -221,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     progress("memory")
     mem = None if args.skip_memory else memory(args, index)
     text = report.markdown(args, singles, swept, busy, mem, arrived, agents)
-    publish(text, args.markdown)
+    publish(text, args)
     if args.chart:
         report.chart(args.chart, swept)
     return 0

@@ -1,6 +1,6 @@
 """Benchmark: /metrics under an endpoint picker's scraping, at rest and with every sequence generating.
 
-    python -m bench.scrape --repeats 3 --markdown docs/performance/scrape-result.md
+    python -m bench.scrape --repeats 3 --record
 
 The inference gateway's picker scrapes every pod's /metrics each 50 ms. Ours (two
 gunicorn workers, their figures summed at each scrape) beside llama-server (`--metrics`),
@@ -19,13 +19,12 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 
 from app.settings.values import default_model_path
 from bench import references
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from harness import llama_server
 from harness.servers import Service
 
@@ -95,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-ctx", type=int, default=2048)
     parser.add_argument("--tokens", type=int, default=200, help="tokens each loading request generates")
     parser.add_argument("--rest-seconds", type=float, default=5)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     parser.add_argument("--model", default=default_model_path())
     args = parser.parse_args(argv)
     servers = start(args)
@@ -116,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         for service in servers.values():
             service.stop()
     text = report(args, rest, busy, speed)
-    publish(text, args.markdown)
+    publish(text, args)
     return 0
 
 
@@ -141,19 +140,21 @@ def report(
             f"| {name} | {ms[0]:.1f} / {ms[1]:.1f} | {ms[2]:.1f} / {ms[3]:.1f} | "
             f"{len(rest[name]) + len(busy[name])} | {plain:.1f} | {scraped:.1f} |"
         )
-    lines.append("")
+    lines += [
+        "",
+        "| server | p99 under full load, ms | cost of 20 scrapes a second to decoding |",
+        "|---|---|---|",
+    ]
+    judged = []
     for name in rest:
         p99 = quantile(busy[name], 0.99)
         cost = 1 - statistics.median(speed[(name, True)]) / statistics.median(speed[(name, False)])
-        target = ""
+        lines.append(f"| {name} | {p99 * 1000:.1f} | {cost * 100:+.1f} % (below 0: noise) |")
         if name != CPP:
             verdict = "met" if p99 <= TARGET_P99 else "missed"
-            tick = f"{TARGET_P99 * 1000:.0f} ms"
-            target = f"target p99 under full load within the picker's tick ({tick}): {verdict}; "
-        lines.append(
-            f"- {name}: {target}p99 {p99 * 1000:.1f} ms; 20 scrapes a second cost decoding "
-            f"{cost * 100:+.1f} % (below 0: noise)."
-        )
+            judged.append(f"| {name}: p99 under full load within the picker's tick "
+                          f"({TARGET_P99 * 1000:.0f} ms) | {p99 * 1000:.1f} ms | {verdict} |")  # fmt: skip
+    lines += ["", "### Targets", "", "| target | measured | verdict |", "|---|---|---|", *judged]
     return "\n".join(lines) + "\n"
 
 

@@ -9,7 +9,7 @@ rest before it. Rest is waited for, never sampled once: a worker counts its gree
 every few seconds, so a count serves as the baseline (or the end) only once it was taken
 after the server became ready (or after the traffic stopped). Usage:
 
-    python -m bench.soak --requests 10000 --chart docs/performance/soak-rss.png
+    python -m bench.soak --requests 10000 --record --chart bench/results/soak-rss.png
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from bench.run import add_output_options, publish
 from harness.servers import Server
 
 KEYS = "soak sk-soak-main\npair sk-soak-pair concurrency=2\ntight sk-soak-tight rpm=5\n"
@@ -242,6 +243,40 @@ def report(soak: Soak) -> dict[str, Any]:
     }
 
 
+def markdown(figures: dict[str, Any]) -> str:
+    """The report's figures as tables, its one target (nothing leaked) met or missed."""
+    workers = list(figures["workers (start, end, max)"].values())
+    columns = " | ".join(f"worker {n}" for n in range(1, len(workers) + 1))
+    lines = [
+        f"{figures['requests']:,} requests in {figures['seconds']:.0f} s "
+        f"({figures['requests_per_second']} a second), from one server of {len(workers)} workers.",
+        "",
+        "| answer | requests |",
+        "|---|---|",
+        *(f"| {status} | {count:,} |" for status, count in figures["statuses"].items()),
+        "",
+        f"| | {columns} |",
+        "|---" * (len(workers) + 1) + "|",
+    ]
+    for label, key in (("RSS at the start, the end, the most (MiB)", "rss_mb"),
+                       ("descriptors at the start, the end, the most", "fds"),
+                       ("greenlets at the start, the end, the most", "greenlets")):  # fmt: skip
+        lines.append(f"| {label} | " + " | ".join(", ".join(map(str, w[key])) for w in workers) + " |")
+    lines.append("| most sequences busy at once | " + " | ".join(str(w["busy_max"]) for w in workers) + " |")
+    problems = figures["problems"]
+    lines += [
+        "",
+        "### Targets",
+        "",
+        "| target | measured | verdict |",
+        "|---|---|---|",
+        "| no 5xx, no worker restarted, nothing held or leaked at rest | "
+        + ("; ".join(problems) if problems else "nothing found")
+        + f" | {'missed' if problems else 'met'} |",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def chart(soak: Soak, path: str) -> None:
     """RSS of each worker over the run."""
     import matplotlib
@@ -267,9 +302,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=6)
     parser.add_argument("--max-seconds", type=float, default=3600)
     parser.add_argument("--chart", help="write the RSS chart here (PNG)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON instead")
+    add_output_options(parser)
     args = parser.parse_args()
     soak = run(args.requests, args.clients, args.max_seconds)
-    print(json.dumps(report(soak), indent=2))
+    if args.json:
+        print(json.dumps(report(soak), indent=2))
+    else:
+        publish(markdown(report(soak)), args)
     if args.chart:
         chart(soak, args.chart)
     raise SystemExit(1 if soak.problems else 0)

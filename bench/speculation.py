@@ -1,6 +1,6 @@
 """Benchmark: speculative decoding and KV cache types, ours beside llama-server, interleaved in one run.
 
-    python -m bench.speculation --repeats 3 --markdown docs/performance/speculation-result.md
+    python -m bench.speculation --repeats 3 --record
 
 An edit whose answer repeats its prompt (a module given back with one name changed),
 one stream at a time and 4 at once: ours without drafts and with n-gram drafts (the
@@ -19,13 +19,12 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 
 from app.settings.values import default_model_path
 from bench import measure, references, spec_report, workloads
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from bench.spec_report import CPP_MODES, CPP_OFF, OFF, ON
 from harness import llama_server
 from harness.servers import Service
@@ -130,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edit-lines", type=int, default=0, help="the module's first lines (0: all)")
     parser.add_argument("--max-tokens", type=int, default=96, help="the story prompts' length")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     args = parser.parse_args(argv)
     index = itertools.count(1)
     servers = start(args)
@@ -148,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         for service in servers.values():
             service.stop()
     text = spec_report.markdown(args, edited, told, kv)
-    publish(text, args.markdown)
+    publish(text, args)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Benchmark: a sliding-window model's next turn, resumed from a context checkpoint or evaluated again.
 
-    python -m bench.swa_turns --repeats 3 --markdown docs/performance/swa-turns-result.md
+    python -m bench.swa_turns --repeats 3 --record
 
 Gemma 3 270M (a window of 512) behind four targets, side by side, interleaved: ours at its
 defaults (LLM_SWA_FULL=1, a full-size window cache: any prefix resumes, no checkpoints needed),
@@ -23,12 +23,11 @@ import random
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import httpx
 
 from bench import references
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from harness import llama_server
 from harness.real_models import gemma3_path
 from harness.servers import Service
@@ -93,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--document-words", type=int, default=900, help="the first turn's document")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=4096)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     args = parser.parse_args(argv)
     servers = start(args)
     ttfts: dict[str, dict[str, list[float]]] = {name: {"regenerate": [], "next turn": []} for name in servers}
@@ -110,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for service in servers.values():
             service.stop()
-    publish(report(args, ttfts), args.markdown)
+    publish(report(args, ttfts), args)
     return 0
 
 

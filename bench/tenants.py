@@ -1,6 +1,6 @@
 """Benchmark: what cache isolation costs when tenants share a system prompt (LLM_CACHE_SHARING).
 
-    python -m bench.tenants --rounds 3 --markdown docs/performance/tenants-result.md
+    python -m bench.tenants --rounds 3 --record
 
 Four API keys send the same long system prompt (instructions and a file, ~1,350 tokens),
 each with its own question, then each a second turn. Two servers side by side, one
@@ -16,12 +16,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 import httpx
 
 from bench.references import ours
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from bench.workloads import CODE
 
 KEYS = {f"tenant-{n}": f"sk-tenant-{n}-bench" for n in range(1, 5)}
@@ -62,7 +61,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     args = parser.parse_args()
     keys = ",".join(f"{name}:{key}" for name, key in KEYS.items())
     servers = {name: ours(1, args.threads, 4096, LLM_API_KEYS=keys, LLM_CACHE_SHARING=mode)
@@ -86,7 +85,7 @@ def main() -> None:
             lines.append(f"| {name} | {part} | {tokens:.0f} | {ms:.0f} |")
     header = (f"SmolLM2-135M-Instruct Q4_1, one worker, {args.threads} threads, {len(KEYS)} keys, "
               f"{args.rounds} rounds interleaved, one request at a time.\n\n")  # fmt: skip
-    publish(header + "\n".join(lines) + "\n", args.markdown)
+    publish(header + "\n".join(lines) + "\n", args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Benchmark: the next turn of a Responses conversation, by previous_response_id or with the whole history.
 
-    python -m bench.turns --repeats 3 --markdown docs/performance/turns-result.md
+    python -m bench.turns --repeats 3 --record
 
 A conversation of several turns on one worker, each turn streamed on a new connection,
 three ways, interleaved: ours continuing by `previous_response_id` (the server rebuilds
@@ -19,14 +19,13 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from app.settings.values import default_model_path
 from bench import references
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from bench.workloads import CODE
 from harness import llama_server
 from harness.servers import Service
@@ -102,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=40)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=4096)
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     parser.add_argument("--model", default=default_model_path())
     args = parser.parse_args(argv)
     servers = start(args)
@@ -119,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         for service in set(servers.values()):
             service.stop()
     text = report(args, ttfts)
-    publish(text, args.markdown)
+    publish(text, args)
     return 0
 
 

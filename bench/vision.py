@@ -1,6 +1,6 @@
 """Benchmark: a question about an image, and what it costs the streams already running, beside llama-server.
 
-    python -m bench.vision --repeats 3 --markdown docs/performance/vision-result.md
+    python -m bench.vision --repeats 3 --record
 
 SmolLM2 with a random-weight projector of llama.cpp's Gemma 3 type, as big as a small real one
 (BENCH in harness/tiny_projector.py: a ViT-B-sized encoder over 448 px images, 64 image tokens), on
@@ -23,7 +23,6 @@ import statistics
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,7 +30,7 @@ from PIL import Image
 
 from app.settings.values import default_model_path
 from bench import references
-from bench.run import progress, publish, rotate
+from bench.run import add_output_options, progress, publish, rotate
 from harness import llama_server, tiny_projector
 from harness.servers import Service
 
@@ -133,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=2048)
     parser.add_argument("--tiny", action="store_true", help="the tests' 64 px projector (a smoke run)")
-    parser.add_argument("--markdown", type=Path)
+    add_output_options(parser)
     args = parser.parse_args(argv)
     shape = tiny_projector.TINY if args.tiny else tiny_projector.BENCH
     projector = str(tiny_projector.cached(default_model_path(), shape=shape))
@@ -158,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for service in servers.values():
             service.stop()
-    publish(report(args, shape, figures), args.markdown)
+    publish(report(args, shape, figures), args)
     return 0
 
 

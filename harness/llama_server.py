@@ -21,6 +21,8 @@ from pathlib import Path
 from harness.servers import Service, free_port
 
 CACHE = Path(os.environ.get("LLM_BENCH_CACHE", Path.home() / ".cache" / "llm-server-bench"))
+# Each build this process started, described, for a benchmark's result file (bench/provenance.py).
+BUILDS: dict[str, str] = {}
 # Only the server: no tests, examples, web UI download or TLS, so the build needs no network.
 CMAKE_OPTIONS = [
     "-DCMAKE_BUILD_TYPE=Release",
@@ -98,6 +100,15 @@ def binary(stock: bool = False) -> Path:
     return built
 
 
+def describe(stock: bool) -> str:
+    """The build in words: whose options and patches, from which sources."""
+    version = importlib.metadata.version("llama_cpp_python")
+    if stock:
+        return f"llama-server, stock build (llama-cpp-python {version}'s sdist, upstream's options less AMX)"
+    names = ", ".join(p.stem for p in PATCHES) or "none"
+    return f"llama-server, our wheel's options (llama-cpp-python {version}'s sdist, patches: {names})"
+
+
 # The kernels ours runs in its reproducible mode, LLM_BATCH_INVARIANT=1 (app/engine/model.py):
 # llama-server given them answers bit for bit as ours does in that mode; without them it runs
 # llama.cpp's fastest, as ours does by default.
@@ -118,6 +129,7 @@ def start(
     `same_kernels`: with the batch-invariant kernels of ours' reproducible mode, to compare answers;
     `stock`: the build users run (stock_options), to compare speed."""
     port = free_port()
+    BUILDS[describe(stock)] = " ".join([*CMAKE_OPTIONS, *(stock_options() if stock else cpu_options())])
     command = [
         str(binary(stock)),
         "--model", model_path,

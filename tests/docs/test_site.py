@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,27 +14,10 @@ from app.api.openapi import build_document
 from app.settings.config import Config
 from app.settings.model_entries import ModelEntrySchema
 from app.settings.startup import describe_settings
+from tests.docs.conftest import build
 
 ROOT = Path(__file__).resolve().parents[2]
 HAND_WRITTEN_REFERENCE = sorted(p for p in (ROOT / "docs" / "api").glob("*.md") if p.name != "openapi.md")
-
-
-def build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)]
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's notice of its successor, on every build
-    return subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site as `make docs` builds it: --strict, so a warning (a broken link or anchor, a page
-    left out of the navigation, a generated page that lost its marker) fails the build."""
-    out = tmp_path_factory.mktemp("site")
-    built = build(ROOT / "mkdocs.yml", out)
-    assert built.returncode == 0, built.stderr
-    return out
 
 
 def test_every_setting_is_on_the_configuration_page(site: Path) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import pytest
 
+from harness import recorded_runs
 from harness.servers import ROOT
 from tests.support.bench_runs import ONE_THREAD, bench
 
@@ -94,17 +96,33 @@ def test_batcher_benchmark_runs_end_to_end(tmp_path: Path) -> None:
 
 
 def test_scrape_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    """Its report, and with --record the same run appended as data to the benchmark's results file."""
     markdown = tmp_path / "scrape.md"
     ran = bench("scrape", "--repeats", "1", "--tokens", "8", "--slots", "2", "--rest-seconds", "0.5",
-                "--markdown", str(markdown))  # fmt: skip
+                "--markdown", str(markdown), "--record",
+                env={"LLM_BENCH_RESULTS": str(tmp_path)})  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
     assert text == ran.stdout
     names = ("| ours (2 workers) |", "| ours, LLM_METRICS_MAX_AGE=1 |", "| llama.cpp llama-server |")
-    rows = [line for line in text.splitlines() if line.startswith(names)]
-    assert len(rows) == 3 and all(" / " in row for row in rows), text
-    verdicts = [line for line in text.splitlines() if "picker's tick (50 ms): " in line]
-    assert len(verdicts) == 2 and all(": met;" in line or ": missed;" in line for line in verdicts), text
+    rows = [line for line in text.splitlines() if line.startswith(names) and " / " in line]
+    assert len(rows) == 3, text
+    (run,) = recorded_runs.runs(tmp_path / "scrape.jsonl")
+    assert run["benchmark"] == "scrape" and run["repeats"] == 1 and run["commit"] != "unknown"
+    assert run["command"].startswith("python -m bench.scrape --repeats 1 ")
+    assert run["machine"]["cores"] == os.cpu_count() and run["machine"]["cpu"]
+    assert any(name.startswith("llama-server, our wheel's options") for name in run["servers"]), run[
+        "servers"
+    ]
+    (targets,) = run["targets"]
+    assert [row[0].split(":")[0] for row in targets["rows"]] == [
+        "ours (2 workers)",
+        "ours, LLM_METRICS_MAX_AGE=1",
+    ]
+    assert run["met"] + run["missed"] == 2
+    # The data renders back to the report's own tables (the docs page is made from it).
+    assert all(f"| {' | '.join(row)} |" in text for block in run["blocks"] if block["kind"] == "table"
+               for row in block["rows"])  # fmt: skip
 
 
 @pytest.mark.timeout(3600)

@@ -26,6 +26,7 @@ def test_a_short_soak_leaks_nothing() -> None:
         "6",
         "--max-seconds",
         "400",
+        "--json",
     ]
     ran = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=580)
     figures = json.loads(ran.stdout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -13,7 +14,8 @@ from harness.servers import ROOT
 ONE_THREAD = ("--threads", "1")
 
 
-def bench(module: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m bench.<module>` with `args`, from the checkout, its output captured."""
+def bench(module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m bench.<module>` with `args` (and `env` added), from the checkout, its output captured."""
     command = [sys.executable, "-m", f"bench.{module}", *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=3500)
+    environment = {**os.environ, **(env or {})}
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=3500, env=environment)

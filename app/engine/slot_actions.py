@@ -17,7 +17,7 @@ from typing import Any
 from app.engine import slot_files
 from app.engine.context import BatchContext
 from app.engine.sequence import Sequence
-from app.engine.slot_files import SlotFile, SlotFileError
+from app.engine.slot_files import SlotFile, SlotFileError, SlotRefusedError
 
 Outcome = dict[str, Any] | SlotFileError
 log = logging.getLogger("app.engine.batcher")
@@ -76,7 +76,7 @@ def _save(action: SlotAction, path: Path, sequence: Sequence, model: BatchContex
     if sequence.scope != action.scope:  # another tenant's prompt: saved as an empty slot is
         saved = SlotFile([], b"", scope=action.scope)
     elif sequence.adapters:
-        raise SlotFileError("its cells were evaluated with LoRA scales, which a slot file does not keep")
+        raise SlotRefusedError("its cells were evaluated with LoRA scales, which a slot file does not keep")
     else:
         saved = SlotFile(list(sequence.cached), model.save_state(sequence.seq_id), scope=sequence.scope)
     written = slot_files.write(path, action.fingerprint, saved)

@@ -30,6 +30,11 @@ class SlotFileError(Exception):
     """A slot file that cannot be used here; the message says why."""
 
 
+class SlotRefusedError(SlotFileError):
+    """A slot that the request asked for cannot be saved as it is (its cells are not the plain
+    model's): the requester's doing, not the server's failure."""
+
+
 @dataclass(frozen=True)
 class SlotFile:
     """A sequence's tokens, llama.cpp's saved state of its cells, and where that state resumes."""

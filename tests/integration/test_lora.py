@@ -36,12 +36,15 @@ def adapters() -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def lora_server(adapters: tuple[Path, Path]) -> Iterator[Server]:
+def lora_server(adapters: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     loras = [{"id": name, "path": str(path), "scale": 0} for name, path in zip("ab", adapters, strict=True)]
     models = [{"id": "smol", "path": default_model_path(), "workers": 2, "parallel": 4, "loras": loras}]
+    slots = str(tmp_path_factory.mktemp("slots"))
     # The reproducible kernels: an adapter's answer is compared with llama-server's, and with
     # itself beside other requests, bit for bit.
-    with serving_models(models, answers=6, LLM_API_KEYS=KEY, LLM_BATCH_INVARIANT="1") as server:
+    with serving_models(
+        models, answers=6, LLM_API_KEYS=KEY, LLM_BATCH_INVARIANT="1", LLM_SLOT_SAVE_PATH=slots
+    ) as server:
         yield server
 
 
@@ -88,6 +91,30 @@ def test_requests_with_different_adapters_in_flight_at_once_each_get_their_own(s
         together[n] = first.choices[0].text + "".join(c.choices[0].text for c in pieces if c.choices)
 
     threads = [threading.Thread(target=stream, args=(n,)) for n in range(len(sets))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert together == alone
+
+
+def test_an_adapter_answers_batched_as_it_answers_alone(sdk: openai.OpenAI) -> None:
+    """Four prompts under the same adapter and scale, in flight at once, share decode steps; in the
+    reproducible mode (this module's) each answer is its lone answer, bit for bit: the adapter's
+    float products take the same sgemm path for one row as for many (the wheel's patch)."""
+    prompts = ["Once upon a time", "The capital of France is", "def fibonacci(n):", "Dear Sir or Madam,"]
+    adapter = [{"id": "a", "scale": 1}]
+
+    def ask(prompt: str) -> str:
+        answer = sdk.completions.create(model="smol", prompt=prompt, max_tokens=32, temperature=0,
+                                        extra_body={"lora": adapter})  # fmt: skip
+        return answer.choices[0].text
+
+    alone = [ask(prompt) for prompt in prompts]
+    together: list[str] = [""] * len(prompts)
+    threads = [
+        threading.Thread(target=lambda n=n: together.__setitem__(n, ask(prompts[n]))) for n in range(4)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -277,3 +304,23 @@ def test_the_adapters_requests_run_with_are_in_vllms_lora_metric(
     wait_until(
         lambda: lora_info(lora_server)["running_lora_adapters"] == "", 10, "the adapter to be idle again"
     )
+
+
+def test_a_slot_holding_cells_of_an_adapter_is_not_saved_and_says_why(
+    lora_server: Server, sdk: openai.OpenAI
+) -> None:
+    """A slot file keeps no LoRA scales, so such cells are refused: the requester's 400, not a 500."""
+    complete(sdk, [{"id": "a", "scale": 1}], tokens=8)
+    listed = httpx.get(lora_server.url + "/slots", headers=AUTH).json()
+    held = [slot["id"] for slot in listed if slot["n_prompt_tokens"]]
+    saves = [
+        httpx.post(
+            f"{lora_server.url}/slots/{slot}?action=save", json={"filename": f"s{slot}.bin"}, headers=AUTH
+        )
+        for slot in held
+    ]
+    assert {save.status_code for save in saves} <= {200, 400}, [save.text for save in saves]
+    refused = [save.json()["error"] for save in saves if save.status_code == 400]
+    assert refused, [save.text for save in saves]
+    assert all(error["message"].startswith("Unable to save slot: its cells were evaluated with LoRA scales")
+               and error["type"] == "invalid_request_error" for error in refused)  # fmt: skip

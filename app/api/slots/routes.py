@@ -21,7 +21,7 @@ from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError, NotSupportedError, ServerError
 from app.api.routing.route import route_here_or_relay
 from app.api.slots.schemas import slot_file_schema, valid_filename
-from app.engine.slot_files import SlotFileError
+from app.engine.slot_files import SlotFileError, SlotRefusedError
 from app.serving import relay, routing
 from app.settings.current import current_config
 
@@ -66,9 +66,11 @@ def slot_action(id_slot: int) -> Response:
             raise InvalidRequestError("Invalid filename", param="filename")
     path = None if filename is None else _folder(config.slot_save_path) / filename
     outcome = generating_engine().slot_action(action, seq_id, path, cache_scope.request_scope(None)).get()
+    if isinstance(outcome, SlotRefusedError):
+        raise InvalidRequestError(f"Unable to {action} slot: {outcome}")
     if isinstance(outcome, SlotFileError):
         if action == "save":
-            raise ServerError(f"Unable to save slot: {outcome}")
+            raise ServerError(f"Unable to save slot: {outcome}")  # the disk, or llama.cpp, failed
         raise InvalidRequestError(f"Unable to {action} slot: {outcome}", param="filename")
     named: dict[str, Any] = {} if filename is None else {"filename": filename}
     return jsonify({"id_slot": id_slot, **named, **outcome})

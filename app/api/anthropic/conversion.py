@@ -125,6 +125,7 @@ def as_chat(body: dict[str, Any]) -> ChatRequest:
         late_tools=[function_of(t) for t in tools.late],
         withdrawn_tools=frozenset(tools.withdrawn),
         response_format=_response_format((body.get("output_config") or {}).get("format")),
+        format_params=("output_config.format", "output_config.format.schema"),
         context_edits=context_edits(body.get("context_management") or {}),
     )
 

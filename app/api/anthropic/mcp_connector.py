@@ -18,17 +18,17 @@ from typing import Any
 
 from flask import Response, g, jsonify, request, stream_with_context
 
-from app.api.anthropic import conversion, errors
+from app.api.anthropic import conversion, errors, window
 from app.api.anthropic.presenter import PING, block_event, stop_reason, tool_use_block
 from app.api.anthropic.schemas import McpServerSchema
 from app.api.generation import mcp_calls
 from app.api.generation.answer_blocks import BlockEvent, BlockStream
+from app.api.generation.chat_job import plan_chat
 from app.api.generation.loop import ChoiceResult, HungUp, chunks
 from app.api.generation.mcp_calls import Listings, McpTool
-from app.api.generation.planning import plan_chat_choice
+from app.api.generation.planning import PlanInputs
 from app.api.http import sse
 from app.api.http.errors import APIError, from_engine
-from app.api.prompting import overflow
 from app.api.requests.chat import ChatRequest
 from app.engine.engine import Engine
 from app.engine.errors import EngineError
@@ -68,11 +68,11 @@ def _allowed(server: dict[str, Any], toolset: dict[str, Any] | None, any_toolset
     return mcp_calls.every_tool if allowed is None else mcp_calls.only(allowed)
 
 
-def respond(engine: Engine, chat: ChatRequest, body: dict[str, Any], model: str) -> Response:
+def respond(engine: Engine, chat: ChatRequest, body: dict[str, Any], inputs: PlanInputs) -> Response:
     """The Message for a request with mcp_servers: its events, or the whole object."""
-    config = current_config()
+    config = inputs.config
     message = _Message(
-        engine, chat, servers(body), Limits(config.mcp_timeout, config.mcp_max_output_bytes), model
+        engine, chat, servers(body), Limits(config.mcp_timeout, config.mcp_max_output_bytes), inputs
     )
     events = message.events(request.environ, g.stats, config.mcp_max_calls)
     if chat.stream:
@@ -98,9 +98,10 @@ class _Message:
     """One Message over several generations: its blocks in order, usage summed, the last stop."""
 
     def __init__(
-        self, engine: Engine, chat: ChatRequest, tools: dict[str, McpTool], limits: Limits, model: str
+        self, engine: Engine, chat: ChatRequest, tools: dict[str, McpTool], limits: Limits, inputs: PlanInputs
     ) -> None:
-        self.engine, self.chat, self.tools, self.limits, self.model = engine, chat, tools, limits, model
+        self.engine, self.chat, self.tools, self.limits, self.inputs = engine, chat, tools, limits, inputs
+        self.model = inputs.config.model_id
         self.id = f"msg_{uuid.uuid4().hex}"
         self.content: list[dict[str, Any]] = []
         self.turns: list[dict[str, Any]] = []  # the calls made and their results, for the next step
@@ -124,13 +125,11 @@ class _Message:
         first = True
         while True:
             step = self._step_chat(first, calls > 0)
-            fitted = overflow.fitted_prompt(self.engine.tokenizer, step)
-            prompt = fitted.prompt
-            requests = plan_chat_choice(
-                fitted.chat, prompt.tokens, prompt.profile, self.engine.tokenizer, prompt_param="messages",
-                media=prompt.media,
-            )  # fmt: skip
-            generation = self.engine.submit(requests)
+            config = self.inputs.config
+            job = plan_chat(self.engine.tokenizer, step, self.inputs, prompt_param="messages",
+                            bound=window.bound(config))  # fmt: skip
+            prompt = job.prompt
+            generation = self.engine.submit(job.requests)
             stats.next_step(len(prompt.tokens))
             generation.on_close(disconnect.watch(environ, generation.cancel))
             result, blocks, offset = ChoiceResult(0), BlockStream(prompt.reader), len(self.content)

@@ -9,6 +9,7 @@ compact the conversation ("prompt is too long: N tokens > M maximum").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from app.api.http.errors import ContextLengthError, InvalidRequestError
@@ -33,3 +34,8 @@ def within(chat: ChatRequest, prompt_tokens: int, config: Config) -> tuple[ChatR
     if asked is None or asked <= room:
         return chat, False
     return replace(chat, max_tokens=room), True
+
+
+def bound(config: Config) -> Callable[[ChatRequest, int], ChatRequest]:
+    """`within` as the chat job's bound: the request once its prompt's size is known."""
+    return lambda chat, prompt_tokens: within(chat, prompt_tokens, config)[0]

@@ -12,6 +12,7 @@ from app.api.audio.presenter import TranscriptionFacts, TranscriptionPresenter
 from app.api.audio.schemas import STREAMED_FORMATS, transcription_form_schema
 from app.api.generation.loop import generate
 from app.api.generation.planning import plan_choices
+from app.api.generation.served import plan_inputs
 from app.api.http import media
 from app.api.http.body import check_model, form_parts, generating_engine
 from app.api.http.errors import InvalidRequestError
@@ -56,11 +57,13 @@ def create_transcription() -> Response:
         sampling=Sampling(temperature=asked["temperature"]),
         stream=asked["stream"],
     )
-    prompt = conversation.prompt(tokenizer, chat)
+    inputs = plan_inputs()
+    prompt = conversation.prompt(tokenizer, chat, inputs.config)
     scored = asked["response_format"] == "verbose_json" or "logprobs" in asked.get("include", ())
     requests = plan_choices(
         chat,
         [prompt.tokens],
+        inputs,
         prompt_param="file",
         logprobs=0 if scored else None,
         vocabulary_size=tokenizer.vocabulary_size,

@@ -11,6 +11,7 @@ from app.api.chat.llama_schemas import infill_schema, llama_completion_schema
 from app.api.chat.routes import prompt_of
 from app.api.generation.loop import generate
 from app.api.generation.planning import plan_choices
+from app.api.generation.served import plan_inputs
 from app.api.http import media
 from app.api.http.body import generating_engine, parse_request
 from app.api.http.errors import NotSupportedError
@@ -34,7 +35,7 @@ def create_llama_completion() -> Response:
     engine = generating_engine()
     runs: tuple[MediaRun, ...] = ()
     if isinstance(asked.prompt, str) and media.has_media(asked.prompt):  # llama-server's multimodal form
-        tokens, runs = conversation.media_tokens(engine.tokenizer, asked.prompt, "prompt")
+        tokens, runs = conversation.media_tokens(engine.tokenizer, asked.prompt, current_config(), "prompt")
         text = media.shown(asked.prompt)
     elif isinstance(asked.prompt, str):  # as llama-server tokenizes it here: BOS, control tokens parsed
         tokens, text = engine.tokenizer.parsed(asked.prompt), asked.prompt
@@ -76,6 +77,7 @@ def _llama_answer(
     requests = plan_choices(  # n_cmpl of them
         asked,
         [tokens],
+        plan_inputs(),
         prompt_param="prompt",
         grammar=structured_output.llama_grammar(engine.tokenizer, asked.constraint),
         # Each streamed event carries its token ids, as llama-server's do: the entries hold them.

@@ -10,9 +10,11 @@ from flask import Blueprint, Response, jsonify, request
 from app.api.chat.objects import ObjectHeader
 from app.api.chat.presenter import CompletionOptions, CompletionPresenter
 from app.api.chat.schemas import chat_completion_schema, completion_schema
+from app.api.generation.chat_job import plan_chat
 from app.api.generation.loop import generate
 from app.api.generation.memory_view import memory_json, speculative_json
 from app.api.generation.planning import plan_choices
+from app.api.generation.served import plan_inputs
 from app.api.http import media, shown
 from app.api.http.body import generating_engine, loaded_engine, parse_request
 from app.api.http.errors import InvalidRequestError
@@ -34,39 +36,29 @@ def create_chat_completion() -> Response:
     chat = parse_request(chat_completion_schema, ChatRequest)
     if (relayed := route_here_or_relay(chat.model, streams=chat.stream)) is not None:
         return relayed
-    engine = generating_engine()
-    fitted = overflow.fitted_prompt(engine.tokenizer, chat)
-    chat, prompt = fitted.chat, fitted.prompt
+    engine, inputs = generating_engine(), plan_inputs()
+    predicted = _prediction(engine.tokenizer, chat.prediction)
     # A JSON answer as llama-server's chat takes one: bare or ```json fenced, its content the JSON.
-    answer = structured_output.answer_grammar(chat, prompt.profile, fences=True)
-    requests = plan_choices(
-        chat,
-        [prompt.tokens],
-        prompt_param="messages",
-        logprobs=chat.top_logprobs if chat.logprobs else None,
-        grammar=structured_output.checked(engine.tokenizer, answer.gbnf, answer.param),
-        grammar_triggers=answer.triggers,
-        thinking_budget=conversation.thinking_budget(engine.tokenizer, prompt, chat.reasoning_budget),
-        vocabulary_size=engine.tokenizer.vocabulary_size,
-        media=prompt.media,
-        prediction=(predicted := _prediction(engine.tokenizer, chat.prediction)),
+    job = plan_chat(
+        engine.tokenizer, chat, inputs, prompt_param="messages", fences=True, prediction=predicted
     )
+    chat, prompt = job.chat, job.prompt
     options = CompletionOptions(
         chat=True,
-        prompt_tokens=len(prompt.tokens),
+        prompt_tokens=job.prompt_tokens,
         prediction_tokens=len(predicted),
         include_usage=chat.include_usage,
-        reader=replace(prompt.reader, json_answer=True) if answer.fenced_json else prompt.reader,
+        reader=replace(prompt.reader, json_answer=True) if job.answer.fenced_json else prompt.reader,
         choices_per_prompt=chat.n,
         timings_per_token=chat.timings_per_token,
     )
     header = ObjectHeader(answering_as(chat.model), chat=True, fingerprint=engine.fingerprint)
     presenter = CompletionPresenter(header, options, wants_logprobs=chat.logprobs)
-    locate = prompt_places.locator(engine.tokenizer, chat)
+    locate = prompt_places.locator(engine.tokenizer, chat, inputs.config)
     reply = generate(
-        engine, chat.stream, requests, presenter, len(prompt.tokens), chat.prompt_cache_key, locate
+        engine, chat.stream, job.requests, presenter, job.prompt_tokens, chat.prompt_cache_key, locate
     )
-    return overflow.reported(reply, fitted)
+    return overflow.reported(reply, job.fitted)
 
 
 @bp.post("/v1/completions")
@@ -87,6 +79,7 @@ def create_completion() -> Response:
     requests = plan_choices(
         completion,
         list(prompts),
+        plan_inputs(),
         prompt_param="prompt",
         logprobs=completion.logprobs,
         grammar=structured_output.llama_grammar(tokenizer, completion.constraint),
@@ -117,7 +110,7 @@ def count_input_tokens() -> Response:
     chat = parse_request(chat_completion_schema, ChatRequest)
     if (relayed := route_here_or_relay(chat.model)) is not None:
         return relayed
-    prompt = conversation.prompt(generating_engine().tokenizer, chat)
+    prompt = conversation.prompt(generating_engine().tokenizer, chat, current_config())
     return jsonify({"object": "chat.completion.input_tokens", "input_tokens": len(prompt.tokens)})
 
 
@@ -127,7 +120,7 @@ def apply_template() -> Response:
     chat = parse_request(chat_completion_schema, ChatRequest)
     if (relayed := route_here_or_relay(chat.model)) is not None:
         return relayed
-    prompt = conversation.prompt(generating_engine().tokenizer, chat)
+    prompt = conversation.prompt(generating_engine().tokenizer, chat, current_config())
     return jsonify({"prompt": prompt.text})
 
 

@@ -1,29 +1,42 @@
-"""A typed request turned into the engine's requests: max_tokens, sampling, logit bias, one per choice."""
+"""A typed request turned into the engine's requests: max_tokens, sampling, logit bias, one per choice.
+
+Pure decisions over the request and `PlanInputs`, what the edge read from where it arrived (the
+server's settings, the model's memory, the key, the priority header): nothing here reads Flask's
+globals, so a loop that plans step after step away from the view (MCP calls, a background run)
+plans as the view would.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-
-from flask import current_app, request
+from dataclasses import dataclass, replace
 
 from app.api.http import cache_scope
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.http.fields import PRIORITIES
-from app.api.prompting import structured_output
-from app.api.requests.chat import ChatRequest
 from app.api.requests.generation import AdapterScale, GenerationOptions
-from app.chat_formats.profile import TemplateProfile
 from app.engine.media import MediaRun
-from app.engine.tokenizer import Tokenizer
+from app.engine.memory import MemoryKind
 from app.engine.types import ContextShift, DraftLimits, GenerationRequest, ThinkingBudget
-from app.settings.current import current_config
+from app.settings.config import Config
 from app.settings.models import ModelSpec
 
 
-def plan(options: GenerationOptions, prompt_tokens: list[int], *, prompt_param: str) -> GenerationRequest:
+@dataclass(frozen=True)
+class PlanInputs:
+    """What planning takes from outside the request's body, read once at the edge."""
+
+    config: Config
+    memory: MemoryKind | None  # the model's memory, once loaded (context shift needs one that moves)
+    key_name: str | None  # the API key's name (None: a server without keys), for the cache scope
+    priority_header: str | None  # the value of LLM_PRIORITY_HEADER's header, if the request has one
+
+
+def plan(
+    options: GenerationOptions, prompt_tokens: list[int], inputs: PlanInputs, *, prompt_param: str
+) -> GenerationRequest:
     """Decide max_tokens and sampling, refusing what cannot fit the context before any byte is sent."""
-    config = current_config()
+    config = inputs.config
     if not prompt_tokens:  # nothing to generate from (the views give text prompts a first token)
         raise InvalidRequestError(f"{prompt_param} has no tokens to continue from.", param=prompt_param)
     asked, max_param = options.max_tokens, options.max_param  # errors name the field the client sent
@@ -33,7 +46,7 @@ def plan(options: GenerationOptions, prompt_tokens: list[int], *, prompt_param: 
             param=max_param,
         )
     room = config.n_ctx - len(prompt_tokens)
-    shift = context_shift(options)  # past the context's end: llama-server's context shift, if on
+    shift = context_shift(options, inputs)  # past the context's end: llama-server's context shift, if on
     if asked is None:  # up to the context's end, shift or not: never an endless answer unasked
         max_tokens = min(config.default_max_tokens or room, config.max_tokens_limit, room)
     else:
@@ -58,31 +71,30 @@ def plan(options: GenerationOptions, prompt_tokens: list[int], *, prompt_param: 
         list(options.stop),
         ignore_eos=options.ignore_eos,
         min_tokens=options.min_tokens,
-        drafts=draft_limits(options),
+        drafts=draft_limits(options, config),
         adapters=request_adapters(options, config.model),
-        cache_scope=cache_scope.request_scope(options.cache_salt),
-        priority=request_priority(options.priority, config.priority_header),
+        cache_scope=cache_scope.scope_of(inputs.key_name, config.cache_sharing, options.cache_salt),
+        priority=request_priority(options.priority, config.priority_header, inputs.priority_header),
         progress=options.return_progress and options.stream,  # events only: a whole answer has none
         shift=shift if max_tokens > room else None,  # else the context never fills
     )
 
 
-def context_shift(options: GenerationOptions) -> ContextShift | None:
+def context_shift(options: GenerationOptions, inputs: PlanInputs) -> ContextShift | None:
     """The request's context shift, where LLM_CONTEXT_SHIFT turns it on and the model's memory can
     move positions in cells of its own (not a unified cache, whose cells sequences may share)."""
-    config = current_config()
-    memory = getattr(current_app.extensions.get("engine"), "memory_kind", None)
+    config, memory = inputs.config, inputs.memory
     unified = config.kv_size < config.parallel * config.n_ctx
     if not config.context_shift or memory is None or not memory.shifts or unified:
         return None
     return ContextShift(options.n_keep, options.n_discard)
 
 
-def request_priority(asked: int, header: str | None) -> int:
-    """The request's priority: LLM_PRIORITY_HEADER's value when the operator names a header and the
-    request carries it (a gateway sets it, over what the body says), else the body's `priority`."""
-    raw = request.headers.get(header) if header else None
-    if raw is None:
+def request_priority(asked: int, header: str | None, raw: str | None) -> int:
+    """The request's priority: `raw`, the value of LLM_PRIORITY_HEADER's `header` when the operator
+    names one and the request carries it (a gateway sets it, over what the body says), else the
+    body's `priority`."""
+    if header is None or raw is None:
         return asked
     low, high = PRIORITIES
     try:
@@ -131,14 +143,13 @@ def adapter_scales(asked: Sequence[AdapterScale] | None, spec: ModelSpec) -> tup
     return tuple(scales)
 
 
-def draft_limits(options: GenerationOptions) -> DraftLimits | None:
+def draft_limits(options: GenerationOptions, config: Config) -> DraftLimits | None:
     """The request's own speculative decoding, if it asks for any: None leaves it to the server."""
     asked_max, asked_min, switch = options.speculative_n_max, options.speculative_n_min, options.speculative
     if switch is False:
         return DraftLimits(0)
     if switch is None and asked_max is None and asked_min is None:
         return None
-    config = current_config()
     # Drafts need no model of their own, so a request may ask for them where the server's default is none.
     on = switch is True or bool(asked_max) or config.spec_type != "none"
     n_max = asked_max if asked_max is not None else config.spec_max
@@ -148,6 +159,7 @@ def draft_limits(options: GenerationOptions) -> DraftLimits | None:
 def plan_choices(
     options: GenerationOptions,
     prompts: list[list[int]],
+    inputs: PlanInputs,
     *,
     prompt_param: str,
     logprobs: int | None = None,
@@ -164,7 +176,7 @@ def plan_choices(
     With a seed, choice j of a prompt uses seed + j, so identical requests give identical choices.
     """
     n = options.n
-    limit = current_config().max_n
+    limit = inputs.config.max_n
     if n * len(prompts) > limit:
         raise InvalidRequestError(
             f"n is {n} for {len(prompts)} prompt(s): at most {limit} choices per request (LLM_MAX_N).",
@@ -174,7 +186,7 @@ def plan_choices(
     requests = []
     for position, tokens in enumerate(prompts):
         base = replace(
-            plan(options, tokens, prompt_param=prompt_param),
+            plan(options, tokens, inputs, prompt_param=prompt_param),
             logit_bias=bias,
             logprobs=logprobs,
             grammar=grammar,
@@ -204,29 +216,3 @@ def logit_bias(raw: Mapping[str, float], vocabulary_size: int) -> dict[int, floa
             )
         bias[int(key)] = float(value)
     return bias
-
-
-def plan_chat_choice(
-    chat: ChatRequest,
-    tokens: list[int],
-    profile: TemplateProfile,
-    tokenizer: Tokenizer,
-    *,
-    prompt_param: str,
-    thinking_budget: ThinkingBudget | None = None,
-    media: tuple[MediaRun, ...] = (),
-) -> list[GenerationRequest]:
-    """The one choice of a chat-shaped request (Anthropic's, Ollama's): the grammar its answer follows
-    (calls in the model's own syntax, or its response format), checked, then planned."""
-    answer = structured_output.answer_grammar(chat, profile)
-    return plan_choices(
-        chat,
-        [tokens],
-        prompt_param=prompt_param,
-        logprobs=chat.top_logprobs if chat.logprobs else None,
-        grammar=structured_output.checked(tokenizer, answer.gbnf, answer.param),
-        grammar_triggers=answer.triggers,
-        thinking_budget=thinking_budget,
-        vocabulary_size=tokenizer.vocabulary_size,
-        media=media,
-    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -72,6 +73,7 @@ def as_chat(body: dict[str, Any], conversation: list[dict[str, Any]]) -> ChatReq
         stop=tuple(options.get("stop") or ()),
         stream=bool(body.get("stream")),
         response_format=response_format,
+        format_params=("format", "format"),
         tools=body.get("tools") or [],
         tool_choice="auto" if body.get("tools") else None,
         chat_template_kwargs={"enable_thinking": think is not False} if think is not None else {},
@@ -79,6 +81,11 @@ def as_chat(body: dict[str, Any], conversation: list[dict[str, Any]]) -> ChatReq
         logprobs=bool(body.get("logprobs")),
         top_logprobs=body.get("top_logprobs") or 0,
     )
+
+
+def context_bound(body: dict[str, Any], config: Config) -> Callable[[ChatRequest, int], ChatRequest]:
+    """`fit_context` as the chat job's bound: the request once its prompt's size is known."""
+    return lambda chat, prompt_tokens: fit_context(chat, body, prompt_tokens, config)
 
 
 def fit_context(chat: ChatRequest, body: dict[str, Any], prompt_tokens: int, config: Config) -> ChatRequest:

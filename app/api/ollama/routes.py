@@ -17,9 +17,10 @@ from flask import Blueprint, Flask, Response, g, jsonify
 from flask.blueprints import BlueprintSetupState
 from marshmallow import Schema
 
+from app.api.generation.chat_job import plan_chat
 from app.api.generation.embed import embedded
 from app.api.generation.loop import generate
-from app.api.generation.planning import plan_chat_choice
+from app.api.generation.served import plan_inputs
 from app.api.http import media
 from app.api.http.body import generating_engine, model_index, parse_body, parse_json, vector_engine
 from app.api.http.errors import ContextLengthError, InvalidRequestError
@@ -27,6 +28,7 @@ from app.api.ollama import catalog, conversion, errors
 from app.api.ollama.presenter import NS, OllamaPresenter, now
 from app.api.ollama.schemas import chat_schema, embed_schema, embeddings_schema, generate_schema, show_schema
 from app.api.prompting import conversation, overflow, prompt_places
+from app.api.prompting.conversation import ChatPrompt
 from app.api.routing import on_demand, pool
 from app.api.routing.route import route_here_or_relay
 from app.chat_formats.answer import AnswerReader
@@ -47,29 +49,22 @@ def chat() -> Response:
     body = _answerable(chat_schema, "messages")
     if isinstance(body, Response):
         return body
-    engine = generating_engine()
-    window = (body.get("options") or {}).get("num_ctx")
-    fitted = overflow.fitted_prompt(
-        engine.tokenizer, conversion.as_chat(body, conversion.messages(body)), window
-    )
-    prompt = fitted.prompt
-    chat = conversion.fit_context(fitted.chat, body, len(prompt.tokens), current_config())
-    budget = conversation.thinking_budget(engine.tokenizer, prompt, None)
-    requests = plan_chat_choice(
-        chat,
-        prompt.tokens,
-        prompt.profile,
+    engine, inputs = generating_engine(), plan_inputs()
+    job = plan_chat(
         engine.tokenizer,
+        conversion.as_chat(body, conversion.messages(body)),
+        inputs,
         prompt_param="messages",
-        thinking_budget=budget,
-        media=prompt.media,
+        window=(body.get("options") or {}).get("num_ctx"),
+        bound=conversion.context_bound(body, inputs.config),
     )
+    chat, prompt = job.chat, job.prompt
     presenter = OllamaPresenter(
-        body["named"], len(prompt.tokens), prompt.reader, chat=True, logprobs=chat.logprobs
+        body["named"], job.prompt_tokens, prompt.reader, chat=True, logprobs=chat.logprobs
     )
-    locate = prompt_places.locator(engine.tokenizer, chat)
-    answer = generate(engine, chat.stream, requests, presenter, len(prompt.tokens), locate=locate)
-    return overflow.reported(answer, fitted)
+    locate = prompt_places.locator(engine.tokenizer, chat, inputs.config)
+    answer = generate(engine, chat.stream, job.requests, presenter, job.prompt_tokens, locate=locate)
+    return overflow.reported(answer, job.fitted)
 
 
 @bp.post("/api/generate")
@@ -78,32 +73,35 @@ def generate_text() -> Response:
     body = _answerable(generate_schema, "prompt")
     if isinstance(body, Response):
         return body
-    engine = generating_engine()
-    tokenizer = engine.tokenizer
+    engine, inputs = generating_engine(), plan_inputs()
+    tokenizer, config = engine.tokenizer, inputs.config
     chat = conversion.as_chat(body, conversion.generate_messages(body))
-    profile = conversation.template_profile(tokenizer, current_config().chat_format)
+    profile = conversation.template_profile(tokenizer, config.chat_format)
     runs: tuple[MediaRun, ...] = ()
+    given: ChatPrompt | None = None  # a prompt made here (fill-in-the-middle, raw), else the template's
     if body.get("suffix"):
         if not tokenizer.supports_infill:
             raise InvalidRequestError(
                 "suffix needs a model with fill-in-the-middle tokens; this one has none."
             )
-        tokens, reader = tokenizer.infill(body["prompt"], body["suffix"]), AnswerReader(profile.format)
+        given = ChatPrompt(body["prompt"], tokenizer.infill(body["prompt"], body["suffix"]),
+                           AnswerReader(profile.format), profile)  # fmt: skip
     elif body.get("raw"):
         # As Ollama tokenizes every prompt: the model's BOS, and the special tokens in the text
         # parsed, so a prompt the client templated itself reads as the template's own.
         if media.has_media(body["prompt"]):
-            tokens, runs = conversation.media_tokens(tokenizer, body["prompt"], "images")
+            tokens, runs = conversation.media_tokens(tokenizer, body["prompt"], config, "images")
         else:
             tokens = tokenizer.parsed(body["prompt"])
-        reader = AnswerReader(profile.format)
+        given = ChatPrompt(body["prompt"], tokens, AnswerReader(profile.format), profile, runs)
     else:
-        prompt = conversation.prompt(tokenizer, chat)
-        tokens, reader, profile, runs = prompt.tokens, prompt.reader, prompt.profile, prompt.media
-    chat = conversion.fit_context(chat, body, len(tokens), current_config())
-    requests = plan_chat_choice(chat, tokens, profile, tokenizer, prompt_param="prompt", media=runs)
-    presenter = OllamaPresenter(body["named"], len(tokens), reader, chat=False, logprobs=chat.logprobs)
-    return generate(engine, chat.stream, requests, presenter, len(tokens))
+        given = conversation.prompt(tokenizer, chat, config)  # the template's, never cut short
+    job = plan_chat(tokenizer, chat, inputs, prompt_param="prompt", given=given,
+                    bound=conversion.context_bound(body, config))  # fmt: skip
+    presenter = OllamaPresenter(
+        body["named"], job.prompt_tokens, job.prompt.reader, chat=False, logprobs=job.chat.logprobs
+    )
+    return generate(engine, job.chat.stream, job.requests, presenter, job.prompt_tokens)
 
 
 def _answerable(schema: Schema, asked: str) -> dict[str, Any] | Response:

@@ -17,7 +17,7 @@ from app.chat_formats.profile import TemplateProfile, profile
 from app.engine.media import MediaRun
 from app.engine.tokenizer import Tokenizer
 from app.engine.types import ThinkingBudget
-from app.settings.current import current_config
+from app.settings.config import Config
 
 _INSTRUCTION = (
     "You can call these functions. To call one, answer with only a JSON object "
@@ -47,16 +47,16 @@ def template_profile(tokenizer: Tokenizer, named_format: str | None = None) -> T
     return _profiles[key]
 
 
-def prompt(tokenizer: Tokenizer, chat: ChatRequest) -> ChatPrompt:
+def prompt(tokenizer: Tokenizer, chat: ChatRequest, config: Config) -> ChatPrompt:
     """Template `chat`'s messages with its tools and template variables."""
-    shape = template_profile(tokenizer, current_config().chat_format)
+    shape = template_profile(tokenizer, config.chat_format)
     # As llama-server: thinking on unless the request turns it off (templates such as
     # DeepSeek R1's test `not enable_thinking`, which an unset variable would pass), today's
     # date for templates that print it, and the request's own variables over both.
     variables = {**template_dates(datetime.now()), "enable_thinking": True, **chat.chat_template_kwargs}
     if chat.reasoning_effort is not None:
         variables.setdefault("reasoning_effort", chat.reasoning_effort)
-    turns = prefill.continuation(chat, current_config().prefill_assistant)
+    turns = prefill.continuation(chat, config.prefill_assistant)
     messages, opened_turn = turns.messages, turns.generation_prompt
     messages = system_turns.placed(messages, shape.supports_late_system)
     if shape.native_tools:
@@ -90,18 +90,17 @@ def prompt(tokenizer: Tokenizer, chat: ChatRequest) -> ChatPrompt:
     )
     if not media.has_media(text):
         return ChatPrompt(text, tokenizer.chat_tokens(text), reader, shape)
-    tokens, runs = media_tokens(tokenizer, text)
+    tokens, runs = media_tokens(tokenizer, text, config)
     return ChatPrompt(media.shown(text), tokens, reader, shape, runs)
 
 
 def media_tokens(
-    tokenizer: Tokenizer, text: str, param: str = "messages"
+    tokenizer: Tokenizer, text: str, config: Config, param: str = "messages"
 ) -> tuple[list[int], tuple[MediaRun, ...]]:
     """A rendered prompt with media as tokens and media runs, through the model's projector; media a
     text-only model cannot read, or a kind its projector does not take, are the client's error."""
     cut, found, kinds = media.extract(text)
     projector = tokenizer.projector
-    config = current_config()
     model = config.model_id
     if len(found) > config.max_media_parts:
         raise InvalidRequestError(
@@ -133,12 +132,14 @@ def template_dates(now: datetime) -> dict[str, str]:
     return {"date_string": now.strftime("%d %b %Y"), "datetime": now.strftime("%b %d %Y")}
 
 
-def thinking_budget(tokenizer: Tokenizer, prompt: ChatPrompt, tokens: int | None) -> ThinkingBudget | None:
+def thinking_budget(
+    tokenizer: Tokenizer, prompt: ChatPrompt, tokens: int | None, config: Config
+) -> ThinkingBudget | None:
     """The engine's budget for `tokens` of thinking, or LLM_REASONING_BUDGET's when the request sets
     none (None: unlimited, or a model that does not think)."""
     reader = prompt.reader
     if tokens is None:
-        tokens = current_config().reasoning_budget
+        tokens = config.reasoning_budget
     if tokens < 0 or not reader.thinking or not reader.format.thinking_tags:
         return None
     opening, closing = reader.format.thinking_tags

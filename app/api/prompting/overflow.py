@@ -20,7 +20,6 @@ from app.api.prompting.conversation import ChatPrompt, prompt
 from app.api.requests.chat import ChatRequest
 from app.engine.tokenizer import Tokenizer
 from app.settings.config import Config
-from app.settings.current import current_config
 
 HEADER = "X-Context-Truncated-Messages"  # how many messages were dropped, when some were
 LEADING = ("system", "developer")  # kept whatever is dropped
@@ -44,15 +43,17 @@ def truncates(chat: ChatRequest, config: Config) -> bool:
     return config.context_overflow == "truncate"
 
 
-def fitted_prompt(tokenizer: Tokenizer, chat: ChatRequest, window: int | None = None) -> Fitted:
+def fitted_prompt(
+    tokenizer: Tokenizer, chat: ChatRequest, config: Config, window: int | None = None
+) -> Fitted:
     """The conversation's prompt, its oldest turns dropped if it truncates and does not fit the
     context (or `window`, a smaller one the request asked for: Ollama's num_ctx)."""
-    config = current_config()
     if not truncates(chat, config):
-        return Fitted(chat, prompt(tokenizer, chat))
+        return Fitted(chat, prompt(tokenizer, chat, config))
     n_ctx = min(window or config.n_ctx, config.n_ctx)
     limit = n_ctx - room_needed(chat, config, n_ctx)
-    shorter, made, dropped = fit(chat, lambda asked: prompt(tokenizer, asked), lambda p: len(p.tokens), limit)
+    render = lambda asked: prompt(tokenizer, asked, config)  # noqa: E731
+    shorter, made, dropped = fit(chat, render, lambda p: len(p.tokens), limit)
     return Fitted(shorter, made, dropped)
 
 

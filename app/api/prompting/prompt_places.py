@@ -10,6 +10,7 @@ from app.api.prompting.conversation import prompt
 from app.api.requests.chat import ChatRequest
 from app.engine.errors import EngineError
 from app.engine.tokenizer import Tokenizer
+from app.settings.config import Config
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class Place:
 Locate = Callable[[int], Place | None]
 
 
-def locator(tokenizer: Tokenizer, chat: ChatRequest) -> Locate:
+def locator(tokenizer: Tokenizer, chat: ChatRequest, config: Config) -> Locate:
     """A function from a token position of `chat`'s prompt to the message it falls in, found by
     bisection over renderings of the first k messages (which only grow with k); asked only when
     a prompt left the cache, so its renderings cost nothing on a hit."""
@@ -32,7 +33,7 @@ def locator(tokenizer: Tokenizer, chat: ChatRequest) -> Locate:
     def tokens_up_to(count: int) -> int:
         shorter = replace(chat, messages=chat.messages[:count], add_generation_prompt=False,
                           continue_final_message=None)  # fmt: skip
-        return len(prompt(tokenizer, shorter).tokens)
+        return len(prompt(tokenizer, shorter, config).tokens)
 
     def locate(at: int) -> Place | None:
         messages = chat.messages

@@ -26,17 +26,22 @@ def schema_grammar(schema: Any, param: str = SCHEMA_PARAM) -> str:
         raise InvalidRequestError(f"{param}: {exc.message}", param=param) from None
 
 
-def response_grammar(response_format: Mapping[str, Any] | None) -> str | None:
-    """The grammar `response_format` asks for, or None for free text."""
+def response_grammar(
+    response_format: Mapping[str, Any] | None, params: tuple[str, str] = ("response_format", SCHEMA_PARAM)
+) -> str | None:
+    """The grammar `response_format` asks for, or None for free text; `params` name the format's
+    field and its schema's in the family's request, for a schema the converter cannot follow."""
     response_format = response_format or {}
-    kind = response_format.get("type", "text")
+    kind, (field, schema_param) = response_format.get("type", "text"), params
     if kind == "json_object":  # llama-server's form may carry a schema
         schema = response_format.get("schema")
-        return schema_grammar(schema, "response_format.schema") if schema else grammar.json_object_grammar()
+        return schema_grammar(schema, f"{field}.schema") if schema else grammar.json_object_grammar()
     if kind == "json_schema":
-        return schema_grammar(response_format["json_schema"].get("schema") or {"type": "object"})
+        return schema_grammar(
+            response_format["json_schema"].get("schema") or {"type": "object"}, schema_param
+        )
     if kind == "structural_tag":  # vLLM's form of response_format
-        return tag_grammar(response_format, "response_format")
+        return tag_grammar(response_format, field)
     return None
 
 
@@ -74,14 +79,14 @@ def answer_grammar(chat: ChatRequest, profile: TemplateProfile, fences: bool = F
         return AnswerGrammar(constraint_grammar(constraint), (), constraint.param)
     calls = tools.grammar(chat, profile)
     schema = json_schema_of(chat.response_format)
-    answer = response_grammar(chat.response_format)
+    answer = response_grammar(chat.response_format, chat.format_params)
     # Under `auto`, an answer the client wants as JSON keeps its grammar: one grammar
     # holds a sequence, and llama.cpp's server refuses the pair outright.
     if calls is not None and not (calls.triggers and answer is not None):
         return AnswerGrammar(calls.gbnf, calls.triggers, "tools")
     if fences and schema is not None:
         return AnswerGrammar(fenced_grammar(*schema), (), "response_format", True)
-    return AnswerGrammar(answer, (), "response_format")
+    return AnswerGrammar(answer, (), chat.format_params[0])
 
 
 def json_schema_of(response_format: Mapping[str, Any] | None) -> tuple[Any, str] | None:

@@ -56,6 +56,9 @@ class ChatRequest(GenerationOptions):
     withdrawn_tools: frozenset[str] = frozenset()
     parallel_tool_calls: bool | None = None
     response_format: Mapping[str, Any] | None = None  # {"type": "text" | "json_object" | "json_schema", ...}
+    # Where the family's request holds the answer's format, and its JSON schema, for errors to name
+    # (Responses' text.format, Anthropic's output_config.format, Ollama's format).
+    format_params: tuple[str, str] = ("response_format", "response_format.json_schema.schema")
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     reasoning_format: str = "auto"  # "none": reasoning left in the content
     reasoning_budget: int | None = None

@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.api.prompting import structured_output, tools
 from app.api.prompting.call_grammars import CUSTOM_INPUT
 from app.api.requests.chat import ChatRequest
 from app.api.requests.generation import sampling_of
 from app.api.responses.tool_kinds import kinds_of, model_name
-from app.chat_formats.profile import TemplateProfile
 
 
 def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -90,21 +88,15 @@ def as_chat(body: dict[str, Any]) -> ChatRequest:
         priority=body.get("priority") or 0,
         parallel_tool_calls=body.get("parallel_tool_calls"),
         tools=kinds.functions,  # mcp tools: as their servers list them (mcp_loop)
+        response_format=response_format((body.get("text") or {}).get("format")),
+        format_params=("text.format", "text.format.schema"),
     )
 
 
-def grammar(
-    chat: ChatRequest, text_format: dict[str, Any] | None, profile: TemplateProfile
-) -> tuple[str | None, tuple[str, ...], str]:
-    """The grammar the answer must follow, its lazy triggers, and the field to blame if llama.cpp
-    cannot build it."""
-    calls = tools.grammar(chat, profile)
-    wants_json = (text_format or {}).get("type", "text") != "text"
-    if calls is not None and not (calls.triggers and wants_json):  # as chat's answer_grammar
-        return calls.gbnf, calls.triggers, "tools"
-    text_format = text_format or {"type": "text"}
+def response_format(text_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`text.format` as chat's `response_format`: the same grammars, the same rules beside tools."""
+    text_format = text_format or {}
     kind = text_format.get("type", "text")
     if kind == "json_schema":
-        schema = text_format.get("schema") or {"type": "object"}
-        return structured_output.schema_grammar(schema, param="text.format.schema"), (), "text.format"
-    return structured_output.response_grammar({"type": kind}), (), "text.format"
+        return {"type": "json_schema", "json_schema": {"schema": text_format.get("schema")}}
+    return None if kind == "text" else {"type": kind}

@@ -20,11 +20,13 @@ from flask import Response, g, jsonify, request, stream_with_context
 
 from app.api.generation import mcp_calls
 from app.api.generation.answer_blocks import BlockEvent
+from app.api.generation.chat_job import plan_chat
 from app.api.generation.loop import HungUp, chunks
 from app.api.generation.mcp_calls import McpTool, listed_tool
+from app.api.generation.planning import PlanInputs
 from app.api.http import sse
 from app.api.prompting import overflow
-from app.api.responses import background, conversion, history, mcp_tools, objects, steps
+from app.api.responses import background, conversion, history, mcp_tools, objects
 from app.api.responses.mcp_presenter import LoopPresenter, guarded
 from app.api.responses.objects import ResponseHeader
 from app.engine.engine import Engine
@@ -32,21 +34,26 @@ from app.engine.generation import Generation
 from app.engine.types import Chunk
 from app.mcp.servers import Limits, McpError
 from app.serving import disconnect
-from app.settings.current import current_config
 from app.telemetry.request_stats import RequestStats
 
 
 def respond(
-    engine: Engine, body: dict[str, Any], before: list[dict[str, Any]], new_input: list[dict[str, Any]]
+    engine: Engine,
+    body: dict[str, Any],
+    before: list[dict[str, Any]],
+    new_input: list[dict[str, Any]],
+    inputs: PlanInputs,
 ) -> Response:
     """Answer a request with mcp tools, the whole loop run here: its events, or the final object."""
     servers = mcp_tools.requested(body)
-    config = current_config()
+    config = inputs.config
     calls = min(config.mcp_max_calls, body.get("max_tool_calls") or config.mcp_max_calls)
     keeper = history.Keeper(body, new_input)
     header = ResponseHeader(body, config.model_id, keeper.responses is not None, keeper.conversation)
     presenter = LoopPresenter(header, keeper or None)
-    run = _Run(engine, body, servers, Limits(config.mcp_timeout, config.mcp_max_output_bytes), presenter)
+    run = _Run(
+        engine, body, servers, Limits(config.mcp_timeout, config.mcp_max_output_bytes), presenter, inputs
+    )
     if body.get("background"):  # the same loop, apart, its events kept for pollers and readers
         return background.start_loop(
             body, presenter, keeper,
@@ -84,9 +91,10 @@ class _Run:
         servers: dict[str, McpTool],
         limits: Limits,
         presenter: LoopPresenter,
+        inputs: PlanInputs,
     ) -> None:
         self.engine, self.body, self.servers, self.limits = engine, body, servers, limits
-        self.presenter = presenter
+        self.presenter, self.inputs = presenter, inputs
         self.items: list[dict[str, Any]] = []
         self.listed: dict[str, list[dict[str, Any]]] = {}  # label -> its tools, as listed
         self.pending: list[tuple[str, int, str, str, str]] = []  # this step's calls to make
@@ -111,8 +119,9 @@ class _Run:
         yield from self._approved(new_input)
         first = True
         while True:
-            planned = steps.plan(self.engine, self._step_body(first))
-            self.presenter.reader = planned.fitted.prompt.reader
+            step = conversion.as_chat(self._step_body(first))
+            planned = plan_chat(self.engine.tokenizer, step, self.inputs, prompt_param="input")
+            self.presenter.reader = planned.prompt.reader
             self.pending, self.asked = [], 0
             if cancelled():
                 raise HungUp
@@ -242,6 +251,6 @@ class _Run:
         if self.body.get("max_output_tokens"):  # OpenAI's bound is the whole response's, every step's tokens
             body["max_output_tokens"] = max(1, self.body["max_output_tokens"] - self.presenter.usage[1])
         body["truncation"] = (
-            "auto" if overflow.truncates(conversion.as_chat(body), current_config()) else "disabled"
+            "auto" if overflow.truncates(conversion.as_chat(body), self.inputs.config) else "disabled"
         )
         return body

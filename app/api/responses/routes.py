@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
+from app.api.generation.chat_job import plan_chat
 from app.api.generation.loop import generate
+from app.api.generation.served import plan_inputs
 from app.api.http import sealing, skipped_tools, sse, store_access
 from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError
 from app.api.prompting import conversation, overflow, prompt_places
-from app.api.responses import background, compaction, conversion, history, mcp_loop, steps
+from app.api.responses import background, compaction, conversion, history, mcp_loop
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
 from app.api.responses.schemas import (
@@ -34,24 +36,21 @@ def create_response() -> Response:
     body = parse_body(response_request_schema)
     if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
         return relayed
-    engine = generating_engine()
+    engine, inputs = generating_engine(), plan_inputs()
     kinds = kinds_of(body.get("tools") or [])
     skipped_tools.skip(kinds.skipped)
     new_input = body["input"]
     before = history.history(body)
     if any(tool["type"] == "mcp" for tool in body.get("tools") or []):
-        return mcp_loop.respond(engine, body, before, new_input)
+        return mcp_loop.respond(engine, body, before, new_input, inputs)
     body = {**body, "input": before + new_input}
+    asked = conversion.as_chat(body)
     # The truncation in force, echoed on the response: as asked, else the server's policy.
-    body["truncation"] = (
-        "auto" if overflow.truncates(conversion.as_chat(body), current_config()) else "disabled"
-    )
-    planned = steps.plan(engine, body)
-    chat, prompt = planned.chat, planned.fitted.prompt
+    body["truncation"] = "auto" if overflow.truncates(asked, inputs.config) else "disabled"
+    planned = plan_chat(engine.tokenizer, asked, inputs, prompt_param="input")
+    chat, prompt = planned.chat, planned.prompt
     keeper = history.Keeper(body, new_input)
-    header = ResponseHeader(
-        body, current_config().model_id, keeper.responses is not None, keeper.conversation
-    )
+    header = ResponseHeader(body, inputs.config.model_id, keeper.responses is not None, keeper.conversation)
     sealed = sealing.current().seal if ENCRYPTED_REASONING in (body.get("include") or []) else None
     presenter = ResponsesPresenter(
         header,
@@ -65,7 +64,7 @@ def create_response() -> Response:
     if body.get("background"):
         started = background.start(engine, body, planned.requests, presenter, keeper)
         return overflow.reported(started, planned.fitted)
-    locate = prompt_places.locator(engine.tokenizer, chat)
+    locate = prompt_places.locator(engine.tokenizer, chat, inputs.config)
     answer = generate(
         engine, chat.stream, planned.requests, presenter, len(prompt.tokens), chat.prompt_cache_key, locate
     )
@@ -82,8 +81,9 @@ def compact_response() -> Response:
     items = history.history(body) + body["input"]
     if not items:
         raise InvalidRequestError("There is nothing to compact: input is empty.", param="input")
-    planned = steps.plan(engine, compaction.summarising(body, items))
-    prompt = planned.fitted.prompt
+    summarising = conversion.as_chat(compaction.summarising(body, items))
+    planned = plan_chat(engine.tokenizer, summarising, plan_inputs(), prompt_param="input")
+    prompt = planned.prompt
     presenter = compaction.CompactionPresenter(items, len(prompt.tokens), prompt.reader, sealing.current())
     return generate(engine, False, planned.requests, presenter, len(prompt.tokens))
 
@@ -95,7 +95,7 @@ def count_input_tokens() -> Response:
     if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
         return relayed
     body = {**body, "input": history.history(body) + body["input"]}  # a continued conversation counts whole
-    prompt = conversation.prompt(generating_engine().tokenizer, conversion.as_chat(body))
+    prompt = conversation.prompt(generating_engine().tokenizer, conversion.as_chat(body), current_config())
     return jsonify({"object": "response.input_tokens", "input_tokens": len(prompt.tokens)})
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from app.api.http.errors import InvalidRequestError
+from app.api.prompting import structured_output
 from app.api.requests.chat import ChatRequest
 from app.api.responses import conversion
 from app.api.responses.schemas import response_request_schema
@@ -60,21 +64,26 @@ def test_settings_and_tools_in_chat_terms_leaving_out_what_is_unset() -> None:
     assert chat.tool_choice == "required"
 
 
-def test_grammars_follow_tools_first_then_the_text_format() -> None:
-    forced = conversion.as_chat(
-        response_request_schema.load({"input": "x", "tools": [WEATHER], "tool_choice": "required"})
-    )
-    grammar, triggers, param = conversion.grammar(forced, None, GENERIC)
-    assert grammar and "weather" in grammar and param == "tools" and triggers == ()
-    schema = {
-        "type": "json_schema",
-        "name": "out",
-        "schema": {"type": "object", "properties": {"n": {"type": "integer"}}},
-    }
-    grammar, _, param = conversion.grammar(ChatRequest(), schema, GENERIC)
-    assert grammar and "integer" in grammar and param == "text.format"
-    assert conversion.grammar(ChatRequest(), {"type": "json_object"}, GENERIC)[0]
-    assert conversion.grammar(ChatRequest(), None, GENERIC) == (None, (), "text.format")
+def test_the_text_format_is_the_response_format_and_errors_name_text_format() -> None:
+    """One grammar rule for every family: tools first, then the format; Responses' own field named."""
+
+    def chat(**fields: object) -> ChatRequest:
+        return conversion.as_chat(response_request_schema.load({"input": "x", **fields}))
+
+    forced = structured_output.answer_grammar(chat(tools=[WEATHER], tool_choice="required"), GENERIC)
+    assert forced.gbnf and "weather" in forced.gbnf and forced.param == "tools" and forced.triggers == ()
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    typed = chat(text={"format": {"type": "json_schema", "name": "out", "schema": schema}})
+    assert typed.response_format == {"type": "json_schema", "json_schema": {"schema": schema}}
+    answer = structured_output.answer_grammar(typed, GENERIC)
+    assert answer.gbnf and "integer" in answer.gbnf and answer.param == "text.format"
+    assert structured_output.answer_grammar(chat(text={"format": {"type": "json_object"}}), GENERIC).gbnf
+    assert structured_output.answer_grammar(chat(), GENERIC) == (None, (), "text.format", False)
+    refused = chat(text={"format": {"type": "json_schema", "name": "out", "schema": UNSUPPORTED}})
+    with pytest.raises(InvalidRequestError) as caught:
+        structured_output.answer_grammar(refused, GENERIC)
+    assert caught.value.param == "text.format.schema"
 
 
 GENERIC = TemplateProfile(by_name("Generic"), False, False, True, False, False, False)
+UNSUPPORTED = {"type": "bogus"}  # what llama.cpp's converter cannot follow

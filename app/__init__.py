@@ -173,4 +173,5 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
         from app import ui
 
         app.register_blueprint(ui.bp)
+    api.openapi.check_documented(app)  # every API route declares its operation, or no start
     return app

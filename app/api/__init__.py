@@ -2,7 +2,7 @@
 
 Every family folder has the same roles: `routes.py` (its blueprint), `schemas.py` (its
 request bodies), `presenter.py` (its answer from the one generation loop), `objects.py`
-(its answer objects), `openapi.py` (its part of the OpenAPI document).
+(its answer objects), `openapi.py` (its OpenAPI components, and the operations its views declare).
 """
 
 from __future__ import annotations

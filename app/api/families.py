@@ -1,4 +1,4 @@
-"""The API families, listed once: each one's blueprint (its routes) and its part of the OpenAPI document."""
+"""The API families, listed once: each one's blueprint (its routes) and its OpenAPI components."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from app.api.audio import openapi as audio_doc
 from app.api.audio import routes as audio
 from app.api.batches import openapi as batches_doc
 from app.api.batches import routes as batches
-from app.api.chat import llama_openapi as llama_doc
-from app.api.chat import llama_routes as llama
 from app.api.chat import openapi as chat_doc
 from app.api.chat import routes as chat
 from app.api.conversations import openapi as conversations_doc
@@ -21,6 +19,8 @@ from app.api.embeddings import openapi as embeddings_doc
 from app.api.embeddings import routes as embeddings
 from app.api.files import openapi as files_doc
 from app.api.files import routes as files
+from app.api.llama import openapi as llama_doc
+from app.api.llama import routes as llama
 from app.api.lora import openapi as lora_doc
 from app.api.lora import routes as lora
 from app.api.meta import openapi as meta_doc
@@ -45,7 +45,8 @@ from app.api.tools import routes as tools
 
 @dataclass(frozen=True)
 class Family:
-    """One API family: `routes.bp` is its blueprint, `document.describe(spec, models)` adds its paths."""
+    """One API family: `routes.bp` is its blueprint, whose views declare their operations;
+    `document.components(spec, models)` adds the schemas they refer to."""
 
     routes: ModuleType
     document: ModuleType

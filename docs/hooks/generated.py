@@ -28,7 +28,7 @@ from app.api.access.draining import starts_work  # noqa: E402
 from app.api.anthropic import errors as anthropic_errors  # noqa: E402
 from app.api.http import errors  # noqa: E402
 from app.api.ollama import errors as ollama_errors  # noqa: E402
-from app.api.openapi import build_document  # noqa: E402
+from app.api.openapi import document_of  # noqa: E402
 from app.settings.config import Config  # noqa: E402
 from app.settings.model_entries import ModelEntrySchema  # noqa: E402
 from app.settings.startup import describe_settings  # noqa: E402
@@ -102,7 +102,7 @@ def errors_table() -> str:
 
 def drain_table() -> str:
     """Markdown: each route of the document and what a drain does to it (the code's own rule)."""
-    document = build_document(Config.from_env({}).models)
+    document = document_of(Config.from_env({}))
     refused: list[str] = []
     answered: list[str] = []
     for path, operations in sorted(document["paths"].items()):
@@ -120,7 +120,7 @@ def _cell(text: str) -> str:
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
     """Write the OpenAPI document of a server on the default settings, before any page is read."""
-    document = build_document(Config.from_env({}).models)
+    document = document_of(Config.from_env({}))
     DOCUMENT.parent.mkdir(parents=True, exist_ok=True)
     DOCUMENT.write_text(json.dumps(document, indent=1) + "\n")
     return config

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.api.openapi import build_document
+from app.api.openapi import document_of
 from app.settings.config import Config
 from app.settings.model_entries import ModelEntrySchema
 from app.settings.startup import describe_settings
@@ -32,7 +32,7 @@ def test_every_setting_is_on_the_configuration_page(site: Path) -> None:
 
 
 def test_every_route_of_the_openapi_document_is_in_the_api_reference(site: Path) -> None:
-    document = build_document(Config.from_env({}).models)
+    document = document_of(Config.from_env({}))
     page = (site / "api" / "openapi" / "index.html").read_text()
     # Each operation is a heading: its method, then its path (parameters highlighted in spans).
     rendered = {
@@ -117,7 +117,7 @@ def test_the_drain_page_lists_every_route_as_the_drain_treats_it(site: Path) -> 
 
     page = _words((site / "operations" / "drain-reload" / "index.html").read_text())
     refused, answered = page.split("Refused with a 503")[1].split("Answered as usual")
-    document = build_document(Config.from_env({}).models)
+    document = document_of(Config.from_env({}))
     for path, operations in document["paths"].items():
         for method in operations:
             route = re.escape(f"{method.upper()} {path}") + r" ?[,.]"  # the whole route, not a prefix of one

@@ -7,7 +7,7 @@ from typing import Any
 from apispec import APISpec
 
 from app.api.anthropic.schemas import CountTokensRequestSchema, MessagesRequestSchema
-from app.api.http.openapi import error_responses, json_doc, named_event_stream, post
+from app.api.http.openapi import json_doc, named_event_stream, operation
 from app.settings.models import ModelSpec
 
 _INT, _STR = {"type": "integer"}, {"type": "string"}
@@ -98,12 +98,10 @@ STREAM_DESCRIPTION = (
     "held); keep-alives are SSE comments before it and `ping` events after; an error after the 200 "
     "is an `error` event."
 )
-# Anthropic's statuses: overload is 529, not 503, and every error body has Anthropic's shape.
-_ERRORS = error_responses(400, 401, 404, 406, 413, 429, 500, 529, schema="AnthropicError")
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/messages and its token count; a request must name one of the served generating models."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """The Message, each event, Anthropic's errors; a request must name a served generating model."""
     for name, schema in COMPONENTS.items():
         spec.components.schema(name, component=schema)
     generating = [model.id for model in models if not model.embedding]
@@ -115,23 +113,29 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
         spec.components.schema(name, schema=request)
         if generating:  # Anthropic's clients must name a model: only served ones are answered
             spec.components.schemas[name]["properties"]["model"]["enum"] = generating
-    stream = named_event_stream(spec, "AnthropicEvent", EVENTS)
-    answers = {"application/json": {"schema": "AnthropicMessage"}, "text/event-stream": {"schema": stream}}
-    spec.path(
-        path="/v1/messages",
-        operations=post(
-            "Answer a conversation with a Message (Anthropic's Messages API)",
-            "MessagesRequest",
-            {"description": STREAM_DESCRIPTION, "content": answers},
-            _ERRORS,
-        ),
-    )
-    spec.path(
-        path="/v1/messages/count_tokens",
-        operations=post(
-            "Count the conversation's tokens after the chat template",
-            "MessagesCountTokensRequest",
-            json_doc("The count.", "AnthropicTokenCount"),
-            _ERRORS,
-        ),
-    )
+    named_event_stream(spec, _STREAM, EVENTS)
+
+
+# Anthropic's statuses: overload is 529, not 503, and every error body has Anthropic's shape.
+_ERRORS = (400, 401, 404, 406, 413, 429, 500, 529)
+_STREAM = "AnthropicEvent"
+MESSAGES = operation(
+    "Answer a conversation with a Message (Anthropic's Messages API)",
+    {
+        "description": STREAM_DESCRIPTION,
+        "content": {
+            "application/json": {"schema": "AnthropicMessage"},
+            "text/event-stream": {"schema": f"{_STREAM}Stream"},
+        },
+    },
+    _ERRORS,
+    body="MessagesRequest",
+    error_schema="AnthropicError",
+)
+COUNT_TOKENS = operation(
+    "Count the conversation's tokens after the chat template",
+    json_doc("The count.", "AnthropicTokenCount"),
+    _ERRORS,
+    body="MessagesCountTokensRequest",
+    error_schema="AnthropicError",
+)

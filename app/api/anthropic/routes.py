@@ -8,6 +8,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from app.api.anthropic import cache_marks, errors, mcp_connector, window
+from app.api.anthropic import openapi as doc
 from app.api.anthropic.presenter import MessagesPresenter, Shape
 from app.api.anthropic.schemas import count_tokens_request_schema, messages_request_schema
 from app.api.generation.chat_job import plan_chat
@@ -15,6 +16,7 @@ from app.api.generation.loop import generate
 from app.api.generation.served import plan_inputs
 from app.api.http import sealing, skipped_tools
 from app.api.http.body import generating_engine, parse_request
+from app.api.http.openapi import documented
 from app.api.prompting import context_edits, conversation, overflow, prompt_places
 from app.api.requests.chat import ChatRequest
 from app.api.routing.route import route_here_or_relay
@@ -28,6 +30,7 @@ errors.init_blueprint(bp)
 
 
 @bp.post("/v1/messages")
+@documented(doc.MESSAGES)
 def create_message() -> Response:
     """Answer the conversation with a Message, or its event stream."""
     chat = parse_request(messages_request_schema, ChatRequest)
@@ -85,6 +88,7 @@ def _covered(tokenizer: Tokenizer, fitted: overflow.Fitted, config: Config) -> i
 
 
 @bp.post("/v1/messages/count_tokens")
+@documented(doc.COUNT_TOKENS)
 def count_tokens() -> Response:
     """How many tokens the conversation takes after the chat template, tools included."""
     chat = parse_request(count_tokens_request_schema, ChatRequest)

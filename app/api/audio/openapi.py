@@ -7,11 +7,9 @@ from typing import Any
 from apispec import APISpec
 
 from app.api.audio.schemas import FORMATS
-from app.api.chat.openapi import event_schema
-from app.api.http.openapi import POST_ERRORS, error_responses
+from app.api.http.openapi import POST_ERRORS, event_schema, operation
 from app.settings.models import ModelSpec
 
-PATHS = ("/v1/audio/transcriptions", "/audio/transcriptions")
 _STR, _COUNT, _NUMBER = {"type": "string"}, {"type": "integer", "minimum": 0}, {"type": "number"}
 _LOGPROBS = {
     "type": "array",
@@ -97,33 +95,30 @@ DESCRIPTION = (
 )
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/audio/transcriptions and llama-server's path without /v1."""
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """The transcription's answers and its stream's events."""
     for name, schema in COMPONENTS.items():
         spec.components.schema(name, component=schema)
     spec.components.schema(
         "TranscriptionStreamChunkEvent", component=event_schema("TranscriptionStreamChunk")
     )
-    answer = {
+
+
+# At /v1/audio/transcriptions and llama-server's path without /v1.
+TRANSCRIBE = operation(
+    "Transcribe an audio clip (a model with an audio projector)",
+    {
         "description": DESCRIPTION,
         "content": {
             "application/json": {"schema": {"anyOf": [_ref("Transcription"), _ref("TranscriptionVerbose")]}},
             "text/plain": {"schema": _STR},
             "text/event-stream": {"schema": _ref("TranscriptionStreamChunkEvent")},
         },
-    }
-    for path in PATHS:
-        spec.path(
-            path=path,
-            operations={
-                "post": {
-                    "summary": "Transcribe an audio clip (a model with an audio projector)",
-                    "requestBody": {"required": True, "content": {"multipart/form-data": {"schema": FORM}}},
-                    "responses": {200: answer, **error_responses(*POST_ERRORS)},
-                }
-            },
-        )
-
-
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
+    },
+    POST_ERRORS,
+    body={"required": True, "content": {"multipart/form-data": {"schema": FORM}}},
+)

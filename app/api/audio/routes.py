@@ -7,6 +7,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from app.api.audio import openapi as doc
 from app.api.audio import transcripts
 from app.api.audio.presenter import TranscriptionFacts, TranscriptionPresenter
 from app.api.audio.schemas import STREAMED_FORMATS, transcription_form_schema
@@ -16,6 +17,7 @@ from app.api.generation.served import plan_inputs
 from app.api.http import media
 from app.api.http.body import check_model, form_parts, generating_engine
 from app.api.http.errors import InvalidRequestError
+from app.api.http.openapi import documented
 from app.api.prompting import conversation
 from app.api.requests.chat import ChatRequest
 from app.api.routing.route import route_here_or_relay
@@ -27,6 +29,7 @@ bp = Blueprint("audio", __name__)
 
 @bp.post("/v1/audio/transcriptions")
 @bp.post("/audio/transcriptions")
+@documented(doc.TRANSCRIBE)
 def create_transcription() -> Response:
     """Transcribe the uploaded clip (multipart: `file`, `model`, `response_format`, `language`, ...)."""
     asked, clip = _form()

@@ -8,7 +8,7 @@ from apispec import APISpec
 
 from app.api.batches.lines import ENDPOINTS
 from app.api.batches.schemas import BatchCreateSchema
-from app.api.http.openapi import error_responses, json_doc, list_schema, path_params, query_param
+from app.api.http.openapi import json_doc, list_schema, operation, query_param
 from app.settings.models import ModelSpec
 
 _INT = {"type": "integer"}
@@ -58,42 +58,29 @@ COMPONENTS: dict[str, dict[str, Any]] = {
 }
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/batches: each batch a 404 for a key that did not create it."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """The Batch object, its list and its creation's body."""
     for name, schema in COMPONENTS.items():
         spec.components.schema(name, component=schema)
     spec.components.schema("BatchCreateRequest", schema=BatchCreateSchema)
-    batch = json_doc("The batch.", "Batch")
-    batch_id = path_params("batch_id")
-    page = [
+
+
+# /v1/batches: each batch a 404 for a key that did not create it.
+_BATCH = json_doc("The batch.", "Batch")
+CREATE = operation(
+    "Run every line of an uploaded JSONL file (purpose batch) at low priority",
+    _BATCH,
+    (400, 401, 404, 503),
+    body="BatchCreateRequest",
+)
+LIST = operation(
+    "The key's batches, newest first",
+    json_doc("A page.", "BatchList"),
+    (400, 401, 503),
+    parameters=[
         query_param("after", {"type": "string"}, "A batch id: the page starts after it."),
         query_param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "How many per page (20)."),
-    ]
-    spec.path(
-        path="/v1/batches",
-        operations={
-            "post": {
-                "summary": "Run every line of an uploaded JSONL file (purpose batch) at low priority",
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": "BatchCreateRequest"}},
-                },
-                "responses": {200: batch, **error_responses(400, 401, 404, 503)},
-            },
-            "get": {
-                "summary": "The key's batches, newest first",
-                "parameters": page,
-                "responses": {200: json_doc("A page.", "BatchList"), **error_responses(400, 401, 503)},
-            },
-        },
-    )
-    spec.path(
-        path="/v1/batches/{batch_id}",
-        operations={"get": {"summary": "A batch", "parameters": batch_id,
-                            "responses": {200: batch, **error_responses(401, 404, 503)}}},
-    )  # fmt: skip
-    spec.path(
-        path="/v1/batches/{batch_id}/cancel",
-        operations={"post": {"summary": "Cancel a batch (cancelling, then cancelled)", "parameters": batch_id,
-                             "responses": {200: batch, **error_responses(400, 401, 404, 503)}}},
-    )  # fmt: skip
+    ],
+)
+RETRIEVE = operation("A batch", _BATCH, (401, 404, 503))
+CANCEL = operation("Cancel a batch (cancelling, then cancelled)", _BATCH, (400, 401, 404, 503))

@@ -6,10 +6,12 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
 
+from app.api.batches import openapi as doc
 from app.api.batches.schemas import batch_create_schema, batch_list_query_schema
 from app.api.http import store_access
 from app.api.http.body import parse_json
 from app.api.http.errors import InvalidRequestError
+from app.api.http.openapi import documented
 from app.store.batches import BatchStore
 
 bp = Blueprint("batches", __name__)
@@ -27,6 +29,7 @@ def _found(batch_id: str) -> tuple[BatchStore, dict[str, Any]]:
 
 
 @bp.post("/v1/batches")
+@documented(doc.CREATE)
 def create_batch() -> Response:
     """A batch in `validating`: a worker splits its file into lines, then every worker runs them."""
     body = parse_json(batch_create_schema)
@@ -55,6 +58,7 @@ def create_batch() -> Response:
 
 
 @bp.get("/v1/batches")
+@documented(doc.LIST)
 def list_batches() -> Response:
     query = store_access.query(batch_list_query_schema)
     with store_access.reachable():
@@ -65,11 +69,13 @@ def list_batches() -> Response:
 
 
 @bp.get("/v1/batches/<batch_id>")
+@documented(doc.RETRIEVE)
 def get_batch(batch_id: str) -> Response:
     return jsonify(_found(batch_id)[1])
 
 
 @bp.post("/v1/batches/<batch_id>/cancel")
+@documented(doc.CANCEL)
 def cancel_batch(batch_id: str) -> Response:
     """`cancelling` at once; `cancelled` once the lines running now have stopped (within seconds)."""
     batches, found = _found(batch_id)

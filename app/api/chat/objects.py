@@ -19,7 +19,7 @@ def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) ->
 
 
 @dataclass
-class Choice:
+class FinishedChoice:
     """One finished choice of a non-streamed answer."""
 
     index: int
@@ -54,7 +54,7 @@ class ObjectHeader:
             "choices": choices,
         }
 
-    def completion(self, choices: list[Choice], tokens: dict[str, int]) -> dict[str, Any]:
+    def completion(self, choices: list[FinishedChoice], tokens: dict[str, int]) -> dict[str, Any]:
         """The whole, non-streamed response."""
         body = self._envelope(
             "chat.completion" if self.chat else "text_completion",
@@ -63,7 +63,7 @@ class ObjectHeader:
         body["usage"] = tokens
         return body
 
-    def _choice(self, choice: Choice) -> dict[str, Any]:
+    def _choice(self, choice: FinishedChoice) -> dict[str, Any]:
         if self.chat:
             message: dict[str, Any] = {"role": "assistant", "content": choice.text, "refusal": None}
             if choice.reasoning:

@@ -9,7 +9,7 @@ from marshmallow import Schema, fields, validate
 
 from app.api.chat import template_openapi
 from app.api.chat.schemas import ChatCompletionRequestSchema, CompletionRequestSchema
-from app.api.http.openapi import POST_ERRORS, error_responses, json_doc, json_of, post
+from app.api.http.openapi import POST_ERRORS, event_schema, json_doc, operation
 from app.settings.models import ModelSpec
 
 FINISH_REASONS = ("stop", "length", "tool_calls")
@@ -195,18 +195,6 @@ INPUT_TOKENS = {
 }
 
 
-def event_schema(chunk: str) -> dict[str, Any]:
-    """One Server-Sent Event of a completion stream: its `data` is a chunk, an error, or `[DONE]`."""
-    return {
-        "type": "object",
-        "required": ["data"],
-        "properties": {
-            "event": {"const": "message", "description": "Never sent: every event is unnamed."},
-            "data": {"anyOf": [json_of(chunk), json_of("StreamError"), {"const": "[DONE]"}]},
-        },
-    }
-
-
 def _generation(summary: str, request: str, whole: str, chunk: str) -> dict[str, Any]:
     answer = {
         "description": STREAM_DESCRIPTION,
@@ -215,10 +203,10 @@ def _generation(summary: str, request: str, whole: str, chunk: str) -> dict[str,
             "text/event-stream": {"schema": chunk + "Event"},
         },
     }
-    return post(summary, request, answer, error_responses(*POST_ERRORS))
+    return operation(summary, answer, POST_ERRORS, body=request)
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     """Chat and text completions, their streams, and the chat prompt's token count."""
     for name, schema in COMPONENTS.items():
         spec.components.schema(name, schema=schema)
@@ -227,25 +215,19 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     spec.components.schema("ChatCompletionRequest", schema=ChatCompletionRequestSchema)
     spec.components.schema("CompletionRequest", schema=CompletionRequestSchema)
     spec.components.schema("ChatInputTokens", component=INPUT_TOKENS)
-    template_openapi.describe(spec)
-    spec.path(
-        path="/v1/chat/completions",
-        operations=_generation(
-            "Answer a conversation", "ChatCompletionRequest", "ChatCompletion", "ChatCompletionChunk"
-        ),
-    )
-    spec.path(
-        path="/v1/completions",
-        operations=_generation(
-            "Continue a text prompt", "CompletionRequest", "TextCompletion", "TextCompletionChunk"
-        ),
-    )
-    spec.path(
-        path="/v1/chat/completions/input_tokens",
-        operations=post(
-            "Count a chat request's prompt tokens after the chat template (tools included)",
-            "ChatCompletionRequest",
-            json_doc("The count.", "ChatInputTokens"),
-            error_responses(*POST_ERRORS),
-        ),
-    )
+    template_openapi.components(spec)
+
+
+CHAT_COMPLETION = _generation(
+    "Answer a conversation", "ChatCompletionRequest", "ChatCompletion", "ChatCompletionChunk"
+)
+COMPLETION = _generation(
+    "Continue a text prompt", "CompletionRequest", "TextCompletion", "TextCompletionChunk"
+)
+INPUT_TOKEN_COUNT = operation(
+    "Count a chat request's prompt tokens after the chat template (tools included)",
+    json_doc("The count.", "ChatInputTokens"),
+    POST_ERRORS,
+    body="ChatCompletionRequest",
+)
+APPLY_TEMPLATE, PROPS = template_openapi.APPLY_TEMPLATE, template_openapi.PROPS

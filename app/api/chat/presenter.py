@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from app.api.chat.objects import Choice, ObjectHeader, usage
+from app.api.chat.objects import FinishedChoice, ObjectHeader, usage
 from app.api.generation import logprobs, timings
 from app.api.generation.loop import ChoiceResult
 from app.api.http import sse
@@ -63,7 +63,7 @@ class CompletionPresenter:
         choices = []
         for result in results:
             prefix = answer.prefixes.get(result.index, "")
-            choice = Choice(result.index, prefix + result.text, result.finish_reason)
+            choice = FinishedChoice(result.index, prefix + result.text, result.finish_reason)
             if answer.parsing and answer.reader is not None:
                 parsed = answer.reader.read(result.text, partial=False)
                 choice.text, choice.reasoning = parsed.content, parsed.reasoning

@@ -7,6 +7,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from app.api.chat import openapi as doc
 from app.api.chat.objects import ObjectHeader
 from app.api.chat.presenter import CompletionOptions, CompletionPresenter
 from app.api.chat.schemas import chat_completion_schema, completion_schema
@@ -18,7 +19,9 @@ from app.api.generation.served import plan_inputs
 from app.api.http import media, shown
 from app.api.http.body import generating_engine, loaded_engine, parse_request
 from app.api.http.errors import InvalidRequestError
+from app.api.http.openapi import documented
 from app.api.prompting import conversation, overflow, prompt_places, structured_output
+from app.api.prompting.text_prompt import prompt_of
 from app.api.requests.chat import ChatRequest
 from app.api.requests.completion import CompletionRequest
 from app.api.routing import waking
@@ -31,6 +34,7 @@ bp = Blueprint("chat", __name__)
 
 
 @bp.post("/v1/chat/completions")
+@documented(doc.CHAT_COMPLETION)
 def create_chat_completion() -> Response:
     """Answer a conversation, formatted by the model's own chat template."""
     chat = parse_request(chat_completion_schema, ChatRequest)
@@ -62,6 +66,7 @@ def create_chat_completion() -> Response:
 
 
 @bp.post("/v1/completions")
+@documented(doc.COMPLETION)
 def create_completion() -> Response:
     """Continue each text prompt (or fill in the middle, given a `suffix`)."""
     completion = parse_request(completion_schema, CompletionRequest)
@@ -105,6 +110,7 @@ def create_completion() -> Response:
 
 
 @bp.post("/v1/chat/completions/input_tokens")
+@documented(doc.INPUT_TOKEN_COUNT)
 def count_input_tokens() -> Response:
     """How many tokens a chat request's prompt takes after the chat template (tools included)."""
     chat = parse_request(chat_completion_schema, ChatRequest)
@@ -115,6 +121,7 @@ def count_input_tokens() -> Response:
 
 
 @bp.post("/apply-template")
+@documented(doc.APPLY_TEMPLATE)
 def apply_template() -> Response:
     """The prompt a chat request makes after the chat template, tools included (llama-server's route)."""
     chat = parse_request(chat_completion_schema, ChatRequest)
@@ -125,6 +132,7 @@ def apply_template() -> Response:
 
 
 @bp.get("/props")
+@documented(doc.PROPS)
 def properties() -> Response:
     """The model's settings and chat template, and what the template can do (llama-server's shape)."""
     if (relayed := route_here_or_relay(request.args.get("model"), None, wakes=False)) is not None:
@@ -178,16 +186,3 @@ def answering_as(asked: str | None) -> str:
 def _prediction(tokenizer: Tokenizer, text: str | None) -> tuple[int, ...]:
     """A predicted output's tokens, as the answer would hold them (no BOS, no control tokens)."""
     return tuple(tokenizer.tokenize(text, add_special=False, parse_special=False)) if text else ()
-
-
-def prompt_of(tokenizer: Tokenizer, item: str | list[int], suffix: str | None) -> tuple[list[int], str]:
-    """A prompt's tokens and text: from text (filled in the middle, given a suffix) or from token ids."""
-    if isinstance(item, str):
-        return (tokenizer.infill(item, suffix) if suffix else tokenizer.text(item)), item
-    if suffix:
-        raise InvalidRequestError("suffix needs text prompts, not token ids.", param="suffix")
-    if not tokenizer.in_vocabulary(item):
-        raise InvalidRequestError(
-            f"prompt: every token id must be from 0 to {tokenizer.vocabulary_size - 1}.", param="prompt"
-        )
-    return item, tokenizer.detokenize(item)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from apispec import APISpec
 
 from app.api.generation.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
-from app.api.http.openapi import error_responses, get_about_model, json_doc, post
+from app.api.http.openapi import MODEL_QUERY, json_doc, operation
 
 _APPLIED = {"type": "object", "required": ["prompt"], "properties": {"prompt": {"type": "string"}}}
 _PROPERTIES = {
@@ -45,24 +45,21 @@ _PROPERTIES = {
 }
 
 
-def describe(spec: APISpec) -> None:
-    """/apply-template and /props, beside the chat routes they share a blueprint with."""
+def components(spec: APISpec) -> None:
+    """/apply-template's and /props' answers, beside the chat routes they share a blueprint with."""
     spec.components.schema("AppliedTemplate", component=_APPLIED)
     spec.components.schema("Properties", component=_PROPERTIES)
-    spec.path(
-        path="/apply-template",
-        operations=post(
-            "The prompt a chat request makes after the chat template, tools included (llama-server's)",
-            "ChatCompletionRequest",
-            json_doc("The prompt.", "AppliedTemplate"),
-            error_responses(400, 401, 404, 406, 413, 500, 503),
-        ),
-    )
-    spec.path(
-        path="/props",
-        operations=get_about_model(
-            "A model's settings, chat template, its capabilities and tool-call format",
-            json_doc("The properties.", "Properties"),
-            error_responses(401, 404, 500, 503),
-        ),
-    )
+
+
+APPLY_TEMPLATE = operation(
+    "The prompt a chat request makes after the chat template, tools included (llama-server's)",
+    json_doc("The prompt.", "AppliedTemplate"),
+    (400, 401, 404, 406, 413, 500, 503),
+    body="ChatCompletionRequest",
+)
+PROPS = operation(
+    "A model's settings, chat template, its capabilities and tool-call format",
+    json_doc("The properties.", "Properties"),
+    (401, 404, 500, 503),
+    parameters=[MODEL_QUERY],
+)

@@ -11,14 +11,7 @@ from app.api.conversations.schemas import (
     ConversationUpdateSchema,
     ItemsCreateSchema,
 )
-from app.api.http.openapi import (
-    error_responses,
-    json_doc,
-    list_schema,
-    page_params,
-    path_params,
-    query_param,
-)
+from app.api.http.openapi import json_doc, list_schema, operation, page_params, query_param
 from app.settings.models import ModelSpec
 
 _STR = {"type": "string"}
@@ -43,72 +36,46 @@ COMPONENTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _body(schema: str) -> dict[str, Any]:
-    return {"required": True, "content": {"application/json": {"schema": schema}}}
-
-
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/conversations and its items: each a 404 for a conversation the key did not create."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """The Conversation object, its items and the three request bodies."""
     for name, schema in COMPONENTS.items():
         spec.components.schema(name, component=schema)
     spec.components.schema("ConversationCreateRequest", schema=ConversationCreateSchema)
     spec.components.schema("ConversationUpdateRequest", schema=ConversationUpdateSchema)
     spec.components.schema("ConversationItemsCreateRequest", schema=ItemsCreateSchema)
-    conversation = json_doc("The conversation.", "Conversation")
-    missing = error_responses(401, 404, 503)
-    conversation_id = path_params("conversation_id")
-    spec.path(
-        path="/v1/conversations",
-        operations={
-            "post": {
-                "summary": "Create a conversation, with up to 20 first items",
-                "requestBody": _body("ConversationCreateRequest"),
-                "responses": {200: conversation, **error_responses(400, 401, 503)},
-            }
-        },
-    )
-    spec.path(
-        path="/v1/conversations/{conversation_id}",
-        operations={
-            "get": {"summary": "A conversation", "parameters": conversation_id,
-                    "responses": {200: conversation, **missing}},
-            "post": {"summary": "Replace a conversation's metadata", "parameters": conversation_id,
-                     "requestBody": _body("ConversationUpdateRequest"),
-                     "responses": {200: conversation, **error_responses(400, 401, 404, 503)}},
-            "delete": {"summary": "Delete a conversation", "parameters": conversation_id,
-                       "responses": {200: json_doc("Deleted.", "ConversationDeleted"), **missing}},
-        },
-    )  # fmt: skip
-    items = json_doc("Items.", "ConversationItemList")
-    spec.path(
-        path="/v1/conversations/{conversation_id}/items",
-        operations={
-            "get": {
-                "summary": "A conversation's items, a page at a time",
-                "parameters": [
-                    *conversation_id,
-                    *page_params("An item", 100, 20),
-                    query_param(
-                        "include", {"type": "array", "items": _STR}, "Accepted; nothing more is included."
-                    ),
-                ],
-                "responses": {200: items, **error_responses(400, 401, 404, 503)},
-            },
-            "post": {
-                "summary": "Append up to 20 items",
-                "parameters": conversation_id,
-                "requestBody": _body("ConversationItemsCreateRequest"),
-                "responses": {200: items, **error_responses(400, 401, 404, 503)},
-            },
-        },
-    )
-    spec.path(
-        path="/v1/conversations/{conversation_id}/items/{item_id}",
-        operations={
-            "get": {"summary": "One item", "parameters": path_params("conversation_id", "item_id"),
-                    "responses": {200: json_doc("The item.", "ConversationItem"), **missing}},
-            "delete": {"summary": "Remove one item (answers the conversation)",
-                       "parameters": path_params("conversation_id", "item_id"),
-                       "responses": {200: conversation, **missing}},
-        },
-    )  # fmt: skip
+
+
+# /v1/conversations and its items: each a 404 for a conversation the key did not create.
+_CONVERSATION, _ITEMS = (
+    json_doc("The conversation.", "Conversation"),
+    json_doc("Items.", "ConversationItemList"),
+)
+_MISSING = (401, 404, 503)
+CREATE = operation(
+    "Create a conversation, with up to 20 first items",
+    _CONVERSATION,
+    (400, 401, 503),
+    body="ConversationCreateRequest",
+)
+RETRIEVE = operation("A conversation", _CONVERSATION, _MISSING)
+UPDATE = operation(
+    "Replace a conversation's metadata",
+    _CONVERSATION,
+    (400, 401, 404, 503),
+    body="ConversationUpdateRequest",
+)
+DELETE = operation("Delete a conversation", json_doc("Deleted.", "ConversationDeleted"), _MISSING)
+LIST_ITEMS = operation(
+    "A conversation's items, a page at a time",
+    _ITEMS,
+    (400, 401, 404, 503),
+    parameters=[
+        *page_params("An item", 100, 20),
+        query_param("include", {"type": "array", "items": _STR}, "Accepted; nothing more is included."),
+    ],
+)
+ADD_ITEMS = operation(
+    "Append up to 20 items", _ITEMS, (400, 401, 404, 503), body="ConversationItemsCreateRequest"
+)
+ITEM = operation("One item", json_doc("The item.", "ConversationItem"), _MISSING)
+DELETE_ITEM = operation("Remove one item (answers the conversation)", _CONVERSATION, _MISSING)

@@ -6,6 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
+from app.api.conversations import openapi as doc
 from app.api.conversations.schemas import (
     conversation_create_schema,
     conversation_update_schema,
@@ -15,6 +16,7 @@ from app.api.conversations.schemas import (
 from app.api.http import store_access
 from app.api.http.body import parse_json
 from app.api.http.errors import InvalidRequestError, NotFoundError
+from app.api.http.openapi import documented
 from app.api.prompting.items import new_id, with_id
 from app.store.conversations import ConversationStore
 
@@ -38,6 +40,7 @@ def _kept_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @bp.post("/v1/conversations")
+@documented(doc.CREATE)
 def create_conversation() -> Response:
     """A new conversation, with up to 20 first items."""
     body = parse_json(conversation_create_schema)
@@ -49,11 +52,13 @@ def create_conversation() -> Response:
 
 
 @bp.get("/v1/conversations/<conversation_id>")
+@documented(doc.RETRIEVE)
 def get_conversation(conversation_id: str) -> Response:
     return jsonify(_found(conversation_id)[1])
 
 
 @bp.post("/v1/conversations/<conversation_id>")
+@documented(doc.UPDATE)
 def update_conversation(conversation_id: str) -> Response:
     """Replace a conversation's metadata."""
     conversations, _ = _found(conversation_id)
@@ -63,6 +68,7 @@ def update_conversation(conversation_id: str) -> Response:
 
 
 @bp.delete("/v1/conversations/<conversation_id>")
+@documented(doc.DELETE)
 def delete_conversation(conversation_id: str) -> Response:
     """Forget a conversation and every item in it."""
     conversations, _ = _found(conversation_id)
@@ -72,6 +78,7 @@ def delete_conversation(conversation_id: str) -> Response:
 
 
 @bp.post("/v1/conversations/<conversation_id>/items")
+@documented(doc.ADD_ITEMS)
 def add_items(conversation_id: str) -> Response:
     """Append up to 20 items; the answer lists them as kept (with their ids)."""
     conversations, _ = _found(conversation_id)
@@ -82,6 +89,7 @@ def add_items(conversation_id: str) -> Response:
 
 
 @bp.get("/v1/conversations/<conversation_id>/items")
+@documented(doc.LIST_ITEMS)
 def list_items(conversation_id: str) -> Response:
     """A page of a conversation's items, newest first unless `order` is asc."""
     query = store_access.query(items_query_schema)
@@ -94,6 +102,7 @@ def list_items(conversation_id: str) -> Response:
 
 
 @bp.get("/v1/conversations/<conversation_id>/items/<item_id>")
+@documented(doc.ITEM)
 def get_item(conversation_id: str, item_id: str) -> Response:
     conversations, _ = _found(conversation_id)
     with store_access.reachable():
@@ -104,6 +113,7 @@ def get_item(conversation_id: str, item_id: str) -> Response:
 
 
 @bp.delete("/v1/conversations/<conversation_id>/items/<item_id>")
+@documented(doc.DELETE_ITEM)
 def delete_item(conversation_id: str, item_id: str) -> Response:
     """Remove one item; as OpenAI's, the answer is the conversation."""
     conversations, conversation = _found(conversation_id)

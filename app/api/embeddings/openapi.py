@@ -7,7 +7,7 @@ from typing import Any
 from apispec import APISpec
 
 from app.api.embeddings.schemas import EmbeddingRequestSchema
-from app.api.http.openapi import POST_ERRORS, error_responses, json_doc, post
+from app.api.http.openapi import POST_ERRORS, json_doc, operation
 from app.settings.models import ModelSpec
 
 EMBEDDING_LIST: dict[str, Any] = {
@@ -45,16 +45,15 @@ EMBEDDING_LIST: dict[str, Any] = {
 }
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/embeddings."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/v1/embeddings' request and answer."""
     spec.components.schema("EmbeddingList", component=EMBEDDING_LIST)
     spec.components.schema("EmbeddingRequest", schema=EmbeddingRequestSchema)
-    spec.path(
-        path="/v1/embeddings",
-        operations=post(
-            "Embed texts or token lists as unit vectors (models served with `embedding: true`)",
-            "EmbeddingRequest",
-            json_doc("One vector per input, in input order.", "EmbeddingList"),
-            error_responses(*POST_ERRORS),
-        ),
-    )
+
+
+EMBED = operation(
+    "Embed texts or token lists as unit vectors (models served with `embedding: true`)",
+    json_doc("One vector per input, in input order.", "EmbeddingList"),
+    POST_ERRORS,
+    body="EmbeddingRequest",
+)

@@ -8,10 +8,12 @@ from typing import Any
 import numpy as np
 from flask import Blueprint, Response, jsonify
 
+from app.api.embeddings import openapi as doc
 from app.api.embeddings.schemas import embedding_request_schema
 from app.api.generation.embed import embedded
 from app.api.http.body import parse_body, vector_engine
 from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.http.openapi import documented
 from app.api.routing.route import route_here_or_relay
 from app.settings.current import current_config
 
@@ -19,6 +21,7 @@ bp = Blueprint("embeddings", __name__)
 
 
 @bp.post("/v1/embeddings")
+@documented(doc.EMBED)
 def create_embeddings() -> Response:
     """One unit vector per input, several inputs per decode."""
     body = parse_body(embedding_request_schema, use="embed")

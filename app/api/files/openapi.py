@@ -7,14 +7,7 @@ from typing import Any
 from apispec import APISpec
 
 from app.api.files.schemas import LISTED_PURPOSES, PURPOSES
-from app.api.http.openapi import (
-    error_responses,
-    json_doc,
-    list_schema,
-    page_params,
-    path_params,
-    query_param,
-)
+from app.api.http.openapi import json_doc, list_schema, operation, page_params, query_param
 from app.settings.models import ModelSpec
 
 _STR, _INT = {"type": "string"}, {"type": "integer"}
@@ -53,50 +46,36 @@ UPLOAD = {
 }
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/files: each file a 404 for a key that did not upload it; 413 past LLM_MAX_FILE_BYTES."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """The File object, its list and its deletion."""
     for name, schema in COMPONENTS.items():
         spec.components.schema(name, component=schema)
-    file_id = path_params("file_id")
-    missing = error_responses(401, 404, 503)
-    spec.path(
-        path="/v1/files",
-        operations={
-            "post": {
-                "summary": "Upload a file (multipart form: file, purpose, optional expires_after)",
-                "requestBody": {"required": True, "content": {"multipart/form-data": {"schema": UPLOAD}}},
-                "responses": {
-                    200: json_doc("The file.", "File"),
-                    **error_responses(400, 401, 413, 503),
-                },
-            },
-            "get": {
-                "summary": "The key's files, newest first",
-                "parameters": [
-                    query_param("purpose", {"enum": list(LISTED_PURPOSES)}, "Only files of this purpose."),
-                    *page_params("A file", 10000, 10000),
-                ],
-                "responses": {200: json_doc("A page.", "FileList"), **error_responses(400, 401, 503)},
-            },
-        },
-    )
-    spec.path(
-        path="/v1/files/{file_id}",
-        operations={
-            "get": {"summary": "A file's facts", "parameters": file_id,
-                    "responses": {200: json_doc("The file.", "File"), **missing}},
-            "delete": {"summary": "Delete a file", "parameters": file_id,
-                       "responses": {200: json_doc("Deleted.", "FileDeleted"), **missing}},
-        },
-    )  # fmt: skip
-    content = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
-    spec.path(
-        path="/v1/files/{file_id}/content",
-        operations={
-            "get": {
-                "summary": "A file's bytes",
-                "parameters": file_id,
-                "responses": {200: {"description": "The bytes, as uploaded.", "content": content}, **missing},
-            }
-        },
-    )
+
+
+# /v1/files: each file a 404 for a key that did not upload it; 413 past LLM_MAX_FILE_BYTES.
+_MISSING = (401, 404, 503)
+UPLOAD_FILE = operation(
+    "Upload a file (multipart form: file, purpose, optional expires_after)",
+    json_doc("The file.", "File"),
+    (400, 401, 413, 503),
+    body={"required": True, "content": {"multipart/form-data": {"schema": UPLOAD}}},
+)
+LIST = operation(
+    "The key's files, newest first",
+    json_doc("A page.", "FileList"),
+    (400, 401, 503),
+    parameters=[
+        query_param("purpose", {"enum": list(LISTED_PURPOSES)}, "Only files of this purpose."),
+        *page_params("A file", 10000, 10000),
+    ],
+)
+RETRIEVE = operation("A file's facts", json_doc("The file.", "File"), _MISSING)
+DELETE = operation("Delete a file", json_doc("Deleted.", "FileDeleted"), _MISSING)
+CONTENT = operation(
+    "A file's bytes",
+    {
+        "description": "The bytes, as uploaded.",
+        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+    },
+    _MISSING,
+)

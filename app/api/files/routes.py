@@ -5,10 +5,12 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from app.api.files import openapi as doc
 from app.api.files.schemas import file_list_query_schema, upload_form_schema
 from app.api.http import store_access
 from app.api.http.body import form_parts
 from app.api.http.errors import InvalidRequestError, PayloadTooLargeError
+from app.api.http.openapi import documented
 from app.settings.current import current_config
 from app.store.files import FileStore, new_file_id
 
@@ -25,6 +27,7 @@ def _found(file_id: str) -> tuple[FileStore, dict[str, object]]:
 
 
 @bp.post("/v1/files")
+@documented(doc.UPLOAD_FILE)
 def upload_file() -> Response:
     """Keep an uploaded file (multipart: `file`, `purpose`, optional `expires_after`)."""
     limit = current_config().max_file_bytes
@@ -59,6 +62,7 @@ def upload_file() -> Response:
 
 
 @bp.get("/v1/files")
+@documented(doc.LIST)
 def list_files() -> Response:
     query = store_access.query(file_list_query_schema)
     with store_access.reachable():
@@ -71,11 +75,13 @@ def list_files() -> Response:
 
 
 @bp.get("/v1/files/<file_id>")
+@documented(doc.RETRIEVE)
 def get_file(file_id: str) -> Response:
     return jsonify(_found(file_id)[1])
 
 
 @bp.get("/v1/files/<file_id>/content")
+@documented(doc.CONTENT)
 def file_content(file_id: str) -> Response:
     """The file's bytes, streamed a chunk at a time."""
     files, found = _found(file_id)
@@ -90,6 +96,7 @@ def file_content(file_id: str) -> Response:
 
 
 @bp.delete("/v1/files/<file_id>")
+@documented(doc.DELETE)
 def delete_file(file_id: str) -> Response:
     files, _ = _found(file_id)
     with store_access.reachable():

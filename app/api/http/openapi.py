@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from apispec import APISpec
 from marshmallow import Schema, fields
@@ -83,24 +84,54 @@ def json_doc(description: str, schema: str | dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def post(summary: str, request: str, answer: dict[str, Any], errors: dict[int, Any]) -> dict[str, Any]:
-    """A POST operation taking the JSON body `request`, answering `answer` or one of `errors`."""
-    return {
-        "post": {
-            "summary": summary,
-            "requestBody": {"required": True, "content": {"application/json": {"schema": request}}},
-            "responses": {200: answer, **errors},
-        }
+def operation(
+    summary: str,
+    answer: dict[str, Any] | None,
+    errors: Iterable[int] | dict[int, Any] = (),
+    *,
+    body: str | dict[str, Any] | None = None,
+    parameters: Iterable[dict[str, Any]] = (),
+    error_schema: str = "Error",
+) -> dict[str, Any]:
+    """One operation: `body` (a component's name, for a required JSON body, or the whole
+    requestBody), answered with `answer` (the 200) or one of `errors` (statuses, in the shape
+    `error_schema`). Its path, method and path parameters come from the route that declares it."""
+    answers = errors if isinstance(errors, dict) else error_responses(*errors, schema=error_schema)
+    described: dict[str, Any] = {
+        "summary": summary,
+        "responses": {**({200: answer} if answer else {}), **answers},
     }
+    if isinstance(body, str):
+        body = {"required": True, "content": {"application/json": {"schema": body}}}
+    if body is not None:
+        described["requestBody"] = body
+    if parameters := list(parameters):
+        described["parameters"] = parameters
+    return described
 
 
 # `?model=`: which model's worker answers a GET about one model (default: the first).
 MODEL_QUERY = {"name": "model", "in": "query", "required": False, "schema": {"type": "string"}}
 
+View = TypeVar("View", bound=Callable[..., Any])
+_DECLARED = "openapi_operation"
 
-def get_about_model(summary: str, answer: dict[str, Any], errors: dict[int, Any]) -> dict[str, Any]:
-    """A GET answered by the worker of the model `?model=` names, with `answer` or one of `errors`."""
-    return {"get": {"summary": summary, "parameters": [MODEL_QUERY], "responses": {200: answer, **errors}}}
+
+def documented(described: dict[str, Any]) -> Callable[[View], View]:
+    """Declare a view's operation (from `operation`): the document is built from the routes that
+    declare one, and the app does not start with a family's route that declares none."""
+
+    def declare(view: View) -> View:
+        setattr(view, _DECLARED, described)
+        return view
+
+    return declare
+
+
+def declared(view: Callable[..., Any]) -> dict[str, Any] | None:
+    """The operation a view declared with `documented`, if any."""
+    found: dict[str, Any] | None = getattr(view, _DECLARED, None)
+    return found
 
 
 def json_of(name: str) -> dict[str, Any]:
@@ -113,6 +144,18 @@ def json_of(name: str) -> dict[str, Any]:
         "type": "string",
         "contentMediaType": "application/json",
         "contentSchema": {"$ref": f"#/components/schemas/{name}"},
+    }
+
+
+def event_schema(chunk: str) -> dict[str, Any]:
+    """One Server-Sent Event of a completion stream: its `data` is a chunk, an error, or `[DONE]`."""
+    return {
+        "type": "object",
+        "required": ["data"],
+        "properties": {
+            "event": {"const": "message", "description": "Never sent: every event is unnamed."},
+            "data": {"anyOf": [json_of(chunk), json_of("StreamError"), {"const": "[DONE]"}]},
+        },
     }
 
 
@@ -135,11 +178,6 @@ def named_event_stream(spec: APISpec, prefix: str, events: dict[str, dict[str, A
 def query_param(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
     """An optional query parameter."""
     return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
-
-
-def path_params(*names: str) -> list[dict[str, Any]]:
-    """Required string path parameters, such as an object's id."""
-    return [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in names]
 
 
 def page_params(what: str, most: int, default: int) -> list[dict[str, Any]]:

@@ -22,6 +22,8 @@ from app.api.http.errors import (
     PermissionDeniedError,
     ServiceUnavailableError,
 )
+from app.api.http.openapi import documented
+from app.api.lora import openapi as doc
 from app.api.lora.schemas import load_adapter_schema, unload_adapter_schema
 from app.api.routing.route import here_or_relay
 from app.engine.engine import Engine
@@ -34,6 +36,7 @@ bp = Blueprint("lora", __name__)
 
 
 @bp.post("/v1/load_lora_adapter")
+@documented(doc.LOAD)
 def load_adapter() -> Response:
     """Load a LoRA adapter file under `lora_name`, on every worker of the base model (`model`)."""
     body = parse_json(load_adapter_schema)
@@ -57,6 +60,7 @@ def load_adapter() -> Response:
 
 
 @bp.post("/v1/unload_lora_adapter")
+@documented(doc.UNLOAD)
 def unload_adapter() -> Response:
     """Unload the LoRA adapter named `lora_name` (loaded at run time or by LLM_MODELS) from its model."""
     name = parse_json(unload_adapter_schema)["lora_name"]

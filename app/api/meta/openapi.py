@@ -8,7 +8,7 @@ from apispec import APISpec
 from marshmallow import Schema, fields, validate
 
 from app.api.generation.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
-from app.api.http.openapi import error_responses, json_doc
+from app.api.http.openapi import json_doc, operation
 from app.settings.model_entries import KV_TYPES
 from app.settings.models import ModelSpec
 
@@ -162,53 +162,27 @@ WORKER_LIST: dict[str, Any] = {
 }
 
 
-def _get(summary: str, answers: dict[int, Any], parameters: list[dict[str, Any]] | None = None) -> Any:
-    operation: dict[str, Any] = {"summary": summary, "responses": answers}
-    if parameters:
-        operation["parameters"] = parameters
-    return {"get": operation}
-
-
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/models and the health routes."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/v1/models' and the health routes' answers."""
     spec.components.schema("Model", schema=ModelSchema)
     spec.components.schema("ModelList", schema=ModelListSchema)
     spec.components.schema("Health", schema=HealthSchema)
     spec.components.schema("WorkerList", component=WORKER_LIST)
-    model_id = {"name": "model_id", "in": "path", "required": True, "schema": {"type": "string"}}
-    spec.path(
-        path="/v1/models",
-        operations=_get(
-            "The models this server serves",
-            {200: json_doc("The list of models.", "ModelList"), **error_responses(401)},
-        ),
-    )
-    spec.path(
-        path="/v1/models/{model_id}",
-        operations=_get(
-            "A served model, by id",
-            {200: json_doc("The model.", "Model"), **error_responses(401, 404)},
-            [model_id],
-        ),
-    )
-    spec.path(
-        path="/health",
-        operations=_get(
-            "Liveness: answers at once, even while the model generates or the server drains",
-            {200: json_doc("Alive.", "Health")},
-        ),
-    )
-    spec.path(
-        path="/health/ready",
-        operations=_get(
-            "Readiness: 200 once a worker holding each model has loaded it; 503 while loading or draining",
-            {200: json_doc("Ready.", "Health"), **error_responses(503)},
-        ),
-    )
-    spec.path(
-        path="/health/workers",
-        operations=_get(
-            "Each gunicorn worker: its model, busy sequences, queue and tokens per second",
-            {200: json_doc("Every live worker.", "WorkerList"), **error_responses(401)},
-        ),
-    )
+
+
+MODELS = operation("The models this server serves", json_doc("The list of models.", "ModelList"), (401,))
+MODEL = operation("A served model, by id", json_doc("The model.", "Model"), (401, 404))
+LIVE = operation(
+    "Liveness: answers at once, even while the model generates or the server drains",
+    json_doc("Alive.", "Health"),
+)
+READY = operation(
+    "Readiness: 200 once a worker holding each model has loaded it; 503 while loading or draining",
+    json_doc("Ready.", "Health"),
+    (503,),
+)
+WORKERS = operation(
+    "Each gunicorn worker: its model, busy sequences, queue and tokens per second",
+    json_doc("Every live worker.", "WorkerList"),
+    (401,),
+)

@@ -12,6 +12,8 @@ from app import workers as worker_state
 from app.api.generation.memory_view import memory_json, speculative_json
 from app.api.http import shown
 from app.api.http.errors import ModelNotFoundError, ServiceUnavailableError
+from app.api.http.openapi import documented
+from app.api.meta import openapi as doc
 from app.engine.projector import capabilities_of
 from app.serving import peers
 from app.settings.config import Config
@@ -81,6 +83,7 @@ def _window(n_ctx: int, max_tokens: int) -> dict[str, int]:
 
 
 @bp.get("/v1/models")
+@documented(doc.MODELS)
 def list_models() -> Response:
     """Every model this server serves, with its state and the workers holding it."""
     holders = _holders()
@@ -95,6 +98,7 @@ def list_models() -> Response:
 
 
 @bp.get("/v1/models/<path:model_id>")
+@documented(doc.MODEL)
 def retrieve_model(model_id: str) -> Response:
     """One served model (or LoRA adapter served as a model), by id."""
     for index, spec in enumerate(current_config().models):
@@ -114,12 +118,14 @@ def _adapter_object(index: int, adapter: str, holders: list[peers.Peer]) -> dict
 
 
 @bp.get("/health")
+@documented(doc.LIVE)
 def health() -> Response:
     """Liveness: this worker's event loop answers, even while the model generates."""
     return jsonify({"status": "ok"})
 
 
 @bp.get("/health/ready")
+@documented(doc.READY)
 def ready() -> Response:
     """Readiness: 200 once this worker's model is loaded and every served model has a ready worker."""
     state = worker_state.current()
@@ -141,6 +147,7 @@ def ready() -> Response:
 
 
 @bp.get("/health/workers")
+@documented(doc.WORKERS)
 def workers() -> Response:
     """Each gunicorn worker: its model, whether it generates, its queue and its tokens per second."""
     config = current_config()

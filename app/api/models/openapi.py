@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apispec import APISpec
 
-from app.api.http.openapi import error_responses, json_doc, post
+from app.api.http.openapi import json_doc, operation
 from app.api.http.schemas import LoraSchema
 from app.api.models.schemas import ModelOrderSchema
 from app.settings.models import ModelSpec
@@ -33,53 +33,37 @@ _MODEL = {
 }
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """Both routes take `{"model": id}` and answer `{"success": true}`."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """The model orders take `{"model": id}` and answer `{"success": true}`; the adapters' list."""
     spec.components.schema("ModelOrder", schema=ModelOrderSchema)
     spec.components.schema("ModelOrderDone", component=SUCCESS)
-    spec.path(
-        path="/models/load",
-        operations=post(
-            'Load an on-demand model ("load": "on_demand"); answers once a worker holds it ready',
-            "ModelOrder",
-            json_doc("A worker holds the model, ready.", "ModelOrderDone"),
-            error_responses(400, 401, 404, 406, 409, 503),
-        ),
-    )
-    spec.path(
-        path="/models/unload",
-        operations=post(
-            "Unload an on-demand model from every worker holding it",
-            "ModelOrder",
-            json_doc("No worker holds the model any more.", "ModelOrderDone"),
-            error_responses(400, 401, 404, 406, 409),
-        ),
-    )
     if "Lora" not in spec.components.schemas:  # chat's `lora` field has described it already
         spec.components.schema("Lora", schema=LoraSchema)
     spec.components.schema("LoraAdapters", component=ADAPTERS)
-    spec.path(
-        path="/lora-adapters",
-        operations={
-            "get": {
-                "summary": "A model's LoRA adapters and their global scales (llama-server's)",
-                "parameters": [_MODEL],
-                "responses": {
-                    200: json_doc("The adapters, in order.", "LoraAdapters"),
-                    **error_responses(400, 401, 404, 503),
-                },
-            },
-            "post": {
-                "summary": "Set a model's global LoRA scales on every worker holding it (those left out: 0)",
-                "parameters": [_MODEL],
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": _SCALES}},
-                },
-                "responses": {
-                    200: json_doc("The scales apply.", "ModelOrderDone"),
-                    **error_responses(400, 401, 404, 406, 503),
-                },
-            },
-        },
-    )
+
+
+LOAD = operation(
+    'Load an on-demand model ("load": "on_demand"); answers once a worker holds it ready',
+    json_doc("A worker holds the model, ready.", "ModelOrderDone"),
+    (400, 401, 404, 406, 409, 503),
+    body="ModelOrder",
+)
+UNLOAD = operation(
+    "Unload an on-demand model from every worker holding it",
+    json_doc("No worker holds the model any more.", "ModelOrderDone"),
+    (400, 401, 404, 406, 409),
+    body="ModelOrder",
+)
+ADAPTER_SCALES = operation(
+    "A model's LoRA adapters and their global scales (llama-server's)",
+    json_doc("The adapters, in order.", "LoraAdapters"),
+    (400, 401, 404, 503),
+    parameters=[_MODEL],
+)
+SET_SCALES = operation(
+    "Set a model's global LoRA scales on every worker holding it (those left out: 0)",
+    json_doc("The scales apply.", "ModelOrderDone"),
+    (400, 401, 404, 406, 503),
+    body={"required": True, "content": {"application/json": {"schema": _SCALES}}},
+    parameters=[_MODEL],
+)

@@ -19,6 +19,8 @@ from app.api.generation.planning import adapter_scales
 from app.api.http import shown
 from app.api.http.body import check_accept, generating_engine, model_index, parse_json
 from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
+from app.api.http.openapi import documented
+from app.api.models import openapi as doc
 from app.api.models.schemas import lora_list_schema, model_order_schema
 from app.api.requests.generation import AdapterScale
 from app.api.routing import pool, waking
@@ -31,6 +33,7 @@ bp = Blueprint("models", __name__)
 
 
 @bp.post("/models/load")
+@documented(doc.LOAD)
 def load() -> Response:
     """Load an on-demand model (if no worker holds it); `{"success": true}` once it is ready."""
     index = model_index(parse_json(model_order_schema)["model"])
@@ -49,6 +52,7 @@ def load() -> Response:
 
 
 @bp.post("/models/unload")
+@documented(doc.UNLOAD)
 def unload() -> Response:
     """Unload an on-demand model from every worker holding it; a 409 if one serves requests."""
     index = model_index(parse_json(model_order_schema)["model"])
@@ -73,6 +77,7 @@ def unload() -> Response:
 
 
 @bp.get("/lora-adapters")
+@documented(doc.ADAPTER_SCALES)
 def list_adapters() -> Response:
     """llama-server's list of a model's LoRA adapters (`?model=`, else the first generating model):
     each with its index (`id`), name, path and global scale."""
@@ -97,6 +102,7 @@ def list_adapters() -> Response:
 
 
 @bp.post("/lora-adapters")
+@documented(doc.SET_SCALES)
 def set_adapters() -> Response:
     """Set a model's global LoRA scales (llama-server's: a list of {id, scale}; those left out: 0),
     on every worker holding it."""

@@ -6,7 +6,7 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.http.openapi import error_responses, json_doc
+from app.api.http.openapi import json_doc, operation
 from app.api.ollama.schemas import ChatSchema, EmbeddingsSchema, EmbedSchema, GenerateSchema, ShowSchema
 from app.settings.models import ModelSpec
 
@@ -85,15 +85,6 @@ STREAMED = (
 )
 
 
-def _post(summary: str, request: str, answer: dict[str, Any], errors: dict[int, Any]) -> dict[str, Any]:
-    body = {"required": True, "content": {"application/json": {"schema": request}}}
-    return {"post": {"summary": summary, "requestBody": body, "responses": {200: answer, **errors}}}
-
-
-def _get(summary: str, answer: dict[str, Any], errors: dict[int, Any]) -> dict[str, Any]:
-    return {"get": {"summary": summary, "responses": {200: answer, **errors}}}
-
-
 def _streamed(name: str) -> dict[str, Any]:
     content = {"application/json": {"schema": name}, "application/x-ndjson": {"schema": name}}
     return {"description": STREAMED, "content": content}
@@ -111,12 +102,10 @@ REQUESTS = {
     "OllamaShowRequest": ShowSchema,
 }
 ANSWERS = {"OllamaError": _ERROR, "OllamaChat": CHAT_ANSWER, "OllamaGenerate": GENERATE_ANSWER}
-MANAGEMENT = (("/api/pull", "post"), ("/api/push", "post"), ("/api/create", "post"), ("/api/copy", "post"),
-              ("/api/delete", "delete"))  # fmt: skip
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The Ollama routes."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """The Ollama routes' requests, naming the served models, and answers."""
     for name, schema in REQUESTS.items():
         spec.components.schema(name, schema=schema)
     # Ollama's clients must name a model: the served ones, by use (aliases and `:latest` work too).
@@ -130,52 +119,42 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
             spec.components.schemas[name]["properties"]["model"]["enum"] = ids
     for name, component in ANSWERS.items():
         spec.components.schema(name, component=component)
-    errors = error_responses(400, 401, 404, 406, 413, 429, 500, 503, schema="OllamaError")
-    spec.path(
-        path="/api/chat",
-        operations=_post(
-            "Answer a conversation (Ollama's)", "OllamaChatRequest", _streamed("OllamaChat"), errors
-        ),
-    )
-    spec.path(
-        path="/api/generate",
-        operations=_post(
-            "Continue a prompt (Ollama's)", "OllamaGenerateRequest", _streamed("OllamaGenerate"), errors
-        ),
-    )
-    vectors = {**_object("model", "embeddings"), "properties": {"embeddings": {"type": "array"}}}
-    spec.path(
-        path="/api/embed",
-        operations=_post(
-            "Embed the input(s)", "OllamaEmbedRequest", json_doc("The vectors.", vectors), errors
-        ),
-    )
-    vector = {**_object("embedding"), "properties": {"embedding": {"type": "array"}}}
-    spec.path(
-        path="/api/embeddings",
-        operations=_post(
-            "Embed a prompt (older)", "OllamaEmbeddingsRequest", json_doc("It.", vector), errors
-        ),
-    )
-    shown = _object("template", "details", "model_info", "capabilities")
-    show_errors = error_responses(400, 401, 404, 406, 413, schema="OllamaError")
-    spec.path(
-        path="/api/show",
-        operations=_post(
-            "A model's template and details", "OllamaShowRequest", json_doc("It.", shown), show_errors
-        ),
-    )
-    listing = {**_object("models"), "properties": {"models": {"type": "array", "items": _LISTED}}}
-    for path, summary in (("/api/tags", "The models served"), ("/api/ps", "The models loaded now")):
-        spec.path(path=path, operations=_get(summary, json_doc("The models.", listing), error_responses(401)))
-    versioned = {**_object("version"), "properties": {"version": {"type": "string"}}}
-    spec.path(
-        path="/api/version",
-        operations=_get("The Ollama API version spoken", json_doc("It.", versioned), {}),
-    )
-    refused = error_responses(401, 501, schema="OllamaError")
-    for path, method in MANAGEMENT:
-        summary = "Model management: not here (models come from LLM_MODELS)"
-        body = {"required": False, "content": {"application/json": {"schema": {"type": "object"}}}}
-        operation = {"summary": summary, "requestBody": body, "responses": refused}
-        spec.path(path=path, operations={method: operation})
+
+
+_ERRORS = (400, 401, 404, 406, 413, 429, 500, 503)
+_VECTORS = {**_object("model", "embeddings"), "properties": {"embeddings": {"type": "array"}}}
+_VECTOR = {**_object("embedding"), "properties": {"embedding": {"type": "array"}}}
+_LISTING = {**_object("models"), "properties": {"models": {"type": "array", "items": _LISTED}}}
+
+
+def _ollama(
+    summary: str, answer: dict[str, Any] | None, errors: tuple[int, ...], body: str | None = None
+) -> Any:
+    return operation(summary, answer, errors, body=body, error_schema="OllamaError")
+
+
+CHAT = _ollama("Answer a conversation (Ollama's)", _streamed("OllamaChat"), _ERRORS, "OllamaChatRequest")
+GENERATE = _ollama(
+    "Continue a prompt (Ollama's)", _streamed("OllamaGenerate"), _ERRORS, "OllamaGenerateRequest"
+)
+EMBED = _ollama("Embed the input(s)", json_doc("The vectors.", _VECTORS), _ERRORS, "OllamaEmbedRequest")
+EMBEDDINGS = _ollama("Embed a prompt (older)", json_doc("It.", _VECTOR), _ERRORS, "OllamaEmbeddingsRequest")
+SHOW = _ollama(
+    "A model's template and details",
+    json_doc("It.", _object("template", "details", "model_info", "capabilities")),
+    (400, 401, 404, 406, 413),
+    "OllamaShowRequest",
+)
+TAGS = operation("The models served", json_doc("The models.", _LISTING), (401,))
+PS = operation("The models loaded now", json_doc("The models.", _LISTING), (401,))
+VERSION = operation(
+    "The Ollama API version spoken",
+    json_doc("It.", {**_object("version"), "properties": {"version": {"type": "string"}}}),
+)
+MANAGED = _ollama("Model management: not here (models come from LLM_MODELS)", None, (401, 501)) | {
+    "requestBody": {"required": False, "content": {"application/json": {"schema": {"type": "object"}}}}
+}
+ROOT = operation(
+    "Whether the server runs, as Ollama answers its clients' check",
+    {"description": "`Ollama is running`", "content": {"text/plain": {"schema": {"type": "string"}}}},
+)

@@ -24,7 +24,9 @@ from app.api.generation.served import plan_inputs
 from app.api.http import media
 from app.api.http.body import generating_engine, model_index, parse_body, parse_json, vector_engine
 from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.http.openapi import documented
 from app.api.ollama import catalog, conversion, errors
+from app.api.ollama import openapi as doc
 from app.api.ollama.presenter import NS, OllamaPresenter, now
 from app.api.ollama.schemas import chat_schema, embed_schema, embeddings_schema, generate_schema, show_schema
 from app.api.prompting import conversation, overflow, prompt_places
@@ -44,6 +46,7 @@ RUNNING = "Ollama is running"
 
 
 @bp.post("/api/chat")
+@documented(doc.CHAT)
 def chat() -> Response:
     """Answer the conversation: a message (with thinking and tool calls), or its NDJSON stream."""
     body = _answerable(chat_schema, "messages")
@@ -68,6 +71,7 @@ def chat() -> Response:
 
 
 @bp.post("/api/generate")
+@documented(doc.GENERATE)
 def generate_text() -> Response:
     """Continue the prompt (through the chat template, or `raw`, or filled in before a `suffix`)."""
     body = _answerable(generate_schema, "prompt")
@@ -143,6 +147,7 @@ def _load_or_unload(schema: Schema, asked: str) -> Response | None:
 
 
 @bp.post("/api/embed")
+@documented(doc.EMBED)
 def embed() -> Response:
     """Unit vectors of the input(s); past the context, inputs are cut unless `truncate` is false."""
     body = parse_body(embed_schema, use="embed")
@@ -167,6 +172,7 @@ def embed() -> Response:
 
 
 @bp.post("/api/embeddings")
+@documented(doc.EMBEDDINGS)
 def embeddings() -> Response:
     """The older single-prompt form: `{"embedding": [...]}`."""
     body = parse_body(embeddings_schema, use="embed")
@@ -196,6 +202,7 @@ def _vectors(texts: list[str], truncate: bool) -> np.ndarray | Response:
 
 
 @bp.get("/api/tags")
+@documented(doc.TAGS)
 def tags() -> Response:
     """Every model this server serves, as Ollama lists local models."""
     served = current_config().models
@@ -205,6 +212,7 @@ def tags() -> Response:
 
 
 @bp.post("/api/show")
+@documented(doc.SHOW)
 def show() -> Response:
     """A model's template, details, header values and capabilities (no worker need hold it)."""
     body = parse_json(show_schema)
@@ -216,6 +224,7 @@ def show() -> Response:
 
 
 @bp.get("/api/ps")
+@documented(doc.PS)
 def running() -> Response:
     """The models loaded now, by which workers, and until when (on-demand ones with a ttl)."""
     config = current_config()
@@ -244,6 +253,7 @@ def _expiry(ttl: int | None, idle: float) -> str:
 
 
 @bp.get("/api/version")
+@documented(doc.VERSION)
 def version() -> Response:
     """The Ollama API version this server speaks."""
     return jsonify({"version": VERSION})
@@ -254,6 +264,7 @@ def version() -> Response:
 @bp.route("/api/create", methods=["POST"])
 @bp.route("/api/copy", methods=["POST"])
 @bp.route("/api/delete", methods=["DELETE"])
+@documented(doc.MANAGED)
 def managed_by_configuration() -> Response:
     """Ollama's model management: not here, where models come from the server's configuration."""
     raise errors.ManagedByConfigurationError(
@@ -262,6 +273,7 @@ def managed_by_configuration() -> Response:
     )
 
 
+@documented(doc.ROOT)
 def root() -> Response:
     """What Ollama answers at `/`, which its clients check (the chat page answers them so when on)."""
     return Response(RUNNING, mimetype="text/plain")

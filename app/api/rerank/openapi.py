@@ -1,4 +1,4 @@
-"""The rerank family in the OpenAPI document: its routes (llama-server's four paths), request and answer."""
+"""The rerank family in the OpenAPI document: its request and answer (llama-server's four paths)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,10 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.http.openapi import POST_ERRORS, error_responses, json_doc, post
+from app.api.http.openapi import POST_ERRORS, json_doc, operation
 from app.api.rerank.schemas import RerankRequestSchema
 from app.settings.models import ModelSpec
 
-PATHS = ("/v1/rerank", "/rerank", "/v1/reranking", "/reranking")
 _COUNT = {"type": "integer", "minimum": 0}
 RERANK_RESULT: dict[str, Any] = {
     "type": "object",
@@ -39,17 +38,15 @@ RERANK_RESULT: dict[str, Any] = {
 }
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/rerank and its other names."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/v1/rerank's request and answer."""
     spec.components.schema("RerankResult", component=RERANK_RESULT)
     spec.components.schema("RerankRequest", schema=RerankRequestSchema)
-    for path in PATHS:
-        spec.path(
-            path=path,
-            operations=post(
-                "Rank documents by relevance to a query (a reranking model: pooling rank)",
-                "RerankRequest",
-                json_doc("The documents, most relevant first, `top_n` of them.", "RerankResult"),
-                error_responses(*POST_ERRORS),
-            ),
-        )
+
+
+RERANK = operation(
+    "Rank documents by relevance to a query (a reranking model: pooling rank)",
+    json_doc("The documents, most relevant first, `top_n` of them.", "RerankResult"),
+    POST_ERRORS,
+    body="RerankRequest",
+)

@@ -12,6 +12,8 @@ from flask import Blueprint, Response, jsonify
 from app.api.generation.embed import embedded
 from app.api.http.body import embedding_engine, model_index, parse_json
 from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.http.openapi import documented
+from app.api.rerank import openapi as doc
 from app.api.rerank.schemas import rerank_request_schema
 from app.api.routing.route import here_or_relay
 from app.engine import gguf_metadata
@@ -29,6 +31,7 @@ NOT_A_RERANKER = (
 @bp.post("/rerank")
 @bp.post("/v1/reranking")
 @bp.post("/reranking")
+@documented(doc.RERANK)
 def rerank() -> Response:
     """The documents, most relevant first (`top_n` of them), each with its index and score."""
     body = parse_json(rerank_request_schema)

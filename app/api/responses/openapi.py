@@ -8,13 +8,11 @@ from apispec import APISpec
 
 from app.api.http.openapi import (
     POST_ERRORS,
-    error_responses,
     json_doc,
     list_schema,
     named_event_stream,
+    operation,
     page_params,
-    path_params,
-    post,
     query_param,
 )
 from app.api.responses.schemas import CompactRequestSchema, InputTokensRequestSchema, ResponseRequestSchema
@@ -218,93 +216,63 @@ STREAM_DESCRIPTION = (
 )
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/responses and its token count: requests, the Response, its event stream, errors."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """The requests, the Response, its event stream and the stored objects."""
     for name, schema in COMPONENTS.items():
         spec.components.schema(name, component=schema)
     spec.components.schema("ResponseRequest", schema=ResponseRequestSchema)
     spec.components.schema("ResponseInputTokensRequest", schema=InputTokensRequestSchema)
     spec.components.schema("ResponseCompactRequest", schema=CompactRequestSchema)
-    stream = named_event_stream(spec, "ResponseEvent", EVENTS)
-    answers = {"application/json": {"schema": "Response"}, "text/event-stream": {"schema": stream}}
-    spec.path(
-        path="/v1/responses",
-        operations=post(
-            "Answer input items with a Response (kept unless store is false or LLM_STORE=off)",
-            "ResponseRequest",
-            {"description": STREAM_DESCRIPTION, "content": answers},
-            error_responses(*POST_ERRORS),
-        ),
-    )
-    spec.path(
-        path="/v1/responses/input_tokens",
-        operations=post(
-            "Count the input's tokens after the chat template",
-            "ResponseInputTokensRequest",
-            json_doc("The count.", "ResponseInputTokens"),
-            error_responses(*POST_ERRORS),  # no queue here, but the key's limits count this request too
-        ),
-    )
-    spec.path(
-        path="/v1/responses/compact",
-        operations=post(
-            "Shorten a conversation: its user messages, then a compaction item sealing a summary the "
-            "served model writes of it (a later request's input takes the item in the turns' place)",
-            "ResponseCompactRequest",
-            json_doc("The compacted conversation.", "ResponseCompacted"),
-            error_responses(*POST_ERRORS),
-        ),
-    )
-    _describe_stored(spec, answers)
+    named_event_stream(spec, _STREAM, EVENTS)
 
 
-def _describe_stored(spec: APISpec, answers: dict[str, Any]) -> None:
-    """The stored responses' routes: each a 404 for an id its key did not store (or with LLM_STORE=off)."""
-    (response_id,) = path_params("response_id")
-    include = query_param("include", {"type": "array", "items": _STR}, "Accepted; nothing more is included.")
-    retrieve = {
-        "summary": "A stored response, as its client last saw it",
-        "parameters": [
-            response_id,
-            query_param("stream", _BOOL, "A background response's events, replayed then followed live."),
-            query_param(
-                "starting_after", {"type": "integer", "minimum": 0}, "With stream: events after this one."
-            ),
-            include,
-        ],
-        "responses": {
-            200: {
-                "description": "The Response, or with stream a background one's events.",
-                "content": answers,
-            },
-            **error_responses(400, 401, 404, 503),
-        },
-    }
-    delete = {
-        "summary": "Forget a stored response and its input items",
-        "parameters": [response_id],
-        "responses": {200: json_doc("Deleted.", "ResponseDeleted"), **error_responses(401, 404, 503)},
-    }
-    items = {
-        "summary": "The input items a stored response answered, a page at a time",
-        "parameters": [
-            response_id,
-            *page_params("An item", 100, 20),
-            include,
-        ],
-        "responses": {
-            200: json_doc("A page.", "ResponseItemList"),
-            **error_responses(400, 401, 404, 503),
-        },
-    }
-    cancel = {
-        "summary": "Cancel a background response (a foreground one is a 400)",
-        "parameters": [response_id],
-        "responses": {
-            200: json_doc("The Response.", "Response"),
-            **error_responses(400, 401, 404, 503),
-        },
-    }
-    spec.path(path="/v1/responses/{response_id}", operations={"get": retrieve, "delete": delete})
-    spec.path(path="/v1/responses/{response_id}/input_items", operations={"get": items})
-    spec.path(path="/v1/responses/{response_id}/cancel", operations={"post": cancel})
+_STREAM = "ResponseEvent"
+_ANSWERS = {"application/json": {"schema": "Response"}, "text/event-stream": {"schema": f"{_STREAM}Stream"}}
+CREATE = operation(
+    "Answer input items with a Response (kept unless store is false or LLM_STORE=off)",
+    {"description": STREAM_DESCRIPTION, "content": _ANSWERS},
+    POST_ERRORS,
+    body="ResponseRequest",
+)
+INPUT_TOKENS = operation(
+    "Count the input's tokens after the chat template",
+    json_doc("The count.", "ResponseInputTokens"),
+    POST_ERRORS,  # no queue here, but the key's limits count this request too
+    body="ResponseInputTokensRequest",
+)
+COMPACT = operation(
+    "Shorten a conversation: its user messages, then a compaction item sealing a summary the "
+    "served model writes of it (a later request's input takes the item in the turns' place)",
+    json_doc("The compacted conversation.", "ResponseCompacted"),
+    POST_ERRORS,
+    body="ResponseCompactRequest",
+)
+
+# The stored responses' routes: each a 404 for an id its key did not store (or with LLM_STORE=off).
+_INCLUDE = query_param("include", {"type": "array", "items": _STR}, "Accepted; nothing more is included.")
+RETRIEVE = operation(
+    "A stored response, as its client last saw it",
+    {"description": "The Response, or with stream a background one's events.", "content": _ANSWERS},
+    (400, 401, 404, 503),
+    parameters=[
+        query_param("stream", _BOOL, "A background response's events, replayed then followed live."),
+        query_param(
+            "starting_after", {"type": "integer", "minimum": 0}, "With stream: events after this one."
+        ),
+        _INCLUDE,
+    ],
+)
+DELETE = operation(
+    "Forget a stored response and its input items", json_doc("Deleted.", "ResponseDeleted"), (401, 404, 503)
+)
+INPUT_ITEMS = operation(
+    "The input items a stored response answered, a page at a time",
+    json_doc("A page.", "ResponseItemList"),
+    (400, 401, 404, 503),
+    parameters=[*page_params("An item", 100, 20), _INCLUDE],
+)
+CANCEL = operation(
+    "Cancel a background response (a foreground one is a 400)",
+    json_doc("The Response.", "Response"),
+    (400, 401, 404, 503),
+)

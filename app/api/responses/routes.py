@@ -10,8 +10,10 @@ from app.api.generation.served import plan_inputs
 from app.api.http import sealing, skipped_tools, sse, store_access
 from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError
+from app.api.http.openapi import documented
 from app.api.prompting import conversation, overflow, prompt_places
 from app.api.responses import background, compaction, conversion, history, mcp_loop
+from app.api.responses import openapi as doc
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
 from app.api.responses.schemas import (
@@ -31,6 +33,7 @@ ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 
 @bp.post("/v1/responses")
+@documented(doc.CREATE)
 def create_response() -> Response:
     """Answer the input items (after the stored turns they continue) with a Response, or its event stream."""
     body = parse_body(response_request_schema)
@@ -72,6 +75,7 @@ def create_response() -> Response:
 
 
 @bp.post("/v1/responses/compact")
+@documented(doc.COMPACT)
 def compact_response() -> Response:
     """Shorten a conversation to its user messages and a sealed summary the served model writes."""
     body = parse_body(compact_request_schema)
@@ -89,6 +93,7 @@ def compact_response() -> Response:
 
 
 @bp.post("/v1/responses/input_tokens")
+@documented(doc.INPUT_TOKENS)
 def count_input_tokens() -> Response:
     """How many tokens the input takes after the chat template, tools included."""
     body = parse_body(input_tokens_request_schema)
@@ -100,6 +105,7 @@ def count_input_tokens() -> Response:
 
 
 @bp.get("/v1/responses/<response_id>")
+@documented(doc.RETRIEVE)
 def retrieve_response(response_id: str) -> Response:
     """A stored Response as its client last saw it; a background one's events with `stream=true`."""
     query = store_access.query(retrieve_query_schema)
@@ -123,6 +129,7 @@ def retrieve_response(response_id: str) -> Response:
 
 
 @bp.delete("/v1/responses/<response_id>")
+@documented(doc.DELETE)
 def delete_response(response_id: str) -> Response:
     """Forget a stored Response and its input items."""
     responses = history.found(response_id)
@@ -132,6 +139,7 @@ def delete_response(response_id: str) -> Response:
 
 
 @bp.get("/v1/responses/<response_id>/input_items")
+@documented(doc.INPUT_ITEMS)
 def list_input_items(response_id: str) -> Response:
     """The input items a stored Response answered, a page at a time."""
     query = store_access.query(input_items_query_schema)
@@ -142,6 +150,7 @@ def list_input_items(response_id: str) -> Response:
 
 
 @bp.post("/v1/responses/<response_id>/cancel")
+@documented(doc.CANCEL)
 def cancel_response(response_id: str) -> Response:
     """Stop a background response; one that has finished is answered as it is."""
     responses = history.found(response_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apispec import APISpec
 
-from app.api.http.openapi import error_responses, json_doc
+from app.api.http.openapi import json_doc, operation
 from app.settings.models import ModelSpec
 
 _DONE = {"type": "object", "required": ["success"], "properties": {"success": {"const": True}}}
@@ -22,41 +22,24 @@ _LEVEL = {
 }
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """Operators' routes over every start-up worker (requests wake a sleeping model by themselves)."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """The two answers."""
     spec.components.schema("SleepDone", component=_DONE)
     spec.components.schema("IsSleeping", component=_SLEEPING)
-    spec.path(
-        path="/sleep",
-        operations={
-            "post": {
-                "summary": "Free every start-up model's weights and KV cache until a request or /wake_up",
-                "parameters": [_LEVEL],
-                "responses": {
-                    200: json_doc("Every start-up worker's model sleeps.", "SleepDone"),
-                    **error_responses(400, 401, 409, 503),
-                },
-            }
-        },
-    )
-    spec.path(
-        path="/wake_up",
-        operations={
-            "post": {
-                "summary": "Load every sleeping start-up model again; answers once each is ready",
-                "responses": {
-                    200: json_doc("Every start-up worker's model is loaded.", "SleepDone"),
-                    **error_responses(401, 503),
-                },
-            }
-        },
-    )
-    spec.path(
-        path="/is_sleeping",
-        operations={
-            "get": {
-                "summary": "Whether the start-up models sleep (vLLM's)",
-                "responses": {200: json_doc("The state.", "IsSleeping"), **error_responses(401, 503)},
-            }
-        },
-    )
+
+
+# Operators' routes over every start-up worker (requests wake a sleeping model by themselves).
+SLEEP = operation(
+    "Free every start-up model's weights and KV cache until a request or /wake_up",
+    json_doc("Every start-up worker's model sleeps.", "SleepDone"),
+    (400, 401, 409, 503),
+    parameters=[_LEVEL],
+)
+WAKE_UP = operation(
+    "Load every sleeping start-up model again; answers once each is ready",
+    json_doc("Every start-up worker's model is loaded.", "SleepDone"),
+    (401, 503),
+)
+IS_SLEEPING = operation(
+    "Whether the start-up models sleep (vLLM's)", json_doc("The state.", "IsSleeping"), (401, 503)
+)

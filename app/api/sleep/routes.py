@@ -16,7 +16,9 @@ from flask import Blueprint, Response, jsonify, request
 
 from app import workers
 from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
+from app.api.http.openapi import documented
 from app.api.routing import pool, waking
+from app.api.sleep import openapi as doc
 from app.serving import relay
 from app.serving.sleep import Sleeper
 from app.settings.current import current_config
@@ -26,6 +28,7 @@ LEVELS = ("1", "2")  # vLLM's: 1 keeps weights in host memory, 2 discards them; 
 
 
 @bp.post("/sleep")
+@documented(doc.SLEEP)
 def sleep() -> Response:
     """Put every start-up worker's model to sleep; a 409 if some serve requests (they stay awake)."""
     level = request.args.get("level", "1")
@@ -42,6 +45,7 @@ def sleep() -> Response:
 
 
 @bp.post("/wake_up")
+@documented(doc.WAKE_UP)
 def wake_up() -> Response:
     """Wake every start-up worker's model; answers once each is loaded and ready."""
     if _relayed():
@@ -55,6 +59,7 @@ def wake_up() -> Response:
 
 
 @bp.get("/is_sleeping")
+@documented(doc.IS_SLEEPING)
 def is_sleeping() -> Response:
     """Whether every start-up worker's model sleeps (vLLM's `{"is_sleeping": bool}`)."""
     startup = [peer for peer in pool.table().peers() if peer.live and not peer.pool]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apispec import APISpec
 
-from app.api.http.openapi import error_responses, json_doc
+from app.api.http.openapi import json_doc, operation
 from app.api.slots.schemas import SlotFileSchema
 from app.settings.models import ModelSpec
 
@@ -37,31 +37,22 @@ _ACTION = {
 _ID = {"name": "id_slot", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 0}}
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     """A worker's sequences, and saving, restoring and erasing their KV cells (LLM_SLOT_SAVE_PATH)."""
     spec.components.schema("Slots", component={"type": "array", "items": _SLOT})
     spec.components.schema("SlotFile", schema=SlotFileSchema)
     spec.components.schema("SlotActionResult", component=_RESULT)
-    spec.path(
-        path="/slots",
-        operations={
-            "get": {
-                "summary": "The sequences of the worker that answers, as llama-server's slots",
-                "responses": {200: json_doc("The slots.", "Slots"), **error_responses(401, 503)},
-            }
-        },
-    )
-    spec.path(
-        path="/slots/{id_slot}",
-        operations={
-            "post": {
-                "summary": "Save a slot's KV cells to a file, restore them from one, or erase them",
-                "parameters": [_ID, _ACTION],
-                "requestBody": {"content": {"application/json": {"schema": "SlotFile"}}, "required": False},
-                "responses": {
-                    200: json_doc("What was saved, restored or erased.", "SlotActionResult"),
-                    **error_responses(400, 401, 500, 501, 503),
-                },
-            }
-        },
-    )
+
+
+SLOTS = operation(
+    "The sequences of the worker that answers, as llama-server's slots",
+    json_doc("The slots.", "Slots"),
+    (401, 503),
+)
+ACTION = operation(
+    "Save a slot's KV cells to a file, restore them from one, or erase them",
+    json_doc("What was saved, restored or erased.", "SlotActionResult"),
+    (400, 401, 500, 501, 503),
+    body={"content": {"application/json": {"schema": "SlotFile"}}, "required": False},
+    parameters=[_ID, _ACTION],
+)

@@ -19,7 +19,9 @@ from app import workers
 from app.api.http import cache_scope, store_access
 from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError, NotSupportedError, ServerError
+from app.api.http.openapi import documented
 from app.api.routing.route import route_here_or_relay
+from app.api.slots import openapi as doc
 from app.api.slots.schemas import slot_file_schema, valid_filename
 from app.engine.slot_files import SlotFileError, SlotRefusedError
 from app.serving import relay, routing
@@ -30,6 +32,7 @@ ACTIONS = ("save", "restore", "erase")
 
 
 @bp.get("/slots")
+@documented(doc.SLOTS)
 def list_slots() -> Response:
     """Every worker's sequences of the model as llama-server's slots: id, context, busy or not,
     tokens cached (this worker's, then each other's, asked over the relay)."""
@@ -46,6 +49,7 @@ def list_slots() -> Response:
 
 
 @bp.post("/slots/<int:id_slot>")
+@documented(doc.ACTION)
 def slot_action(id_slot: int) -> Response:
     """Save a slot's cells to a file, restore them from one, or erase them (llama-server's answers)."""
     if (relayed := route_here_or_relay(request.args.get("model"))) is not None:

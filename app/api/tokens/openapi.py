@@ -6,7 +6,7 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.http.openapi import error_responses, get_about_model, json_doc, post
+from app.api.http.openapi import MODEL_QUERY, json_doc, operation
 from app.api.tokens.schemas import DetokenizeSchema, TokenizeSchema
 from app.settings.models import ModelSpec
 
@@ -57,36 +57,30 @@ ANSWERS: dict[str, dict[str, Any]] = {
         },
     },
 }
-# Outside /v1, so no key's limits count them (no 429); keys protect them all the same.
-_ERRORS = error_responses(400, 401, 404, 406, 413, 500, 503)
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/tokenize, /detokenize and /tokenizer_info."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """The token routes' requests and answers."""
     for name, schema in ANSWERS.items():
         spec.components.schema(name, component=schema)
     spec.components.schema("TokenizeRequest", schema=TokenizeSchema)
     spec.components.schema("DetokenizeRequest", schema=DetokenizeSchema)
-    spec.path(
-        path="/tokenize",
-        operations=post(
-            "Text to token ids (llama.cpp server's `content`, or vLLM's `prompt`)",
-            "TokenizeRequest",
-            json_doc("The token ids.", "Tokens"),
-            _ERRORS,
-        ),
-    )
-    spec.path(
-        path="/detokenize",
-        operations=post(
-            "Token ids to text", "DetokenizeRequest", json_doc("The text.", "DetokenizedText"), _ERRORS
-        ),
-    )
-    spec.path(
-        path="/tokenizer_info",
-        operations=get_about_model(
-            "A model's special tokens and chat template (vLLM's endpoint)",
-            json_doc("The tokenizer's facts.", "TokenizerInfo"),
-            error_responses(401, 404, 500, 503),
-        ),
-    )
+
+
+# Outside /v1, so no key's limits count them (no 429); keys protect them all the same.
+_ERRORS = (400, 401, 404, 406, 413, 500, 503)
+TOKENIZE = operation(
+    "Text to token ids (llama.cpp server's `content`, or vLLM's `prompt`)",
+    json_doc("The token ids.", "Tokens"),
+    _ERRORS,
+    body="TokenizeRequest",
+)
+DETOKENIZE = operation(
+    "Token ids to text", json_doc("The text.", "DetokenizedText"), _ERRORS, body="DetokenizeRequest"
+)
+TOKENIZER_INFO = operation(
+    "A model's special tokens and chat template (vLLM's endpoint)",
+    json_doc("The tokenizer's facts.", "TokenizerInfo"),
+    (401, 404, 500, 503),
+    parameters=[MODEL_QUERY],
+)

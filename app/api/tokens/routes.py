@@ -10,7 +10,9 @@ from flask import Blueprint, Response, jsonify, request
 
 from app.api.http.body import loaded_engine, parse_body
 from app.api.http.errors import InvalidRequestError
+from app.api.http.openapi import documented
 from app.api.routing.route import route_here_or_relay
+from app.api.tokens import openapi as doc
 from app.api.tokens.schemas import detokenize_schema, tokenize_schema
 from app.settings.current import current_config
 
@@ -18,6 +20,7 @@ bp = Blueprint("tokens", __name__)
 
 
 @bp.post("/tokenize")
+@documented(doc.TOKENIZE)
 def tokenize() -> Response:
     """Text to token ids (and their pieces, with `with_pieces`)."""
     body = parse_body(tokenize_schema, use=None)
@@ -46,6 +49,7 @@ def _piece(raw: bytes) -> str | list[int]:
 
 
 @bp.post("/detokenize")
+@documented(doc.DETOKENIZE)
 def detokenize() -> Response:
     """Token ids to text."""
     body = parse_body(detokenize_schema, use=None)
@@ -61,6 +65,7 @@ def detokenize() -> Response:
 
 
 @bp.get("/tokenizer_info")
+@documented(doc.TOKENIZER_INFO)
 def tokenizer_info() -> Response:
     """The special tokens and chat template (vLLM's endpoint, which lm-evaluation-harness reads)."""
     if (relayed := route_here_or_relay(request.args.get("model"), None)) is not None:

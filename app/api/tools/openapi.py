@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from apispec import APISpec
 
-from app.api.http.openapi import error_responses, json_doc
+from app.api.http.openapi import json_doc, operation
 from app.api.tools.schemas import ToolCallSchema
 from app.settings.models import ModelSpec
 
@@ -31,28 +31,21 @@ _RESULT = {
 }
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     """The operator's MCP servers' tools (LLM_MCP_SERVERS); 403 when it configures none."""
     spec.components.schema("ServerTools", component={"type": "array", "items": _TOOL})
     spec.components.schema("ServerToolCall", schema=ToolCallSchema)
     spec.components.schema("ServerToolResult", component=_RESULT)
-    spec.path(
-        path="/tools",
-        operations={
-            "get": {
-                "summary": "The tools of the MCP servers the operator configures, as llama-server lists them",
-                "responses": {200: json_doc("The tools.", "ServerTools"), **error_responses(401, 403)},
-            },
-            "post": {
-                "summary": "Call one of them: its text output, or the error it met",
-                "requestBody": {
-                    "content": {"application/json": {"schema": "ServerToolCall"}},
-                    "required": True,
-                },
-                "responses": {
-                    200: json_doc("The output or the error.", "ServerToolResult"),
-                    **error_responses(400, 401, 403, 404),
-                },
-            },
-        },
-    )
+
+
+TOOLS = operation(
+    "The tools of the MCP servers the operator configures, as llama-server lists them",
+    json_doc("The tools.", "ServerTools"),
+    (401, 403),
+)
+CALL = operation(
+    "Call one of them: its text output, or the error it met",
+    json_doc("The output or the error.", "ServerToolResult"),
+    (400, 401, 403, 404),
+    body="ServerToolCall",
+)

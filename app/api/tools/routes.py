@@ -18,7 +18,9 @@ from flask import Blueprint, Response, jsonify
 from app.api.generation import mcp_calls
 from app.api.http.body import parse_json
 from app.api.http.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
+from app.api.http.openapi import documented
 from app.api.tools import listing
+from app.api.tools import openapi as doc
 from app.api.tools.schemas import tool_call_schema
 from app.mcp.servers import Limits, McpError, McpServer, Tool
 from app.settings.config import Config
@@ -33,6 +35,7 @@ _kept: dict[str, tuple[float, list[Tool]]] = {}  # this worker's listings: label
 
 
 @bp.get("/tools")
+@documented(doc.TOOLS)
 def list_tools() -> Response:
     """Every configured server's tools, listed at once (one slow server holds up none of the others)."""
     config = _configured()
@@ -44,6 +47,7 @@ def list_tools() -> Response:
 
 
 @bp.post("/tools")
+@documented(doc.CALL)
 def call_tool() -> Response:
     """Call one tool with `params`: `{"plain_text_response": ...}`, or `{"error": ...}` when the
     server or the tool fails (200 both, as llama-server); 404 for a tool no server lists."""

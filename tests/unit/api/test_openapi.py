@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
-from flask import Flask
+import pytest
+from flask import Blueprint, Flask
 from flask.testing import FlaskClient
 from openapi_spec_validator import validate
+
+from app import create_app
+from app.api import families
+from app.api.families import Family
+from app.api.openapi import UndocumentedRouteError
 
 GENERATION_PATHS = ["/v1/chat/completions", "/v1/completions"]
 
@@ -80,3 +87,33 @@ def test_every_route_is_documented_and_every_documented_route_is_served(
     assert served - documented == set(), "served, not documented"
     assert documented - served == set(), "documented, not served"
     assert ("/v1/chat/completions", "post") in served and ("/v1/models/{model_id}", "get") in served
+
+
+def test_a_family_route_without_an_operation_stops_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.unit.conftest import FakeEngine, make_config
+
+    extra = Blueprint("extra", __name__)
+
+    @extra.get("/v1/undocumented")
+    def undocumented() -> str:
+        return "never served"
+
+    family = Family(SimpleNamespace(bp=extra), SimpleNamespace(components=lambda spec, models: None))  # type: ignore[arg-type]
+    monkeypatch.setattr("app.api.FAMILIES", (*families.FAMILIES, family))
+    with pytest.raises(UndocumentedRouteError, match=r"/v1/undocumented \(extra.undocumented\)"):
+        create_app(make_config(), engine=FakeEngine())
+
+
+def test_paths_methods_and_path_parameters_come_from_the_routes(client: FlaskClient) -> None:
+    paths = client.get("/openapi.json").get_json()["paths"]
+    item = paths["/v1/conversations/{conversation_id}/items/{item_id}"]
+    assert set(item) == {"get", "delete"}
+    for operation in item.values():
+        named = [(p["name"], p["in"], p["required"]) for p in operation["parameters"]]
+        assert named[:2] == [("conversation_id", "path", True), ("item_id", "path", True)]
+    # Declared path parameters are kept as declared (an integer slot id), not repeated.
+    (slot,) = [p for p in paths["/slots/{id_slot}"]["post"]["parameters"] if p["in"] == "path"]
+    assert slot["schema"] == {"type": "integer", "minimum": 0}
+    # One view at several paths is one operation at each.
+    rerank = {path: paths[path]["post"]["summary"] for path in ("/v1/rerank", "/rerank", "/reranking")}
+    assert len(set(rerank.values())) == 1 and "Rank documents" in rerank["/rerank"]

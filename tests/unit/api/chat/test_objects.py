@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.api.chat.objects import Choice, ObjectHeader, usage
+from app.api.chat.objects import FinishedChoice, ObjectHeader, usage
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
@@ -26,7 +26,7 @@ def test_ids_name_the_object_kind() -> None:
 def test_chat_completion_sorts_choices_and_nulls_content_for_tool_calls() -> None:
     shape = ObjectHeader("m", chat=True, created=1)
     body = shape.completion(
-        [Choice(1, "", "tool_calls", tool_calls=[CALL]), Choice(0, "Hi", "stop")], usage(1, 2)
+        [FinishedChoice(1, "", "tool_calls", tool_calls=[CALL]), FinishedChoice(0, "Hi", "stop")], usage(1, 2)
     )
     assert body["object"] == "chat.completion" and body["created"] == 1 and body["model"] == "m"
     assert [c["index"] for c in body["choices"]] == [0, 1]
@@ -37,7 +37,7 @@ def test_chat_completion_sorts_choices_and_nulls_content_for_tool_calls() -> Non
 
 
 def test_text_completion_choice() -> None:
-    body = ObjectHeader("m", chat=False).completion([Choice(0, "abc", "length")], usage(1, 1))
+    body = ObjectHeader("m", chat=False).completion([FinishedChoice(0, "abc", "length")], usage(1, 1))
     assert body["object"] == "text_completion"
     assert body["choices"] == [{"index": 0, "text": "abc", "logprobs": None, "finish_reason": "length"}]
 

@@ -8,8 +8,9 @@ import pytest
 from flask import Flask
 
 from app.api.anthropic.schemas import messages_request_schema
-from app.api.chat.llama_schemas import llama_completion_schema
-from app.api.chat.schemas import GenerationSchema, chat_completion_schema
+from app.api.chat.schemas import chat_completion_schema
+from app.api.http.generation_schema import GenerationSchema
+from app.api.llama.schemas import llama_completion_schema
 from app.api.ollama import conversion as ollama
 from app.api.ollama.schemas import chat_schema
 from app.api.requests.chat import ChatRequest

@@ -6,16 +6,18 @@ from dataclasses import replace
 
 from flask import Blueprint, Response
 
-from app.api.chat.llama_presenter import LlamaCompletionFacts, LlamaPresenter
-from app.api.chat.llama_schemas import infill_schema, llama_completion_schema
-from app.api.chat.routes import prompt_of
 from app.api.generation.loop import generate
 from app.api.generation.planning import plan_choices
 from app.api.generation.served import plan_inputs
 from app.api.http import media
 from app.api.http.body import generating_engine, parse_request
 from app.api.http.errors import NotSupportedError
+from app.api.http.openapi import documented
+from app.api.llama import openapi as doc
+from app.api.llama.presenter import LlamaCompletionFacts, LlamaPresenter
+from app.api.llama.schemas import infill_schema, llama_completion_schema
 from app.api.prompting import conversation, structured_output
+from app.api.prompting.text_prompt import prompt_of
 from app.api.requests.completion import InfillRequest, LlamaCompletionRequest
 from app.api.routing.route import route_here_or_relay
 from app.engine import infill
@@ -27,6 +29,7 @@ bp = Blueprint("llama", __name__)
 
 @bp.post("/completion")
 @bp.post("/completions")
+@documented(doc.COMPLETION)
 def create_llama_completion() -> Response:
     """llama-server's own completion: one prompt continued, with `n_probs` token probabilities."""
     asked = parse_request(llama_completion_schema, LlamaCompletionRequest)
@@ -45,6 +48,7 @@ def create_llama_completion() -> Response:
 
 
 @bp.post("/infill")
+@documented(doc.INFILL)
 def create_infill() -> Response:
     """llama-server's fill-in-the-middle for editor plugins (llama.vscode, llama.vim): the code
     around the cursor and chunks of other files, in the model's repo-level FIM layout."""

@@ -6,9 +6,9 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
-from app.api.chat.schemas import GenerationSchema
 from app.api.http import media
 from app.api.http.fields import StrictBoolean, StrictInteger, count
+from app.api.http.generation_schema import GenerationSchema
 from app.api.http.media import MediaError
 from app.api.http.schemas import BaseSchema
 from app.api.requests.completion import (

@@ -6,8 +6,8 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.api.chat.llama_schemas import InfillSchema, LlamaCompletionSchema
-from app.api.http.openapi import POST_ERRORS, error_responses, json_of, post
+from app.api.http.openapi import POST_ERRORS, json_of, operation
+from app.api.llama.schemas import InfillSchema, LlamaCompletionSchema
 from app.settings.models import ModelSpec
 
 _NUMBER = {"type": "number"}
@@ -68,8 +68,8 @@ STREAM = (
 )
 
 
-def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/completion, /completions and /infill (after the chat routes, whose components they use)."""
+def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
+    """/completion's and /infill's requests, answers and stream (after the chat components they use)."""
     spec.components.schema("LlamaCompletionRequest", schema=LlamaCompletionSchema)
     spec.components.schema("LlamaCompletion", component=LLAMA_COMPLETION)
     spec.components.schema("LlamaCompletionPartial", component=LLAMA_PARTIAL)
@@ -80,30 +80,25 @@ def describe(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
     one = {"$ref": "#/components/schemas/LlamaCompletion"}
     one_or_several = {"anyOf": [one, {"type": "array", "items": one}]}
     spec.components.schema("LlamaCompletions", component=one_or_several)
-    answer = {
-        "description": STREAM,
-        "content": {
-            "application/json": {"schema": "LlamaCompletions"},
-            "text/event-stream": {"schema": "LlamaCompletionEvent"},
-        },
-    }
     spec.components.schema("InfillRequest", schema=InfillSchema)
-    spec.path(
-        path="/infill",
-        operations=post(
-            "Fill in the middle for editors, llama-server's way (input_prefix/suffix/extra, n_indent)",
-            "InfillRequest",
-            answer,
-            error_responses(*POST_ERRORS, 501),
-        ),
-    )
-    for path in ("/completion", "/completions"):
-        spec.path(
-            path=path,
-            operations=post(
-                "Continue one prompt, llama-server's own way (n_predict, n_probs, timings)",
-                "LlamaCompletionRequest",
-                answer,
-                error_responses(*POST_ERRORS),
-            ),
-        )
+
+
+_ANSWER = {
+    "description": STREAM,
+    "content": {
+        "application/json": {"schema": "LlamaCompletions"},
+        "text/event-stream": {"schema": "LlamaCompletionEvent"},
+    },
+}
+INFILL = operation(
+    "Fill in the middle for editors, llama-server's way (input_prefix/suffix/extra, n_indent)",
+    _ANSWER,
+    (*POST_ERRORS, 501),
+    body="InfillRequest",
+)
+COMPLETION = operation(
+    "Continue one prompt, llama-server's own way (n_predict, n_probs, timings)",
+    _ANSWER,
+    POST_ERRORS,
+    body="LlamaCompletionRequest",
+)

@@ -1,0 +1,1 @@
+"""llama-server's own completion routes (/completion, /completions, /infill): request, answer, stream."""

@@ -46,7 +46,8 @@ from app.api.tools import routes as tools
 @dataclass(frozen=True)
 class Family:
     """One API family: `routes.bp` is its blueprint, whose views declare their operations;
-    `document.components(spec, models)` adds the schemas they refer to."""
+    `document.COMPONENTS` the schemas they refer to (and `MODEL_NAMES`, the requests that
+    must name a served model: "generate", "embed" or "any")."""
 
     routes: ModuleType
     document: ModuleType

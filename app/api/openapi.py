@@ -19,7 +19,7 @@ from flask_swagger_ui import get_swaggerui_blueprint
 from marshmallow import fields
 
 from app.api.families import FAMILIES
-from app.api.http.openapi import add_shared_components, declared
+from app.api.http.openapi import SHARED, add_components, declared
 from app.settings.config import Config
 from app.settings.current import config_of, install
 
@@ -86,9 +86,13 @@ def build_document(app: Flask) -> dict[str, Any]:
     )
     assert plugin.converter is not None  # set by APISpec as it takes the plugin
     plugin.converter.add_attribute_function(_own_description)
-    add_shared_components(spec)
+    add_components(spec, SHARED)
     for family in FAMILIES:
-        family.document.components(spec, models)
+        add_components(spec, family.document.COMPONENTS)
+        # A family whose clients must name a model: its request names the served ones, by use.
+        for name, use in getattr(family.document, "MODEL_NAMES", {}).items():
+            if ids := [model.id for model in models if use == "any" or (use == "embed") == model.embedding]:
+                spec.components.schemas[name]["properties"]["model"]["enum"] = ids
     for path, method, described in operations(app):
         spec.path(path=path, operations={method: described})
     return spec.to_dict()

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
-
 from app.api.anthropic.schemas import CountTokensRequestSchema, MessagesRequestSchema
-from app.api.http.openapi import json_doc, named_event_stream, operation
-from app.settings.models import ModelSpec
+from app.api.http.openapi import Component, event_stream, json_doc, operation
 
 _INT, _STR = {"type": "integer"}, {"type": "string"}
 _STOP = {"anyOf": [{"enum": ["end_turn", "max_tokens", "stop_sequence", "tool_use"]}, {"type": "null"}]}
@@ -77,7 +74,7 @@ EVENTS: dict[str, dict[str, Any]] = {
     "ping": _object({"type": {"const": "ping"}}),
     "error": _ref("AnthropicError"),
 }
-COMPONENTS = {
+OBJECTS = {
     "AnthropicMessage": MESSAGE,
     "AnthropicUsage": USAGE,
     "AnthropicTextBlock": _object({"type": {"const": "text"}, "text": _STR}),
@@ -100,32 +97,19 @@ STREAM_DESCRIPTION = (
 )
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The Message, each event, Anthropic's errors; a request must name a served generating model."""
-    for name, schema in COMPONENTS.items():
-        spec.components.schema(name, component=schema)
-    generating = [model.id for model in models if not model.embedding]
-    requests: dict[str, type[CountTokensRequestSchema]] = {
-        "MessagesRequest": MessagesRequestSchema,
-        "MessagesCountTokensRequest": CountTokensRequestSchema,
-    }
-    for name, request in requests.items():
-        spec.components.schema(name, schema=request)
-        if generating:  # Anthropic's clients must name a model: only served ones are answered
-            spec.components.schemas[name]["properties"]["model"]["enum"] = generating
-    named_event_stream(spec, _STREAM, EVENTS)
+# A request must name a served generating model: only those are answered.
+MODEL_NAMES = {"MessagesRequest": "generate", "MessagesCountTokensRequest": "generate"}
 
 
 # Anthropic's statuses: overload is 529, not 503, and every error body has Anthropic's shape.
 _ERRORS = (400, 401, 404, 406, 413, 429, 500, 529)
-_STREAM = "AnthropicEvent"
 MESSAGES = operation(
     "Answer a conversation with a Message (Anthropic's Messages API)",
     {
         "description": STREAM_DESCRIPTION,
         "content": {
             "application/json": {"schema": "AnthropicMessage"},
-            "text/event-stream": {"schema": f"{_STREAM}Stream"},
+            "text/event-stream": {"schema": "AnthropicEventStream"},
         },
     },
     _ERRORS,
@@ -139,3 +123,9 @@ COUNT_TOKENS = operation(
     body="MessagesCountTokensRequest",
     error_schema="AnthropicError",
 )
+COMPONENTS: dict[str, Component] = {
+    **OBJECTS,
+    "MessagesRequest": MessagesRequestSchema,
+    "MessagesCountTokensRequest": CountTokensRequestSchema,
+    **event_stream("AnthropicEvent", EVENTS),
+}

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
-
 from app.api.audio.schemas import FORMATS
-from app.api.http.openapi import POST_ERRORS, event_schema, operation
-from app.settings.models import ModelSpec
+from app.api.http.openapi import POST_ERRORS, Component, event_schema, operation
 
 _STR, _COUNT, _NUMBER = {"type": "string"}, {"type": "integer", "minimum": 0}, {"type": "number"}
 _LOGPROBS = {
@@ -35,7 +32,7 @@ _USAGE = {
 }
 _SEGMENT_FIELDS = ("id", "seek", "start", "end", "text", "tokens", "temperature", "avg_logprob",
                    "compression_ratio", "no_speech_prob")  # fmt: skip
-COMPONENTS: dict[str, dict[str, Any]] = {
+OBJECTS: dict[str, dict[str, Any]] = {
     "Transcription": {
         "type": "object",
         "required": ["text", "usage"],
@@ -99,13 +96,10 @@ def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The transcription's answers and its stream's events."""
-    for name, schema in COMPONENTS.items():
-        spec.components.schema(name, component=schema)
-    spec.components.schema(
-        "TranscriptionStreamChunkEvent", component=event_schema("TranscriptionStreamChunk")
-    )
+COMPONENTS: dict[str, Component] = {
+    **OBJECTS,
+    "TranscriptionStreamChunkEvent": event_schema("TranscriptionStreamChunk"),
+}
 
 
 # At /v1/audio/transcriptions and llama-server's path without /v1.

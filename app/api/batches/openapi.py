@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
-
 from app.api.batches.lines import ENDPOINTS
 from app.api.batches.schemas import BatchCreateSchema
-from app.api.http.openapi import json_doc, list_schema, operation, query_param
-from app.settings.models import ModelSpec
+from app.api.http.openapi import Component, json_doc, list_schema, operation, query_param
 
 _INT = {"type": "integer"}
 _MAYBE_INT = {"anyOf": [_INT, {"type": "null"}]}
@@ -18,7 +15,7 @@ STATUSES = ("validating", "failed", "in_progress", "finalizing", "completed", "e
             "cancelled")  # fmt: skip
 STAMPS = ("in_progress_at", "finalizing_at", "completed_at", "failed_at", "expired_at", "cancelling_at",
           "cancelled_at")  # fmt: skip
-COMPONENTS: dict[str, dict[str, Any]] = {
+OBJECTS: dict[str, dict[str, Any]] = {
     "Batch": {
         "type": "object",
         "required": [
@@ -58,11 +55,7 @@ COMPONENTS: dict[str, dict[str, Any]] = {
 }
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The Batch object, its list and its creation's body."""
-    for name, schema in COMPONENTS.items():
-        spec.components.schema(name, component=schema)
-    spec.components.schema("BatchCreateRequest", schema=BatchCreateSchema)
+COMPONENTS: dict[str, Component] = {**OBJECTS, "BatchCreateRequest": BatchCreateSchema}
 
 
 # /v1/batches: each batch a 404 for a key that did not create it.

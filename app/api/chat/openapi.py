@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
 from marshmallow import Schema, fields, validate
 
 from app.api.chat import template_openapi
 from app.api.chat.schemas import ChatCompletionRequestSchema, CompletionRequestSchema
-from app.api.http.openapi import POST_ERRORS, event_schema, json_doc, operation
-from app.settings.models import ModelSpec
+from app.api.http.openapi import POST_ERRORS, Component, event_schema, json_doc, operation
 
 FINISH_REASONS = ("stop", "length", "tool_calls")
 
@@ -178,7 +176,7 @@ STREAM_DESCRIPTION = (
     "and then the stream ends."
 )
 
-COMPONENTS: dict[str, type[Schema]] = {
+OBJECTS: dict[str, type[Schema]] = {
     "Usage": UsageSchema,
     "ChatCompletion": ChatCompletionSchema,
     "ChatCompletionChunk": ChatCompletionChunkSchema,
@@ -206,16 +204,14 @@ def _generation(summary: str, request: str, whole: str, chunk: str) -> dict[str,
     return operation(summary, answer, POST_ERRORS, body=request)
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """Chat and text completions, their streams, and the chat prompt's token count."""
-    for name, schema in COMPONENTS.items():
-        spec.components.schema(name, schema=schema)
-    for chunk in ("ChatCompletionChunk", "TextCompletionChunk"):
-        spec.components.schema(chunk + "Event", component=event_schema(chunk))
-    spec.components.schema("ChatCompletionRequest", schema=ChatCompletionRequestSchema)
-    spec.components.schema("CompletionRequest", schema=CompletionRequestSchema)
-    spec.components.schema("ChatInputTokens", component=INPUT_TOKENS)
-    template_openapi.components(spec)
+COMPONENTS: dict[str, Component] = {
+    **OBJECTS,
+    **{chunk + "Event": event_schema(chunk) for chunk in ("ChatCompletionChunk", "TextCompletionChunk")},
+    "ChatCompletionRequest": ChatCompletionRequestSchema,
+    "CompletionRequest": CompletionRequestSchema,
+    "ChatInputTokens": INPUT_TOKENS,
+    **template_openapi.COMPONENTS,
+}
 
 
 CHAT_COMPLETION = _generation(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from apispec import APISpec
-
 from app.api.generation.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
 from app.api.http.openapi import MODEL_QUERY, json_doc, operation
 
@@ -45,10 +43,8 @@ _PROPERTIES = {
 }
 
 
-def components(spec: APISpec) -> None:
-    """/apply-template's and /props' answers, beside the chat routes they share a blueprint with."""
-    spec.components.schema("AppliedTemplate", component=_APPLIED)
-    spec.components.schema("Properties", component=_PROPERTIES)
+# /apply-template's and /props' answers, beside the chat routes they share a blueprint with.
+COMPONENTS = {"AppliedTemplate": _APPLIED, "Properties": _PROPERTIES}
 
 
 APPLY_TEMPLATE = operation(

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
-
 from app.api.conversations.schemas import (
     ConversationCreateSchema,
     ConversationUpdateSchema,
     ItemsCreateSchema,
 )
-from app.api.http.openapi import json_doc, list_schema, operation, page_params, query_param
-from app.settings.models import ModelSpec
+from app.api.http.openapi import Component, json_doc, list_schema, operation, page_params, query_param
 
 _STR = {"type": "string"}
-COMPONENTS: dict[str, dict[str, Any]] = {
+OBJECTS: dict[str, dict[str, Any]] = {
     "Conversation": {
         "type": "object",
         "required": ["id", "object", "created_at", "metadata"],
@@ -36,13 +33,12 @@ COMPONENTS: dict[str, dict[str, Any]] = {
 }
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The Conversation object, its items and the three request bodies."""
-    for name, schema in COMPONENTS.items():
-        spec.components.schema(name, component=schema)
-    spec.components.schema("ConversationCreateRequest", schema=ConversationCreateSchema)
-    spec.components.schema("ConversationUpdateRequest", schema=ConversationUpdateSchema)
-    spec.components.schema("ConversationItemsCreateRequest", schema=ItemsCreateSchema)
+COMPONENTS: dict[str, Component] = {
+    **OBJECTS,
+    "ConversationCreateRequest": ConversationCreateSchema,
+    "ConversationUpdateRequest": ConversationUpdateSchema,
+    "ConversationItemsCreateRequest": ItemsCreateSchema,
+}
 
 
 # /v1/conversations and its items: each a 404 for a conversation the key did not create.

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
-
 from app.api.embeddings.schemas import EmbeddingRequestSchema
-from app.api.http.openapi import POST_ERRORS, json_doc, operation
-from app.settings.models import ModelSpec
+from app.api.http.openapi import POST_ERRORS, Component, json_doc, operation
 
 EMBEDDING_LIST: dict[str, Any] = {
     "type": "object",
@@ -45,10 +42,10 @@ EMBEDDING_LIST: dict[str, Any] = {
 }
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/embeddings' request and answer."""
-    spec.components.schema("EmbeddingList", component=EMBEDDING_LIST)
-    spec.components.schema("EmbeddingRequest", schema=EmbeddingRequestSchema)
+COMPONENTS: dict[str, Component] = {
+    "EmbeddingList": EMBEDDING_LIST,
+    "EmbeddingRequest": EmbeddingRequestSchema,
+}
 
 
 EMBED = operation(

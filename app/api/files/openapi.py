@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
-
 from app.api.files.schemas import LISTED_PURPOSES, PURPOSES
 from app.api.http.openapi import json_doc, list_schema, operation, page_params, query_param
-from app.settings.models import ModelSpec
 
 _STR, _INT = {"type": "string"}, {"type": "integer"}
 COMPONENTS: dict[str, dict[str, Any]] = {
@@ -44,12 +41,6 @@ UPLOAD = {
         "expires_after[seconds]": {"type": "integer", "minimum": 3600, "maximum": 2592000},
     },
 }
-
-
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The File object, its list and its deletion."""
-    for name, schema in COMPONENTS.items():
-        spec.components.schema(name, component=schema)
 
 
 # /v1/files: each file a 404 for a key that did not upload it; 413 past LLM_MAX_FILE_BYTES.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from apispec import APISpec
@@ -61,10 +61,19 @@ class StreamErrorSchema(Schema):
     error = fields.Nested(StreamErrorBodySchema, required=True)
 
 
-def add_shared_components(spec: APISpec) -> None:
-    """The components every family refers to: OpenAI's error shapes."""
-    spec.components.schema("Error", schema=ErrorSchema)
-    spec.components.schema("StreamError", schema=StreamErrorSchema)
+# A component: a marshmallow schema (apispec converts it), or JSON Schema as it is.
+Component = type[Schema] | dict[str, Any]
+# The components every family refers to: OpenAI's error shapes.
+SHARED: dict[str, Component] = {"Error": ErrorSchema, "StreamError": StreamErrorSchema}
+
+
+def add_components(spec: APISpec, components: Mapping[str, Component]) -> None:
+    """Register each component under its name."""
+    for name, component in components.items():
+        if isinstance(component, dict):
+            spec.components.schema(name, component=component)
+        else:
+            spec.components.schema(name, schema=component)
 
 
 def error_responses(*statuses: int, schema: str = "Error") -> dict[int, Any]:
@@ -159,10 +168,8 @@ def event_schema(chunk: str) -> dict[str, Any]:
     }
 
 
-def named_event_stream(spec: APISpec, prefix: str, events: dict[str, dict[str, Any]]) -> str:
-    """Register each named event's schema, and one schema of an SSE event that is any of them; its name."""
-    for name, schema in events.items():
-        spec.components.schema(f"{prefix}.{name}", component=schema)
+def event_stream(prefix: str, events: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each named event's schema, and `<prefix>Stream`: an SSE event that is any of them."""
     stream = {
         "type": "object",
         "required": ["event", "data"],
@@ -171,8 +178,7 @@ def named_event_stream(spec: APISpec, prefix: str, events: dict[str, dict[str, A
             "data": {"anyOf": [json_of(f"{prefix}.{name}") for name in events]},
         },
     }
-    spec.components.schema(f"{prefix}Stream", component=stream)
-    return f"{prefix}Stream"
+    return {**{f"{prefix}.{name}": schema for name, schema in events.items()}, f"{prefix}Stream": stream}
 
 
 def query_param(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
-
-from app.api.http.openapi import POST_ERRORS, json_of, operation
+from app.api.http.openapi import POST_ERRORS, Component, json_of, operation
 from app.api.llama.schemas import InfillSchema, LlamaCompletionSchema
-from app.settings.models import ModelSpec
 
 _NUMBER = {"type": "number"}
 _PIECE: dict[str, Any] = {
@@ -68,19 +65,21 @@ STREAM = (
 )
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/completion's and /infill's requests, answers and stream (after the chat components they use)."""
-    spec.components.schema("LlamaCompletionRequest", schema=LlamaCompletionSchema)
-    spec.components.schema("LlamaCompletion", component=LLAMA_COMPLETION)
-    spec.components.schema("LlamaCompletionPartial", component=LLAMA_PARTIAL)
-    data = [json_of(name) for name in ("LlamaCompletionPartial", "LlamaCompletion", "StreamError")]
-    event = {"type": "object", "required": ["data"], "properties": {"data": {"anyOf": data}}}
-    spec.components.schema("LlamaCompletionEvent", component=event)
-    # Several completions of the prompt (n_cmpl) are a list of them, each with its index.
-    one = {"$ref": "#/components/schemas/LlamaCompletion"}
-    one_or_several = {"anyOf": [one, {"type": "array", "items": one}]}
-    spec.components.schema("LlamaCompletions", component=one_or_several)
-    spec.components.schema("InfillRequest", schema=InfillSchema)
+# Several completions of the prompt (n_cmpl) are a list of them, each with its index.
+_ONE = {"$ref": "#/components/schemas/LlamaCompletion"}
+_EVENT_DATA = [json_of(name) for name in ("LlamaCompletionPartial", "LlamaCompletion", "StreamError")]
+COMPONENTS: dict[str, Component] = {
+    "LlamaCompletionRequest": LlamaCompletionSchema,
+    "LlamaCompletion": LLAMA_COMPLETION,
+    "LlamaCompletionPartial": LLAMA_PARTIAL,
+    "LlamaCompletionEvent": {
+        "type": "object",
+        "required": ["data"],
+        "properties": {"data": {"anyOf": _EVENT_DATA}},
+    },
+    "LlamaCompletions": {"anyOf": [_ONE, {"type": "array", "items": _ONE}]},
+    "InfillRequest": InfillSchema,
+}
 
 
 _ANSWER = {

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
-
-from app.api.http.openapi import operation
+from app.api.http.openapi import Component, operation
 from app.api.lora.schemas import LoadAdapterSchema, UnloadAdapterSchema
-from app.settings.models import ModelSpec
 
 
 def _text(description: str) -> dict[str, Any]:
@@ -16,10 +13,10 @@ def _text(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"text/plain": {"schema": {"type": "string"}}}}
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The adapters' request bodies."""
-    spec.components.schema("LoadLoraAdapter", schema=LoadAdapterSchema)
-    spec.components.schema("UnloadLoraAdapter", schema=UnloadAdapterSchema)
+COMPONENTS: dict[str, Component] = {
+    "LoadLoraAdapter": LoadAdapterSchema,
+    "UnloadLoraAdapter": UnloadAdapterSchema,
+}
 
 
 # Operators' routes: adapters named as models from then on, on every worker of their base model.

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
 from marshmallow import Schema, fields, validate
 
 from app.api.generation.memory_view import MEMORY_SCHEMA, SPECULATIVE_PROPERTIES
-from app.api.http.openapi import json_doc, operation
+from app.api.http.openapi import Component, json_doc, operation
 from app.settings.model_entries import KV_TYPES
-from app.settings.models import ModelSpec
 
 
 class ModelStatusSchema(Schema):
@@ -162,12 +160,12 @@ WORKER_LIST: dict[str, Any] = {
 }
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/models' and the health routes' answers."""
-    spec.components.schema("Model", schema=ModelSchema)
-    spec.components.schema("ModelList", schema=ModelListSchema)
-    spec.components.schema("Health", schema=HealthSchema)
-    spec.components.schema("WorkerList", component=WORKER_LIST)
+COMPONENTS: dict[str, Component] = {
+    "Model": ModelSchema,
+    "ModelList": ModelListSchema,
+    "Health": HealthSchema,
+    "WorkerList": WORKER_LIST,
+}
 
 
 MODELS = operation("The models this server serves", json_doc("The list of models.", "ModelList"), (401,))

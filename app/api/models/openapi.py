@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from apispec import APISpec
-
-from app.api.http.openapi import json_doc, operation
-from app.api.http.schemas import LoraSchema
+from app.api.http.openapi import Component, json_doc, operation
 from app.api.models.schemas import ModelOrderSchema
-from app.settings.models import ModelSpec
 
 SUCCESS = {"type": "object", "required": ["success"], "properties": {"success": {"const": True}}}
 ADAPTERS = {
@@ -33,13 +29,12 @@ _MODEL = {
 }
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The model orders take `{"model": id}` and answer `{"success": true}`; the adapters' list."""
-    spec.components.schema("ModelOrder", schema=ModelOrderSchema)
-    spec.components.schema("ModelOrderDone", component=SUCCESS)
-    if "Lora" not in spec.components.schemas:  # chat's `lora` field has described it already
-        spec.components.schema("Lora", schema=LoraSchema)
-    spec.components.schema("LoraAdapters", component=ADAPTERS)
+# "Lora" (the adapters' entries refer to it) is chat's `lora` field's, registered with chat's request.
+COMPONENTS: dict[str, Component] = {
+    "ModelOrder": ModelOrderSchema,
+    "ModelOrderDone": SUCCESS,
+    "LoraAdapters": ADAPTERS,
+}
 
 
 LOAD = operation(

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
-
-from app.api.http.openapi import json_doc, operation
+from app.api.http.openapi import Component, json_doc, operation
 from app.api.ollama.schemas import ChatSchema, EmbeddingsSchema, EmbedSchema, GenerateSchema, ShowSchema
-from app.settings.models import ModelSpec
 
 _ERROR = {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}
 _NS = {"type": "integer", "minimum": 0, "description": "Nanoseconds"}
@@ -104,21 +101,15 @@ REQUESTS = {
 ANSWERS = {"OllamaError": _ERROR, "OllamaChat": CHAT_ANSWER, "OllamaGenerate": GENERATE_ANSWER}
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The Ollama routes' requests, naming the served models, and answers."""
-    for name, schema in REQUESTS.items():
-        spec.components.schema(name, schema=schema)
-    # Ollama's clients must name a model: the served ones, by use (aliases and `:latest` work too).
-    generating = [model.id for model in models if not model.embedding]
-    embedding = [model.id for model in models if model.embedding]
-    named = {"OllamaChatRequest": generating, "OllamaGenerateRequest": generating,
-             "OllamaEmbedRequest": embedding, "OllamaEmbeddingsRequest": embedding,
-             "OllamaShowRequest": generating + embedding}  # fmt: skip
-    for name, ids in named.items():
-        if ids:
-            spec.components.schemas[name]["properties"]["model"]["enum"] = ids
-    for name, component in ANSWERS.items():
-        spec.components.schema(name, component=component)
+COMPONENTS: dict[str, Component] = {**REQUESTS, **ANSWERS}
+# Ollama's clients must name a model: the served ones, by use (aliases and `:latest` work too).
+MODEL_NAMES = {
+    "OllamaChatRequest": "generate",
+    "OllamaGenerateRequest": "generate",
+    "OllamaEmbedRequest": "embed",
+    "OllamaEmbeddingsRequest": "embed",
+    "OllamaShowRequest": "any",
+}
 
 
 _ERRORS = (400, 401, 404, 406, 413, 429, 500, 503)

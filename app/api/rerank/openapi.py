@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
-
-from app.api.http.openapi import POST_ERRORS, json_doc, operation
+from app.api.http.openapi import POST_ERRORS, Component, json_doc, operation
 from app.api.rerank.schemas import RerankRequestSchema
-from app.settings.models import ModelSpec
 
 _COUNT = {"type": "integer", "minimum": 0}
 RERANK_RESULT: dict[str, Any] = {
@@ -38,10 +35,7 @@ RERANK_RESULT: dict[str, Any] = {
 }
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """/v1/rerank's request and answer."""
-    spec.components.schema("RerankResult", component=RERANK_RESULT)
-    spec.components.schema("RerankRequest", schema=RerankRequestSchema)
+COMPONENTS: dict[str, Component] = {"RerankResult": RERANK_RESULT, "RerankRequest": RerankRequestSchema}
 
 
 RERANK = operation(

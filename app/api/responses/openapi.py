@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from apispec import APISpec
-
 from app.api.http.openapi import (
     POST_ERRORS,
+    Component,
+    event_stream,
     json_doc,
     list_schema,
-    named_event_stream,
     operation,
     page_params,
     query_param,
 )
 from app.api.responses.schemas import CompactRequestSchema, InputTokensRequestSchema, ResponseRequestSchema
-from app.settings.models import ModelSpec
 
 _INT, _STR, _NUM, _BOOL = {"type": "integer"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}
 
@@ -190,7 +188,7 @@ COMPACTED = _object(
          _object({"type": {"const": "compaction"}, "id": _STR, "encrypted_content": _STR})]}},
      "usage": _ref("ResponseUsage")}
 )  # fmt: skip
-COMPONENTS = {
+OBJECTS = {
     "Response": RESPONSE,
     "ResponseCompacted": COMPACTED,
     "ResponseCustomToolCallItem": CUSTOM_CALL_ITEM,
@@ -216,18 +214,19 @@ STREAM_DESCRIPTION = (
 )
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The requests, the Response, its event stream and the stored objects."""
-    for name, schema in COMPONENTS.items():
-        spec.components.schema(name, component=schema)
-    spec.components.schema("ResponseRequest", schema=ResponseRequestSchema)
-    spec.components.schema("ResponseInputTokensRequest", schema=InputTokensRequestSchema)
-    spec.components.schema("ResponseCompactRequest", schema=CompactRequestSchema)
-    named_event_stream(spec, _STREAM, EVENTS)
+COMPONENTS: dict[str, Component] = {
+    **OBJECTS,
+    "ResponseRequest": ResponseRequestSchema,
+    "ResponseInputTokensRequest": InputTokensRequestSchema,
+    "ResponseCompactRequest": CompactRequestSchema,
+    **event_stream("ResponseEvent", EVENTS),
+}
 
 
-_STREAM = "ResponseEvent"
-_ANSWERS = {"application/json": {"schema": "Response"}, "text/event-stream": {"schema": f"{_STREAM}Stream"}}
+_ANSWERS = {
+    "application/json": {"schema": "Response"},
+    "text/event-stream": {"schema": "ResponseEventStream"},
+}
 CREATE = operation(
     "Answer input items with a Response (kept unless store is false or LLM_STORE=off)",
     {"description": STREAM_DESCRIPTION, "content": _ANSWERS},

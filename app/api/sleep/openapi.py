@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from apispec import APISpec
-
 from app.api.http.openapi import json_doc, operation
-from app.settings.models import ModelSpec
 
 _DONE = {"type": "object", "required": ["success"], "properties": {"success": {"const": True}}}
 _SLEEPING = {
@@ -22,10 +19,7 @@ _LEVEL = {
 }
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The two answers."""
-    spec.components.schema("SleepDone", component=_DONE)
-    spec.components.schema("IsSleeping", component=_SLEEPING)
+COMPONENTS = {"SleepDone": _DONE, "IsSleeping": _SLEEPING}
 
 
 # Operators' routes over every start-up worker (requests wake a sleeping model by themselves).

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from apispec import APISpec
-
-from app.api.http.openapi import json_doc, operation
+from app.api.http.openapi import Component, json_doc, operation
 from app.api.slots.schemas import SlotFileSchema
-from app.settings.models import ModelSpec
 
 _INT, _BOOL, _STR = {"type": "integer"}, {"type": "boolean"}, {"type": "string"}
 _SLOT = {
@@ -37,11 +34,11 @@ _ACTION = {
 _ID = {"name": "id_slot", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 0}}
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """A worker's sequences, and saving, restoring and erasing their KV cells (LLM_SLOT_SAVE_PATH)."""
-    spec.components.schema("Slots", component={"type": "array", "items": _SLOT})
-    spec.components.schema("SlotFile", schema=SlotFileSchema)
-    spec.components.schema("SlotActionResult", component=_RESULT)
+COMPONENTS: dict[str, Component] = {
+    "Slots": {"type": "array", "items": _SLOT},
+    "SlotFile": SlotFileSchema,
+    "SlotActionResult": _RESULT,
+}
 
 
 SLOTS = operation(

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from apispec import APISpec
-
-from app.api.http.openapi import json_doc, operation
+from app.api.http.openapi import Component, json_doc, operation
 from app.api.tools.schemas import ToolCallSchema
-from app.settings.models import ModelSpec
 
 _STR, _OBJ = {"type": "string"}, {"type": "object"}
 _TOOL = {
@@ -31,11 +28,12 @@ _RESULT = {
 }
 
 
-def components(spec: APISpec, models: tuple[ModelSpec, ...]) -> None:
-    """The operator's MCP servers' tools (LLM_MCP_SERVERS); 403 when it configures none."""
-    spec.components.schema("ServerTools", component={"type": "array", "items": _TOOL})
-    spec.components.schema("ServerToolCall", schema=ToolCallSchema)
-    spec.components.schema("ServerToolResult", component=_RESULT)
+# The operator's MCP servers' tools (LLM_MCP_SERVERS); 403 when it configures none.
+COMPONENTS: dict[str, Component] = {
+    "ServerTools": {"type": "array", "items": _TOOL},
+    "ServerToolCall": ToolCallSchema,
+    "ServerToolResult": _RESULT,
+}
 
 
 TOOLS = operation(

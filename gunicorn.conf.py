@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 from app import workers as app_workers
-from app.engine import model_check
+from app.engine.gguf import model_check
 from app.serving import drain, peers
 from app.settings import cpu
 from app.settings.config import Config

@@ -34,8 +34,8 @@ import llama_cpp
 import llguidance
 import llguidance.llamacpp
 
-from app.engine import grammar
 from app.engine.errors import GrammarError
+from app.engine.sampling import grammar
 from app.settings.values import default_model_path
 from bench.run import add_output_options, publish
 from harness.vocabulary import Vocabulary, default_vocabulary

@@ -12,36 +12,28 @@ from pathlib import Path
 
 from gevent import monkey
 
-from app.engine import (
-    context_shift,
-    draft_step,
-    media,
-    media_step,
-    recovery,
-    resumption,
-    sampling_step,
-    scheduling,
-    shared_prompt,
-    slot_actions,
-)
-from app.engine.adapter_places import AdapterChange, AdapterPlaces
-from app.engine.adapter_turns import AdapterTurns
+from app.engine import draft_step, media, recovery, scheduling
 from app.engine.batch import TokenBatch
 from app.engine.batcher_settings import BatcherSettings, StepReport
-from app.engine.cache_report import CacheReport
+from app.engine.cache import context_shift, resumption, shared_prompt, slot_actions
+from app.engine.cache.cache_report import CacheReport
+from app.engine.cache.disk_cache import DiskCache
+from app.engine.cache.host_cache import PUBLISHED, HostCache
+from app.engine.cache.slot_actions import SlotAction
 from app.engine.checkpoints import Checkpoints
 from app.engine.choice import Choice, Job
 from app.engine.context import BatchContext, Sampler
-from app.engine.disk_cache import DiskCache
 from app.engine.filling import fill
 from app.engine.generation import Delivery
-from app.engine.host_cache import PUBLISHED, HostCache
-from app.engine.media_encoder import MediaEncoder
+from app.engine.lora.adapter_places import AdapterChange, AdapterPlaces
+from app.engine.lora.adapter_turns import AdapterTurns
 from app.engine.memory import checkpoint_stops
+from app.engine.multimodal import media_step
+from app.engine.multimodal.media_encoder import MediaEncoder
+from app.engine.sampling import sampling_step
+from app.engine.sampling.thinking import BudgetedSampler
 from app.engine.sequence import Sequence
-from app.engine.slot_actions import SlotAction
 from app.engine.speculative.draft_model import DraftModel
-from app.engine.thinking import BudgetedSampler
 from app.engine.threads import ThreadGovernor
 from app.engine.types import Chunk
 

@@ -7,8 +7,8 @@ import numpy as np
 from llama_cpp import _internals as internals
 from llama_cpp._logger import set_verbose
 
-from app.engine import vocabulary_check
 from app.engine.batch import TokenBatch
+from app.engine.gguf import vocabulary_check
 from app.engine.model import fingerprint
 from app.engine.tokenizer import Tokenizer
 

@@ -10,18 +10,20 @@ from pathlib import Path
 
 import gevent.event
 
-from app.engine import adapter_places, cache_report, scheduling, slot_actions
+from app.engine import scheduling
 from app.engine.batcher import Batcher, Persist
 from app.engine.batcher_settings import BatcherSettings, StepReport
+from app.engine.cache import cache_report, slot_actions
+from app.engine.cache.slot_files import SlotFileError
 from app.engine.choice import Job
 from app.engine.context import ContextShape
 from app.engine.errors import QueueFullError
 from app.engine.generation import Delivery, Generation
 from app.engine.loading import LoadingEngine
+from app.engine.lora import adapter_places
 from app.engine.memory import MemoryKind, describe, drafts_off
 from app.engine.model import LoadedModel
 from app.engine.observer import EngineObserver
-from app.engine.slot_files import SlotFileError
 from app.engine.speculative.draft_model import DraftModel
 from app.engine.types import DraftLimits, GenerationRequest
 from app.settings.config import Config

@@ -14,14 +14,14 @@ import numpy as np
 from llama_cpp import _internals as internals
 from llama_cpp._logger import set_verbose
 
-from app.engine import vocabulary_check
 from app.engine.batch import TokenBatch
+from app.engine.cache.kv_memory import KvMemory, bytes_per_cell, ggml_type
 from app.engine.context import ContextShape
-from app.engine.kv_memory import KvMemory, bytes_per_cell, ggml_type
+from app.engine.gguf import vocabulary_check
 from app.engine.media import MediaRun
 from app.engine.memory import MemoryKind
-from app.engine.projector import Projector
-from app.engine.sampler import SequenceSampler, logprob_at
+from app.engine.multimodal.projector import Projector
+from app.engine.sampling.sampler import SequenceSampler, logprob_at
 from app.engine.tokenizer import Tokenizer
 from app.engine.types import GenerationRequest, TokenLogprob
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.engine.kv_memory import KvMemory
+from app.engine.cache.kv_memory import KvMemory
 from app.engine.memory import MemoryKind
 
 

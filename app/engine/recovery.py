@@ -6,7 +6,7 @@ import logging
 
 import numpy as np
 
-from app.engine import shared_prompt
+from app.engine.cache import shared_prompt
 from app.engine.choice import Choice
 from app.engine.context import BatchContext
 from app.engine.generation import Delivery

@@ -12,8 +12,8 @@ from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from app.engine import template_limits
 from app.engine.errors import PromptRejectedError
-from app.engine.grammar import grammar_is_valid
-from app.engine.projector import Projector
+from app.engine.multimodal.projector import Projector
+from app.engine.sampling.grammar import grammar_is_valid
 
 # ChatML, for a model whose GGUF carries no chat template.
 FALLBACK_TEMPLATE = (

@@ -2,7 +2,7 @@
 
 A conversation's next turn is cheap only where its history is cached. Each worker
 writes, per sequence, the chained hashes of the 64-token blocks its cells hold
-(app/engine/prefix_blocks.py); any worker reads every other's, to send a request
+(app/engine/cache/prefix_blocks.py); any worker reads every other's, to send a request
 where its longest prefix is (relay.py). One writer per row, on its hub; a reader may
 see a row half-written, which costs at most one request a worse choice of worker.
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from app.engine.prefix_blocks import BLOCK
+from app.engine.cache.prefix_blocks import BLOCK
 
 ENTRIES = 8192  # hashes per worker (64 KiB): 8 sequences of 64k tokens, or 256 of 2k
 
@@ -43,7 +43,7 @@ class PrefixBoard:
 
         A block's hash is chained through every block before it, so the furthest block present
         says the whole prefix up to it is held; the blocks before it may be left out of a row (a
-        memory that cannot resume them: app/engine/prefix_blocks.py `resumable_only`).
+        memory that cannot resume them: app/engine/cache/prefix_blocks.py `resumable_only`).
         """
         if not prompt_blocks:
             return 0

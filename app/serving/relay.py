@@ -13,9 +13,9 @@ from typing import Any
 
 from flask import Request, Response
 
+from app.engine.cache.prefix_blocks import block_hashes
 from app.engine.engine import Engine
 from app.engine.loading import LoadingEngine
-from app.engine.prefix_blocks import block_hashes
 from app.serving import disconnect, internal, peers, routing
 from app.serving.peers import Worker
 from app.serving.prefix_board import PrefixBoard

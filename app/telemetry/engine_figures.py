@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.engine.kv_memory import KvMemory
+from app.engine.cache.kv_memory import KvMemory
 from app.engine.memory import MemoryKind
 from app.engine.observer import EngineObserver
 from app.telemetry import metrics, standard_names

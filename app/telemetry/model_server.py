@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from app.engine.prefix_blocks import BLOCK
+from app.engine.cache.prefix_blocks import BLOCK
 from app.telemetry.worker_board import WorkerBoard
 
 

@@ -8,7 +8,7 @@ from llama_cpp import _internals as internals
 from app.api.prompting.call_grammars import calls_grammar
 from app.chat_formats.base import Function
 from app.chat_formats.detect import FORMATS
-from app.engine.sampler import _grammar_sampler
+from app.engine.sampling.sampler import _grammar_sampler
 from app.engine.tokenizer import Tokenizer
 from app.settings.values import default_model_path
 

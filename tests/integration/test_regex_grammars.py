@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from app.engine.text_grammars import choice_grammar, regex_grammar
+from app.engine.sampling.text_grammars import choice_grammar, regex_grammar
 from harness.vocabulary import Vocabulary, default_vocabulary
 
 PATTERNS = [

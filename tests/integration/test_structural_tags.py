@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from app.engine.errors import GrammarError
-from app.engine.tag_grammars import TaggedStructure, structural_tag_grammar
+from app.engine.sampling.tag_grammars import TaggedStructure, structural_tag_grammar
 from harness.vocabulary import Vocabulary, default_vocabulary
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}

@@ -12,7 +12,7 @@ import httpx
 import jsonschema
 import pytest
 
-from app.engine import grammar
+from app.engine.sampling import grammar
 from app.settings.values import default_model_path
 from harness import llama_server
 from harness.servers import Server, Service

@@ -26,7 +26,7 @@ from app.api.requests.chat import ChatRequest
 from app.api.requests.completion import CompletionRequest
 from app.api.routing import waking
 from app.api.routing.route import route_here_or_relay
-from app.engine.projector import capabilities_of
+from app.engine.multimodal.projector import capabilities_of
 from app.engine.tokenizer import Tokenizer
 from app.settings.current import current_config
 

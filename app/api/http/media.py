@@ -21,7 +21,7 @@ from mutagen.mp3 import MP3
 from mutagen.wave import WAVE
 
 from app.api.http.errors import PayloadTooLargeError
-from app.engine.projector import MARKER
+from app.engine.multimodal.projector import MARKER
 from app.settings.current import current_config
 
 _TAG = secrets.token_hex(6)

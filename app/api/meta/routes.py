@@ -14,7 +14,7 @@ from app.api.http import shown
 from app.api.http.errors import ModelNotFoundError, ServiceUnavailableError
 from app.api.http.openapi import documented
 from app.api.meta import openapi as doc
-from app.engine.projector import capabilities_of
+from app.engine.multimodal.projector import capabilities_of
 from app.serving import peers
 from app.settings.config import Config
 from app.settings.current import current_config

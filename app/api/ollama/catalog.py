@@ -9,8 +9,8 @@ from typing import Any
 
 from app.api.http.shown import file_path
 from app.chat_formats import detect
-from app.engine import gguf_metadata
-from app.engine.projector import capabilities_of
+from app.engine.gguf import gguf_metadata
+from app.engine.multimodal.projector import capabilities_of
 from app.settings.models import ModelSpec
 
 # llama.cpp's file types (general.file_type), as Ollama names quantization levels.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.chat_formats.base import ChatFormat, Function
-from app.engine import grammar, lark_grammars, text_grammars
+from app.engine.sampling import grammar, lark_grammars, text_grammars
 
 CUSTOM_INPUT = "input"  # a custom tool's one argument: its free-form input (responses/tool_kinds.py)
 

@@ -10,9 +10,9 @@ from app.api.prompting import tools
 from app.api.requests.chat import ChatRequest
 from app.api.requests.generation import Constraint
 from app.chat_formats.profile import TemplateProfile
-from app.engine import grammar, tag_grammars, text_grammars
 from app.engine.errors import GrammarError
-from app.engine.tag_grammars import TaggedStructure
+from app.engine.sampling import grammar, tag_grammars, text_grammars
+from app.engine.sampling.tag_grammars import TaggedStructure
 from app.engine.tokenizer import Tokenizer
 
 SCHEMA_PARAM = "response_format.json_schema.schema"

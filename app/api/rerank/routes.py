@@ -16,7 +16,7 @@ from app.api.http.openapi import documented
 from app.api.rerank import openapi as doc
 from app.api.rerank.schemas import rerank_request_schema
 from app.api.routing.route import here_or_relay
-from app.engine import gguf_metadata
+from app.engine.gguf import gguf_metadata
 from app.settings.current import current_config
 
 bp = Blueprint("rerank", __name__)

@@ -23,7 +23,7 @@ from app.api.http.openapi import documented
 from app.api.routing.route import route_here_or_relay
 from app.api.slots import openapi as doc
 from app.api.slots.schemas import slot_file_schema, valid_filename
-from app.engine.slot_files import SlotFileError, SlotRefusedError
+from app.engine.cache.slot_files import SlotFileError, SlotRefusedError
 from app.serving import relay, routing
 from app.settings.current import current_config
 

@@ -7,12 +7,12 @@ from itertools import groupby
 
 import pytest
 
-from app.engine.adapter_places import AdapterChange
-from app.engine.adapter_turns import ADAPTER_TURN
 from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings, StepReport
 from app.engine.choice import Job
 from app.engine.generation import Delivery, Generation
+from app.engine.lora.adapter_places import AdapterChange
+from app.engine.lora.adapter_turns import ADAPTER_TURN
 from app.engine.types import Chunk
 from tests.unit.engine.fake_context import END, FakeContext, job
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.engine import slot_files
-from app.engine.disk_cache import DiskCache
-from app.engine.kept_state import Kept
-from app.engine.prefix_blocks import BLOCK, block_hashes
-from app.engine.slot_files import SlotFile
+from app.engine.cache import slot_files
+from app.engine.cache.disk_cache import DiskCache
+from app.engine.cache.kept_state import Kept
+from app.engine.cache.prefix_blocks import BLOCK, block_hashes
+from app.engine.cache.slot_files import SlotFile
 from tests.unit.engine.fake_context import FakeContext, job
 from tests.unit.engine.test_batcher import Run
 from tests.unit.engine.test_host_cache import run_with_host_cache

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from app.engine.cache.chunk_reuse import reuse
 from app.engine.checkpoints import Checkpoints
-from app.engine.chunk_reuse import reuse
 from app.engine.sequence import Sequence
 from tests.unit.engine.fake_context import FakeContext
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.engine import context_shift
+from app.engine.cache import context_shift
+from app.engine.cache.context_shift import UNMATCHED, amounts
 from app.engine.checkpoints import Checkpoints
-from app.engine.context_shift import UNMATCHED, amounts
 from app.engine.sequence import Sequence
 from app.engine.types import ContextShift
 from tests.unit.engine.fake_context import FakeContext

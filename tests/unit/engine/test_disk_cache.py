@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from app.engine import disk_cache
+from app.engine.cache import disk_cache
+from app.engine.cache.disk_cache import DiskCache
+from app.engine.cache.kept_state import Kept
+from app.engine.cache.prefix_blocks import BLOCK, block_hashes
 from app.engine.checkpoints import Checkpoint
-from app.engine.disk_cache import DiskCache
-from app.engine.kept_state import Kept
-from app.engine.prefix_blocks import BLOCK, block_hashes
 
 
 def kept(tokens: list[int], state: bytes = b"S" * 100, live_from: int = 0, checkpoints: tuple = ()) -> Kept:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from gguf import GGUFReader, PoolingType
 
-from app.engine import gguf_metadata
+from app.engine.gguf import gguf_metadata
 from app.settings.values import default_model_path
 from tests.support import tiny_bert
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine import grammar
 from app.engine.errors import GrammarError
+from app.engine.sampling import grammar
 
 
 def test_object_grammar_is_llama_cpps_json() -> None:

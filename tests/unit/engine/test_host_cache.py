@@ -6,9 +6,9 @@ import pytest
 
 from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings
-from app.engine.host_cache import HostCache
-from app.engine.kept_state import Kept, holds_media, longest
-from app.engine.prefix_blocks import block_hashes
+from app.engine.cache.host_cache import HostCache
+from app.engine.cache.kept_state import Kept, holds_media, longest
+from app.engine.cache.prefix_blocks import block_hashes
 from app.engine.sequence import Sequence
 from tests.unit.engine.fake_context import FakeContext, job
 from tests.unit.engine.test_batcher import Run
@@ -86,7 +86,7 @@ def test_states_are_kept_under_their_lora_scales_and_found_only_under_the_same()
 
 def test_a_pinned_state_stays_over_others_until_its_time_is_up(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1000.0]
-    monkeypatch.setattr("app.engine.host_cache.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("app.engine.cache.host_cache.time.monotonic", lambda: now[0])
     context = FakeContext(parallel=1, n_ctx=256, n_batch=64)
     sequence = Sequence(0)
     other = [t + 100 for t in HISTORY]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import llama_cpp
 
-from app.engine.kv_memory import bytes_per_cell, ggml_type, row_bytes
+from app.engine.cache.kv_memory import bytes_per_cell, ggml_type, row_bytes
 from app.settings.model_entries import KV_TYPES
 
 

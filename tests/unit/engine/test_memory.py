@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from app.engine.cache.prefix_blocks import BLOCK, resumable_only
 from app.engine.memory import MemoryKind, Resumable, checkpoint_stops, describe, drafts_off
-from app.engine.prefix_blocks import BLOCK, resumable_only
 
 PLAIN = MemoryKind()
 SWA = MemoryKind(window=32, sliding=32)

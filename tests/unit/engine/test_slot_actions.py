@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.engine.slot_actions import SlotAction
-from app.engine.slot_files import SlotFileError
+from app.engine.cache.slot_actions import SlotAction
+from app.engine.cache.slot_files import SlotFileError
 from tests.unit.engine.fake_context import FakeContext, job
 from tests.unit.engine.test_batcher import Run
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from app.engine import slot_files
+from app.engine.cache import slot_files
+from app.engine.cache.slot_files import SlotFile, SlotFileError
 from app.engine.checkpoints import Checkpoint
-from app.engine.slot_files import SlotFile, SlotFileError
 
 
 def test_a_slot_file_reads_back_what_was_written(tmp_path: Path) -> None:

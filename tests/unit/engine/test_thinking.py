@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.engine.thinking import BudgetedSampler
+from app.engine.sampling.thinking import BudgetedSampler
 from app.engine.types import ThinkingBudget
 
 CLOSE = (90, 91)  # the end tag's tokens

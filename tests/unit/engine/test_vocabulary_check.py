@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from gguf import GGUFReader, GGUFWriter, PoolingType
 
-from app.engine import gguf_metadata, vocabulary_check
+from app.engine.gguf import gguf_metadata, vocabulary_check
 from tests.support import tiny_bert
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from app.engine.cache.prefix_blocks import BLOCK, block_hashes, resumable_only
 from app.engine.memory import Resumable
-from app.engine.prefix_blocks import BLOCK, block_hashes, resumable_only
 from app.serving.prefix_board import PrefixBoard
 
 HISTORY = list(range(1, 5 * BLOCK + 1))  # five whole blocks

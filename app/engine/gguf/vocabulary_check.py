@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from app.engine import gguf_metadata
+from app.engine.gguf import gguf_metadata
 
 
 class VocabularyError(ValueError):

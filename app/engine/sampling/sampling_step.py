@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.engine import shared_prompt
+from app.engine.cache import shared_prompt
 from app.engine.context import BatchContext
 from app.engine.filling import Filled
 from app.engine.generation import Delivery

@@ -16,7 +16,7 @@ from app.engine import media
 from app.engine.choice import Choice
 from app.engine.context import BatchContext
 from app.engine.generation import Delivery
-from app.engine.media_encoder import Encoded, MediaEncoder
+from app.engine.multimodal.media_encoder import Encoded, MediaEncoder
 from app.engine.sequence import Sequence
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import llama_cpp
 import numpy as np
 
-from app.engine import sampler_chain
+from app.engine.sampling import sampler_chain
 from app.engine.types import GenerationRequest, TokenLogprob
 
 log = logging.getLogger(__name__)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Sequence as Tokens
 
+from app.engine.cache.host_cache import HostCache
+from app.engine.cache.prefix_blocks import block_hashes, resumable_only
 from app.engine.context import BatchContext
-from app.engine.host_cache import HostCache
 from app.engine.memory import Resumable
-from app.engine.prefix_blocks import block_hashes, resumable_only
 from app.engine.scheduling import common_prefix
 from app.engine.sequence import Sequence
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from app.engine import chunk_reuse
+from app.engine.cache import chunk_reuse
+from app.engine.cache.host_cache import HostCache
+from app.engine.cache.kept_state import holds_media
+from app.engine.cache.prefix_blocks import BLOCK
 from app.engine.context import BatchContext
-from app.engine.host_cache import HostCache
-from app.engine.kept_state import holds_media
-from app.engine.prefix_blocks import BLOCK
 from app.engine.sequence import Sequence
 
 log = logging.getLogger("app.engine.batcher")

@@ -16,10 +16,10 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import replace
 
+from app.engine.cache.disk_cache import DiskCache
+from app.engine.cache.kept_state import Kept, capture, longest
+from app.engine.cache.prefix_blocks import BLOCK, resumable_only
 from app.engine.context import BatchContext
-from app.engine.disk_cache import DiskCache
-from app.engine.kept_state import Kept, capture, longest
-from app.engine.prefix_blocks import BLOCK, resumable_only
 from app.engine.sequence import Sequence
 
 PUBLISHED = 16  # kept states whose prefixes routing hears of (the most recently used)

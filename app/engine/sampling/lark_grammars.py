@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from app.engine.errors import GrammarError
-from app.engine.text_grammars import JSON_STRING, RAW, regex_expression
+from app.engine.sampling.text_grammars import JSON_STRING, RAW, regex_expression
 
 
 def lark_rules(definition: str, root: str, json_string: bool = True) -> str:

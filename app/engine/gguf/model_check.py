@@ -2,7 +2,7 @@
 
 An embedding entry whose GGUF names no pooling type cannot embed: found only as its
 worker loaded the model, the server had already said it was ready, then stopped. Here
-gunicorn's master runs the check in a child process (`python -m app.engine.model_check`),
+gunicorn's master runs the check in a child process (`python -m app.engine.gguf.model_check`),
 which reads each such GGUF's metadata through llama.cpp (its vocabulary only, no
 weights); llama.cpp is never loaded in the master, whose workers fork from it.
 """
@@ -15,11 +15,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from app.engine import vocabulary_check
+from app.engine.gguf import vocabulary_check
 from app.settings.config import Config
 from app.settings.models import ModelSpec
 
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[3]  # the checkout, where `python -m app...` finds the app
 POOLING_NONE = 0  # llama.cpp's LLAMA_POOLING_TYPE_NONE
 
 
@@ -36,7 +36,7 @@ def exit_unless_servable(config: Config) -> None:
     """Master: run the check in a child if any entry needs it; on a problem, its one line was said: exit."""
     if not needs_check(config):
         return
-    done = subprocess.run([sys.executable, "-m", "app.engine.model_check"], cwd=_ROOT, check=False)
+    done = subprocess.run([sys.executable, "-m", "app.engine.gguf.model_check"], cwd=_ROOT, check=False)
     if done.returncode != 0:
         raise SystemExit(2)
 

@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from app.engine.cache.prefix_blocks import BLOCK, block_hashes
 from app.engine.checkpoints import Checkpoint
 from app.engine.context import BatchContext
 from app.engine.memory import Resumable
-from app.engine.prefix_blocks import BLOCK, block_hashes
 from app.engine.scheduling import common_prefix
 from app.engine.sequence import Sequence
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.engine import slot_files
+from app.engine.cache import slot_files
+from app.engine.cache.slot_files import SlotFile, SlotFileError, SlotRefusedError
 from app.engine.context import BatchContext
 from app.engine.sequence import Sequence
-from app.engine.slot_files import SlotFile, SlotFileError, SlotRefusedError
 
 Outcome = dict[str, Any] | SlotFileError
 log = logging.getLogger("app.engine.batcher")

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine import grammar
 from app.engine.errors import GrammarError
-from app.engine.text_grammars import char_class, literal
+from app.engine.sampling import grammar
+from app.engine.sampling.text_grammars import char_class, literal
 
 
 @dataclass(frozen=True)

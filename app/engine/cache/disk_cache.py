@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from app.engine import slot_files
-from app.engine.kept_state import Kept, longest
+from app.engine.cache import slot_files
+from app.engine.cache.kept_state import Kept, longest
+from app.engine.cache.prefix_blocks import block_hashes
+from app.engine.cache.slot_files import SlotFile, SlotFileError
 from app.engine.memory import Resumable
 from app.engine.native import NativeQueue, start_thread
-from app.engine.prefix_blocks import block_hashes
-from app.engine.slot_files import SlotFile, SlotFileError
 
 log = logging.getLogger("app.engine.batcher")
 SUFFIX = ".kv"

@@ -15,8 +15,8 @@ from gevent.threadpool import ThreadPool
 from llama_cpp import mtmd_cpp as mtmd
 from llama_cpp._logger import llama_log_callback
 
-from app.engine import gguf_metadata
 from app.engine.errors import PromptRejectedError
+from app.engine.gguf import gguf_metadata
 from app.engine.media import MediaRun, placeholder
 
 # Where a medium goes in a rendered prompt: random per process, so no client text can pose as one.

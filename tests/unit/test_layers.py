@@ -69,7 +69,7 @@ BREAKS = [
     ("api/generation/loop.py", "from app.api.routing import route", _FAMILIES),
     # Tests and benchmarks share only harness/: neither imports the other, nor the app them.
     (
-        "tests/integration/test_lora.py",
+        "tests/integration/engine/test_lora.py",
         "from bench import run",
         "Tests and benchmarks share only the harness",
     ),

@@ -6,7 +6,7 @@ Loopback, link-local (the cloud metadata service), private and unspecified addre
 IPv6, IPv4-mapped, decimal, octal and hexadecimal forms; names that resolve inside the network
 (localhost, a rebinding name with a public and a private address); userinfo and fragment tricks;
 schemes other than http(s). The real server's refusal, in the protocol's shape, is in
-tests/integration/test_security_matrix.py.
+tests/integration/security/test_security_matrix.py.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from app.settings.values import default_model_path
 from harness.servers import Server, serving_models
 from tests.support.clients import openai_client
 
-TEMPLATES = Path(__file__).parents[1] / "data" / "templates"
+TEMPLATES = Path(__file__).parents[2] / "data" / "templates"
 MODELS = [
     {"id": "qwen", "path": default_model_path(), "workers": 1, "n_ctx": 4096,
      "chat_template": (TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()},

@@ -21,7 +21,7 @@ from harness.servers import Server, serving_models
 from tests.support import sse
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
-TEMPLATES = Path(__file__).parents[1] / "data" / "templates"
+TEMPLATES = Path(__file__).parents[2] / "data" / "templates"
 BETAS = ["claude-code-20250219", "interleaved-thinking-2025-05-14", "context-management-2025-06-27",
          "mid-conversation-tool-changes-2026-07-01", "effort-2025-11-24"]  # fmt: skip
 ENVIRONMENT = "# Environment\ncwd: /work\nplatform: linux"

@@ -27,7 +27,7 @@ from tests.support.waits import wait_for_log, wait_until
 CHAT, EMBED, THINKER = "smol", "smol-embed", "r1"
 # A real 8x8 PNG (base64), for the image refusals: a text-only model, a suffix.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAEklEQVR4nGP4z8CAFTEMLQkAJtM/wXr3ioUAAAAASUVORK5CYII="
-TEMPLATES = Path(__file__).parents[1] / "data" / "templates"
+TEMPLATES = Path(__file__).parents[2] / "data" / "templates"
 # LlamaIndex's own venv (Makefile: install-test): it needs marshmallow < 4.
 LLAMAINDEX = Path(sys.executable).parent.parent / "llamaindex" / "bin" / "python"
 GREEDY = {"temperature": 0, "seed": 7, "num_predict": 16}
@@ -411,7 +411,7 @@ def test_llamaindex_chats_streams_calls_tools_thinks_and_embeds(ollama_server: S
     """LlamaIndex's `Ollama` and `OllamaEmbedding` with their defaults (the context window read
     from /api/show and sent as num_ctx with every request), in LlamaIndex's own venv."""
     ran = subprocess.run(
-        [str(LLAMAINDEX), str(Path(__file__).parents[1] / "llamaindex" / "ollama_client.py"),
+        [str(LLAMAINDEX), str(Path(__file__).parents[2] / "llamaindex" / "ollama_client.py"),
          ollama_server.url, CHAT, EMBED, THINKER],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip

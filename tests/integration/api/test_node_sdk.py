@@ -17,7 +17,7 @@ from tests.support.busy import model_busy
 
 pytestmark = pytest.mark.external
 
-NODE_DIR = Path(__file__).resolve().parents[1] / "node"
+NODE_DIR = Path(__file__).resolve().parents[2] / "node"
 
 
 @pytest.fixture(scope="session")

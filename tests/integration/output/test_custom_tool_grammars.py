@@ -18,7 +18,7 @@ from app.chat_formats.detect import by_name
 from app.engine.errors import GrammarError
 from harness.vocabulary import Vocabulary, default_vocabulary
 
-PATCH_GRAMMAR = (Path(__file__).parents[1] / "data" / "grammars" / "apply_patch.lark").read_text()
+PATCH_GRAMMAR = (Path(__file__).parents[2] / "data" / "grammars" / "apply_patch.lark").read_text()
 INPUT = {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
 VALID = [
     '*** Begin Patch\n*** Add File: hello.txt\n+Hello, "world"!\n+\ttabbed \\ back\n*** End Patch\n',

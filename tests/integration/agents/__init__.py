@@ -1,0 +1,1 @@
+"""Coding agents and agent frameworks, run for real against the server."""

@@ -1,0 +1,1 @@
+"""What an answer may be: grammars, structured outputs, tool-call formats, samplers."""

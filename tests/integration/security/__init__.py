@@ -1,0 +1,1 @@
+"""Keys, tenants and limits over every route."""

@@ -15,7 +15,7 @@ from app.api.batches import runner as batch_runner
 from app.api.chat import routes as chat_routes
 from app.api.families import FAMILIES
 from app.api.http import content_encoding, errors, skipped_tools
-from app.api.routing import on_demand
+from app.api.routing import front, on_demand
 from app.settings.current import config_of
 
 
@@ -35,6 +35,7 @@ def init_app(app: Flask) -> None:
     content_encoding.init_app(app)  # after the keys' check: no unauthenticated body is inflated
     skipped_tools.init_app(app)
     on_demand.init_app(app)
+    app.before_request(front.route_request)  # last: after the keys, the limits and the body's decoding
     for family in FAMILIES:
         app.register_blueprint(family.routes.bp)
     sleeper = app.extensions.get("sleeper")

@@ -19,7 +19,7 @@ from app.api.http.body import generating_engine, parse_request
 from app.api.http.openapi import documented
 from app.api.prompting import context_edits, conversation, overflow, prompt_places
 from app.api.requests.chat import ChatRequest
-from app.api.routing.route import route_here_or_relay
+from app.api.routing.front import routed
 from app.engine.tokenizer import Tokenizer
 from app.engine.types import KeepPrefix
 from app.settings.config import Config
@@ -31,11 +31,10 @@ errors.init_blueprint(bp)
 
 @bp.post("/v1/messages")
 @documented(doc.MESSAGES)
+@routed(streams=True)
 def create_message() -> Response:
     """Answer the conversation with a Message, or its event stream."""
     chat = parse_request(messages_request_schema, ChatRequest)
-    if (relayed := route_here_or_relay(chat.model, streams=chat.stream)) is not None:
-        return relayed
     engine, inputs = generating_engine(), plan_inputs()
     config = inputs.config
     body = request.get_json(force=True)  # as parsed for the view (cached)
@@ -89,11 +88,10 @@ def _covered(tokenizer: Tokenizer, fitted: overflow.Fitted, config: Config) -> i
 
 @bp.post("/v1/messages/count_tokens")
 @documented(doc.COUNT_TOKENS)
+@routed()
 def count_tokens() -> Response:
     """How many tokens the conversation takes after the chat template, tools included."""
     chat = parse_request(count_tokens_request_schema, ChatRequest)
-    if (relayed := route_here_or_relay(chat.model)) is not None:
-        return relayed
     tokenizer, config = generating_engine().tokenizer, current_config()
     edited, edits = context_edits.applied(
         chat,

@@ -20,7 +20,7 @@ from app.api.http.errors import InvalidRequestError
 from app.api.http.openapi import documented
 from app.api.prompting import conversation
 from app.api.requests.chat import ChatRequest
-from app.api.routing.route import route_here_or_relay
+from app.api.routing.front import routed
 from app.engine.types import Sampling
 from app.settings.current import current_config
 
@@ -30,11 +30,10 @@ bp = Blueprint("audio", __name__)
 @bp.post("/v1/audio/transcriptions")
 @bp.post("/audio/transcriptions")
 @documented(doc.TRANSCRIBE)
+@routed(source="form", streams=True, reads=lambda: _read_upload())
 def create_transcription() -> Response:
     """Transcribe the uploaded clip (multipart: `file`, `model`, `response_format`, `language`, ...)."""
     asked, clip = _form()
-    if (relayed := route_here_or_relay(asked.get("model"), streams=asked["stream"])) is not None:
-        return relayed
     engine = generating_engine()
     tokenizer, config = engine.tokenizer, current_config()
     projector = tokenizer.projector
@@ -85,16 +84,23 @@ def create_transcription() -> Response:
     return generate(engine, chat.stream, requests, TranscriptionPresenter(facts), len(prompt.tokens))
 
 
-def _form() -> tuple[dict[str, Any], bytes]:
-    """The form's fields, checked, and the clip's bytes (within LLM_MAX_MEDIA_BYTES: a 413)."""
+def _read_upload() -> None:
+    """The multipart body read whole, within LLM_MAX_MEDIA_BYTES (a 413 naming `file`), and kept:
+    the front reads `model` from it, and a relay sends it on as it came."""
     limit = current_config().max_media_bytes
     request.max_content_length = limit + 64 * 1024  # the form's other fields and boundaries too
     try:
-        request.get_data()  # kept: a relay sends the body on as it came
-        upload = request.files.get("file")
-        form = form_parts()
+        request.get_data()
+        request.files  # noqa: B018 - parsed now, within the limit
     except RequestEntityTooLarge:
         raise media.too_large("file", limit) from None
+
+
+def _form() -> tuple[dict[str, Any], bytes]:
+    """The form's fields, checked, and the clip's bytes (within LLM_MAX_MEDIA_BYTES: a 413)."""
+    _read_upload()
+    upload = request.files.get("file")
+    form = form_parts()
     loaded: dict[str, Any] = transcription_form_schema.load(
         {key: values if key.endswith("[]") else values[-1] for key, values in form.items()}
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 from app.api.chat import openapi as doc
 from app.api.chat.objects import ObjectHeader
@@ -25,7 +25,7 @@ from app.api.prompting.text_prompt import prompt_of
 from app.api.requests.chat import ChatRequest
 from app.api.requests.completion import CompletionRequest
 from app.api.routing import waking
-from app.api.routing.route import route_here_or_relay
+from app.api.routing.front import routed
 from app.engine.multimodal.projector import capabilities_of
 from app.engine.tokenizer import Tokenizer
 from app.settings.current import current_config
@@ -35,11 +35,10 @@ bp = Blueprint("chat", __name__)
 
 @bp.post("/v1/chat/completions")
 @documented(doc.CHAT_COMPLETION)
+@routed(streams=True)
 def create_chat_completion() -> Response:
     """Answer a conversation, formatted by the model's own chat template."""
     chat = parse_request(chat_completion_schema, ChatRequest)
-    if (relayed := route_here_or_relay(chat.model, streams=chat.stream)) is not None:
-        return relayed
     engine, inputs = generating_engine(), plan_inputs()
     predicted = _prediction(engine.tokenizer, chat.prediction)
     # A JSON answer as llama-server's chat takes one: bare or ```json fenced, its content the JSON.
@@ -67,11 +66,10 @@ def create_chat_completion() -> Response:
 
 @bp.post("/v1/completions")
 @documented(doc.COMPLETION)
+@routed(streams=True)
 def create_completion() -> Response:
     """Continue each text prompt (or fill in the middle, given a `suffix`)."""
     completion = parse_request(completion_schema, CompletionRequest)
-    if (relayed := route_here_or_relay(completion.model, streams=completion.stream)) is not None:
-        return relayed
     engine = generating_engine()
     tokenizer = engine.tokenizer
     if completion.suffix and not tokenizer.supports_infill:
@@ -111,32 +109,29 @@ def create_completion() -> Response:
 
 @bp.post("/v1/chat/completions/input_tokens")
 @documented(doc.INPUT_TOKEN_COUNT)
+@routed()
 def count_input_tokens() -> Response:
     """How many tokens a chat request's prompt takes after the chat template (tools included)."""
     chat = parse_request(chat_completion_schema, ChatRequest)
-    if (relayed := route_here_or_relay(chat.model)) is not None:
-        return relayed
     prompt = conversation.prompt(generating_engine().tokenizer, chat, current_config())
     return jsonify({"object": "chat.completion.input_tokens", "input_tokens": len(prompt.tokens)})
 
 
 @bp.post("/apply-template")
 @documented(doc.APPLY_TEMPLATE)
+@routed()
 def apply_template() -> Response:
     """The prompt a chat request makes after the chat template, tools included (llama-server's route)."""
     chat = parse_request(chat_completion_schema, ChatRequest)
-    if (relayed := route_here_or_relay(chat.model)) is not None:
-        return relayed
     prompt = conversation.prompt(generating_engine().tokenizer, chat, current_config())
     return jsonify({"prompt": prompt.text})
 
 
 @bp.get("/props")
 @documented(doc.PROPS)
+@routed(use=None, source="query", wakes=False)
 def properties() -> Response:
     """The model's settings and chat template, and what the template can do (llama-server's shape)."""
-    if (relayed := route_here_or_relay(request.args.get("model"), None, wakes=False)) is not None:
-        return relayed
     # As llama-server's: asked of a sleeping model, what it said before falling asleep.
     mine = waking.sleeper()
     if mine is not None and mine.asleep and "props" in mine.kept:

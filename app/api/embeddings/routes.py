@@ -14,7 +14,7 @@ from app.api.generation.embed import embedded
 from app.api.http.body import parse_body, vector_engine
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.http.openapi import documented
-from app.api.routing.route import route_here_or_relay
+from app.api.routing.front import routed
 from app.settings.current import current_config
 
 bp = Blueprint("embeddings", __name__)
@@ -22,11 +22,10 @@ bp = Blueprint("embeddings", __name__)
 
 @bp.post("/v1/embeddings")
 @documented(doc.EMBED)
+@routed(use="embed")
 def create_embeddings() -> Response:
     """One unit vector per input, several inputs per decode."""
     body = parse_body(embedding_request_schema, use="embed")
-    if (relayed := route_here_or_relay(body.get("model"), "embed")) is not None:
-        return relayed
     engine = vector_engine()
     tokenizer, n_ctx = engine.tokenizer, engine.n_ctx
     inputs = []

@@ -19,7 +19,7 @@ from app.api.llama.schemas import infill_schema, llama_completion_schema
 from app.api.prompting import conversation, structured_output
 from app.api.prompting.text_prompt import prompt_of
 from app.api.requests.completion import InfillRequest, LlamaCompletionRequest
-from app.api.routing.route import route_here_or_relay
+from app.api.routing.front import routed
 from app.engine import infill
 from app.engine.media import MediaRun
 from app.settings.current import current_config
@@ -30,11 +30,10 @@ bp = Blueprint("llama", __name__)
 @bp.post("/completion")
 @bp.post("/completions")
 @documented(doc.COMPLETION)
+@routed(streams=True)
 def create_llama_completion() -> Response:
     """llama-server's own completion: one prompt continued, with `n_probs` token probabilities."""
     asked = parse_request(llama_completion_schema, LlamaCompletionRequest)
-    if (relayed := route_here_or_relay(asked.model, streams=asked.stream)) is not None:
-        return relayed
     engine = generating_engine()
     runs: tuple[MediaRun, ...] = ()
     if isinstance(asked.prompt, str) and media.has_media(asked.prompt):  # llama-server's multimodal form
@@ -49,12 +48,11 @@ def create_llama_completion() -> Response:
 
 @bp.post("/infill")
 @documented(doc.INFILL)
+@routed(streams=True)
 def create_infill() -> Response:
     """llama-server's fill-in-the-middle for editor plugins (llama.vscode, llama.vim): the code
     around the cursor and chunks of other files, in the model's repo-level FIM layout."""
     asked = parse_request(infill_schema, InfillRequest)
-    if (relayed := route_here_or_relay(asked.model, streams=asked.stream)) is not None:
-        return relayed
     engine = generating_engine()
     tokenizer = engine.tokenizer
     if not tokenizer.supports_infill:

@@ -25,7 +25,7 @@ from app.api.http.errors import (
 from app.api.http.openapi import documented
 from app.api.lora import openapi as doc
 from app.api.lora.schemas import load_adapter_schema, unload_adapter_schema
-from app.api.routing.route import here_or_relay
+from app.api.routing.front import routed
 from app.engine.engine import Engine
 from app.serving import runtime_adapters
 from app.serving.runtime_adapters import Entry, Registry
@@ -37,6 +37,7 @@ bp = Blueprint("lora", __name__)
 
 @bp.post("/v1/load_lora_adapter")
 @documented(doc.LOAD)
+@routed()
 def load_adapter() -> Response:
     """Load a LoRA adapter file under `lora_name`, on every worker of the base model (`model`)."""
     body = parse_json(load_adapter_schema)
@@ -53,8 +54,6 @@ def load_adapter() -> Response:
     if spec.embedding:
         raise InvalidRequestError(f"The model '{spec.id}' is an embedding model: it takes no LoRA adapters.")
     _check_name(config.models, name, spec, body["load_inplace"])
-    if (relayed := here_or_relay(index)) is not None:
-        return relayed
     _load_here(current_config().model, name, path, body["load_inplace"], asked)
     return _text(f"Success: LoRA adapter '{name}' added successfully.")
 

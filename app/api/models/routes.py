@@ -24,7 +24,7 @@ from app.api.models import openapi as doc
 from app.api.models.schemas import lora_list_schema, model_order_schema
 from app.api.requests.generation import AdapterScale
 from app.api.routing import pool, waking
-from app.api.routing.route import here_or_relay
+from app.api.routing.front import routed
 from app.serving import global_scales, relay
 from app.serving.model_holder import Busy, LoadFailed
 from app.settings.current import current_config
@@ -78,12 +78,10 @@ def unload() -> Response:
 
 @bp.get("/lora-adapters")
 @documented(doc.ADAPTER_SCALES)
+@routed(source="query")
 def list_adapters() -> Response:
     """llama-server's list of a model's LoRA adapters (`?model=`, else the first generating model):
     each with its index (`id`), name, path and global scale."""
-    index = model_index(request.args.get("model"), "generate")
-    if (relayed := here_or_relay(index)) is not None:
-        return relayed
     engine = generating_engine()
     spec = current_config().model
     engine.adopt_adapters(spec.loras)  # those loaded at run time since its last request

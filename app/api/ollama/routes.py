@@ -9,8 +9,9 @@ from the server's configuration: pull, push, create, copy and delete answer 501 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 from flask import Blueprint, Flask, Response, g, jsonify
@@ -28,11 +29,18 @@ from app.api.http.openapi import documented
 from app.api.ollama import catalog, conversion, errors
 from app.api.ollama import openapi as doc
 from app.api.ollama.presenter import NS, OllamaPresenter, now
-from app.api.ollama.schemas import chat_schema, embed_schema, embeddings_schema, generate_schema, show_schema
+from app.api.ollama.schemas import (
+    chat_schema,
+    embed_schema,
+    embeddings_schema,
+    generate_schema,
+    served_name,
+    show_schema,
+)
 from app.api.prompting import conversation, overflow, prompt_places
 from app.api.prompting.conversation import ChatPrompt
 from app.api.routing import on_demand, pool
-from app.api.routing.route import route_here_or_relay
+from app.api.routing.front import routed
 from app.chat_formats.answer import AnswerReader
 from app.engine.media import MediaRun
 from app.settings.current import config_of, current_config
@@ -45,8 +53,19 @@ VERSION = "0.12.6"  # the Ollama API this server speaks; clients check for a min
 RUNNING = "Ollama is running"
 
 
+def _served(use: Literal["generate", "embed"]) -> Callable[[str | None], int]:
+    """How the front reads an Ollama request's model (`name:latest` is the served `name`)."""
+    return lambda name: model_index(None if name is None else served_name(name), use)
+
+
+def _nothing_to_answer(asked: str) -> Callable[[Mapping[str, Any]], bool]:
+    """Ollama's idiom, answered by any worker: a request with nothing in `asked` (nor a suffix)."""
+    return lambda body: not body.get(asked) and not body.get("suffix")
+
+
 @bp.post("/api/chat")
 @documented(doc.CHAT)
+@routed(pick=_served("generate"), anywhere=_nothing_to_answer("messages"))
 def chat() -> Response:
     """Answer the conversation: a message (with thinking and tool calls), or its NDJSON stream."""
     body = _answerable(chat_schema, "messages")
@@ -72,6 +91,7 @@ def chat() -> Response:
 
 @bp.post("/api/generate")
 @documented(doc.GENERATE)
+@routed(pick=_served("generate"), anywhere=_nothing_to_answer("prompt"))
 def generate_text() -> Response:
     """Continue the prompt (through the chat template, or `raw`, or filled in before a `suffix`)."""
     body = _answerable(generate_schema, "prompt")
@@ -109,14 +129,13 @@ def generate_text() -> Response:
 
 
 def _answerable(schema: Schema, asked: str) -> dict[str, Any] | Response:
-    """The body of a request with something to answer, on the worker holding its model (its
-    keep_alive noted); or the answer to one with nothing to answer (Ollama's load and unload)."""
+    """The body of a request with something to answer (its keep_alive noted; it reached the worker
+    holding its model before the view); or the answer to one with nothing to answer (Ollama's load
+    and unload, answered by whichever worker takes it)."""
     nothing = _load_or_unload(schema, asked)
     if nothing is not None:
         return nothing
     body = parse_body(schema, offered=OFFERED)
-    if (relayed := route_here_or_relay(body.get("model"))) is not None:
-        return relayed
     on_demand.keep_alive(body.get("keep_alive"))
     asks_thinking = body.get("think") not in (None, False)
     if asks_thinking and "thinking" not in catalog.capabilities(current_config().model):
@@ -129,7 +148,7 @@ def _load_or_unload(schema: Schema, asked: str) -> Response | None:
     """Ollama's idiom: a request with nothing to answer loads its model (or, with `keep_alive: 0`,
     unloads it) and says so; None when there is something to answer."""
     body = parse_json(schema, OFFERED)
-    if body.get(asked) or body.get("suffix"):
+    if not _nothing_to_answer(asked)(body):
         return None
     index = model_index(body["model"], "generate")
     spec = current_config().models[index]
@@ -148,11 +167,10 @@ def _load_or_unload(schema: Schema, asked: str) -> Response | None:
 
 @bp.post("/api/embed")
 @documented(doc.EMBED)
+@routed(use="embed", pick=_served("embed"))
 def embed() -> Response:
     """Unit vectors of the input(s); past the context, inputs are cut unless `truncate` is false."""
     body = parse_body(embed_schema, use="embed")
-    if (relayed := route_here_or_relay(body.get("model"), "embed")) is not None:
-        return relayed
     started = time.monotonic()
     texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
     vectors = _vectors(texts, body["truncate"])
@@ -173,11 +191,10 @@ def embed() -> Response:
 
 @bp.post("/api/embeddings")
 @documented(doc.EMBEDDINGS)
+@routed(use="embed", pick=_served("embed"))
 def embeddings() -> Response:
     """The older single-prompt form: `{"embedding": [...]}`."""
     body = parse_body(embeddings_schema, use="embed")
-    if (relayed := route_here_or_relay(body.get("model"), "embed")) is not None:
-        return relayed
     vectors = _vectors([body["prompt"]], truncate=True)
     if isinstance(vectors, Response):
         return vectors

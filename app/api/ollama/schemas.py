@@ -158,12 +158,16 @@ class ModelNamed(BaseSchema):
 
     @post_load
     def untagged(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        name: str = data["model"]
-        data["named"] = name  # answers echo the name as the client wrote it, as Ollama's do
-        served = current_config().models
-        if name.endswith(":latest") and not any(spec.answers_to(name) for spec in served):
-            data["model"] = name.removesuffix(":latest")
+        data["named"] = data["model"]  # answers echo the name as the client wrote it, as Ollama's do
+        data["model"] = served_name(data["model"])
         return data
+
+
+def served_name(name: str) -> str:
+    """The served model an Ollama name means: `name:latest` is `name`, unless a model answers to it."""
+    if name.endswith(":latest") and not any(spec.answers_to(name) for spec in current_config().models):
+        return name.removesuffix(":latest")
+    return name
 
 
 class GenerationBase(ModelNamed):

@@ -15,7 +15,7 @@ from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.http.openapi import documented
 from app.api.rerank import openapi as doc
 from app.api.rerank.schemas import rerank_request_schema
-from app.api.routing.route import here_or_relay
+from app.api.routing.front import routed
 from app.engine.gguf import gguf_metadata
 from app.settings.current import current_config
 
@@ -32,6 +32,7 @@ NOT_A_RERANKER = (
 @bp.post("/v1/reranking")
 @bp.post("/reranking")
 @documented(doc.RERANK)
+@routed(use="embed", pick=lambda name: _reranker(name))
 def rerank() -> Response:
     """The documents, most relevant first (`top_n` of them), each with its index and score."""
     body = parse_json(rerank_request_schema)
@@ -41,8 +42,6 @@ def rerank() -> Response:
     if not spec.embedding:
         does = "generates text"
         raise InvalidRequestError(NOT_A_RERANKER.format(model=spec.id, does=does), param="model")
-    if (relayed := here_or_relay(index)) is not None:
-        return relayed
     engine = embedding_engine()
     if not engine.ranks:
         does = "computes embeddings, not relevance scores"

@@ -24,7 +24,7 @@ from app.api.responses.schemas import (
     retrieve_query_schema,
 )
 from app.api.responses.tool_kinds import kinds_of
-from app.api.routing.route import route_here_or_relay
+from app.api.routing.front import routed
 from app.settings.current import current_config
 
 bp = Blueprint("responses", __name__)
@@ -34,11 +34,10 @@ ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 @bp.post("/v1/responses")
 @documented(doc.CREATE)
+@routed(streams=True)
 def create_response() -> Response:
     """Answer the input items (after the stored turns they continue) with a Response, or its event stream."""
     body = parse_body(response_request_schema)
-    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
-        return relayed
     engine, inputs = generating_engine(), plan_inputs()
     kinds = kinds_of(body.get("tools") or [])
     skipped_tools.skip(kinds.skipped)
@@ -76,11 +75,10 @@ def create_response() -> Response:
 
 @bp.post("/v1/responses/compact")
 @documented(doc.COMPACT)
+@routed()
 def compact_response() -> Response:
     """Shorten a conversation to its user messages and a sealed summary the served model writes."""
     body = parse_body(compact_request_schema)
-    if (relayed := route_here_or_relay(body.get("model"))) is not None:
-        return relayed
     engine = generating_engine()
     items = history.history(body) + body["input"]
     if not items:
@@ -94,11 +92,10 @@ def compact_response() -> Response:
 
 @bp.post("/v1/responses/input_tokens")
 @documented(doc.INPUT_TOKENS)
+@routed(streams=True)
 def count_input_tokens() -> Response:
     """How many tokens the input takes after the chat template, tools included."""
     body = parse_body(input_tokens_request_schema)
-    if (relayed := route_here_or_relay(body.get("model"), streams=body.get("stream"))) is not None:
-        return relayed
     body = {**body, "input": history.history(body) + body["input"]}  # a continued conversation counts whole
     prompt = conversation.prompt(generating_engine().tokenizer, conversion.as_chat(body), current_config())
     return jsonify({"object": "response.input_tokens", "input_tokens": len(prompt.tokens)})

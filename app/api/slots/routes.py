@@ -20,7 +20,7 @@ from app.api.http import cache_scope, store_access
 from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError, NotSupportedError, ServerError
 from app.api.http.openapi import documented
-from app.api.routing.route import route_here_or_relay
+from app.api.routing.front import routed
 from app.api.slots import openapi as doc
 from app.api.slots.schemas import slot_file_schema, valid_filename
 from app.engine.cache.slot_files import SlotFileError, SlotRefusedError
@@ -33,11 +33,10 @@ ACTIONS = ("save", "restore", "erase")
 
 @bp.get("/slots")
 @documented(doc.SLOTS)
+@routed(source="query", wakes=False)
 def list_slots() -> Response:
     """Every worker's sequences of the model as llama-server's slots: id, context, busy or not,
     tokens cached (this worker's, then each other's, asked over the relay)."""
-    if (relayed := route_here_or_relay(request.args.get("model"), wakes=False)) is not None:
-        return relayed
     engine, config = generating_engine(), current_config()
     first = _rank() * config.parallel
     rows = [
@@ -50,10 +49,9 @@ def list_slots() -> Response:
 
 @bp.post("/slots/<int:id_slot>")
 @documented(doc.ACTION)
+@routed(source="query")
 def slot_action(id_slot: int) -> Response:
     """Save a slot's cells to a file, restore them from one, or erase them (llama-server's answers)."""
-    if (relayed := route_here_or_relay(request.args.get("model"))) is not None:
-        return relayed
     config = current_config()
     if not config.slot_save_path:
         raise NotSupportedError("This server does not support slots action. Set LLM_SLOT_SAVE_PATH.")

@@ -6,12 +6,12 @@ where lm-evaluation-harness uses them (`prompt`, `add_special_tokens`, /tokenize
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 from app.api.http.body import loaded_engine, parse_body
 from app.api.http.errors import InvalidRequestError
 from app.api.http.openapi import documented
-from app.api.routing.route import route_here_or_relay
+from app.api.routing.front import routed
 from app.api.tokens import openapi as doc
 from app.api.tokens.schemas import detokenize_schema, tokenize_schema
 from app.settings.current import current_config
@@ -21,11 +21,10 @@ bp = Blueprint("tokens", __name__)
 
 @bp.post("/tokenize")
 @documented(doc.TOKENIZE)
+@routed(use=None)
 def tokenize() -> Response:
     """Text to token ids (and their pieces, with `with_pieces`)."""
     body = parse_body(tokenize_schema, use=None)
-    if (relayed := route_here_or_relay(body.get("model"), None)) is not None:
-        return relayed
     tokenizer = loaded_engine().tokenizer
     add_special = body.get("add_special", body.get("add_special_tokens")) or False
     parse_special = body.get("parse_special") is not False
@@ -50,11 +49,10 @@ def _piece(raw: bytes) -> str | list[int]:
 
 @bp.post("/detokenize")
 @documented(doc.DETOKENIZE)
+@routed(use=None)
 def detokenize() -> Response:
     """Token ids to text."""
     body = parse_body(detokenize_schema, use=None)
-    if (relayed := route_here_or_relay(body.get("model"), None)) is not None:
-        return relayed
     tokenizer = loaded_engine().tokenizer
     if not tokenizer.in_vocabulary(body["tokens"]):
         raise InvalidRequestError(
@@ -66,10 +64,9 @@ def detokenize() -> Response:
 
 @bp.get("/tokenizer_info")
 @documented(doc.TOKENIZER_INFO)
+@routed(use=None, source="query")
 def tokenizer_info() -> Response:
     """The special tokens and chat template (vLLM's endpoint, which lm-evaluation-harness reads)."""
-    if (relayed := route_here_or_relay(request.args.get("model"), None)) is not None:
-        return relayed
     tokenizer = loaded_engine().tokenizer
     return jsonify(
         {

@@ -73,10 +73,10 @@ class Sequence:
         prompt = job.request.prompt_tokens
         self.cached, self.last_used = list(prompt[:reused]), tick
         self.adapters, self.scope = job.request.adapters or (), job.request.cache_scope
-        keep = job.request.keep
-        if keep is not None and keep.tokens > 0:
-            self.pinned = (keep.tokens, time.monotonic() + keep.seconds)
-        elif reused < self.pinned[0]:  # the kept prefix is no longer all in its cells
+        pin = job.request.pin
+        if pin is not None and pin.tokens > 0:
+            self.pinned = (pin.tokens, time.monotonic() + pin.seconds)
+        elif reused < self.pinned[0]:  # the pinned prefix is no longer all in its cells
             self.pinned = (0, 0.0)
         pending = np.asarray(prompt[reused:], dtype=np.int32)
         assembler = TextAssembler(job.request.stop, job.request.n_indent)

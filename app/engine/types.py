@@ -106,7 +106,7 @@ class GenerationRequest:
     progress: bool = False  # llama-server's `return_progress`: a chunk after each step of the prompt
     prediction: tuple[int, ...] = ()  # OpenAI's predicted output, as tokens: the best draft there is
     shift: ContextShift | None = None  # at the context's end: drop part of the history and go on
-    keep: KeepPrefix | None = None  # Anthropic's cache_control: hold this prefix in the host cache a while
+    pin: PinnedPrefix | None = None  # Anthropic's cache_control: hold this prefix in the host cache a while
     # llama-server's /infill limits (0: off): a line indented less than n_indent ends the answer
     # before it; past t_max_predict_ms of generating, the next newline ends it.
     n_indent: int = 0
@@ -124,7 +124,7 @@ class TokenLogprob:
 
 
 @dataclass(frozen=True)
-class KeepPrefix:
+class PinnedPrefix:
     """A prompt prefix a client asked to stay cached (Anthropic's `cache_control`): its first `tokens`,
     for `seconds` after each use."""
 

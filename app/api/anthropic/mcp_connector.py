@@ -12,7 +12,7 @@ tool (mcp-client-2025-11-20). No approvals: the connector runs every call, as An
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +20,7 @@ from flask import Response, g, jsonify, request, stream_with_context
 
 from app.api.anthropic import conversion, errors, window
 from app.api.anthropic.presenter import PING, block_event, stop_reason, tool_use_block
-from app.api.anthropic.schemas import McpServerSchema
+from app.api.anthropic.request import MessagesRequest
 from app.api.generation import mcp_calls
 from app.api.generation.answer_blocks import BlockEvent, BlockStream
 from app.api.generation.chat_job import plan_chat
@@ -38,11 +38,11 @@ from app.settings.current import current_config
 from app.telemetry.request_stats import RequestStats
 
 
-def servers(body: dict[str, Any]) -> dict[str, McpTool]:
+def servers(asked: MessagesRequest) -> dict[str, McpTool]:
     """The request's MCP servers by name, each reachable (a 400 naming the field otherwise)."""
     found = {}
-    toolsets = {t["mcp_server_name"]: t for t in body.get("tools") or [] if t.get("type") == "mcp_toolset"}
-    for index, server in enumerate(McpServerSchema(many=True).load(body.get("mcp_servers") or [])):
+    toolsets = asked.mcp_toolsets
+    for index, server in enumerate(asked.mcp_servers):
         name, token = server["name"], server.get("authorization_token")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         if any(c.name == name for c in current_config().mcp_servers):
@@ -53,7 +53,9 @@ def servers(body: dict[str, Any]) -> dict[str, McpTool]:
     return found
 
 
-def _allowed(server: dict[str, Any], toolset: dict[str, Any] | None, any_toolset: bool) -> mcp_calls.Rule:
+def _allowed(
+    server: Mapping[str, Any], toolset: Mapping[str, Any] | None, any_toolset: bool
+) -> mcp_calls.Rule:
     """The tools on: all, those tool_configuration allows, or an mcp_toolset's (none without one when
     the request uses toolsets)."""
     configuration = server.get("tool_configuration") or {}
@@ -68,11 +70,11 @@ def _allowed(server: dict[str, Any], toolset: dict[str, Any] | None, any_toolset
     return mcp_calls.every_tool if allowed is None else mcp_calls.only(allowed)
 
 
-def respond(engine: Engine, chat: ChatRequest, body: dict[str, Any], inputs: PlanInputs) -> Response:
+def respond(engine: Engine, asked: MessagesRequest, inputs: PlanInputs) -> Response:
     """The Message for a request with mcp_servers: its events, or the whole object."""
-    config = inputs.config
+    config, chat = inputs.config, asked.chat
     message = _Message(
-        engine, chat, servers(body), Limits(config.mcp_timeout, config.mcp_max_output_bytes), inputs
+        engine, chat, servers(asked), Limits(config.mcp_timeout, config.mcp_max_output_bytes), inputs
     )
     events = message.events(request.environ, g.stats, config.mcp_max_calls)
     if chat.stream:

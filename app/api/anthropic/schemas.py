@@ -6,8 +6,9 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
-from app.api.anthropic import conversion
+from app.api.anthropic import conversion, pins
 from app.api.anthropic.blocks import ContentField, SystemField
+from app.api.anthropic.request import MessagesRequest
 from app.api.http.fields import StrictBoolean, count, number
 from app.api.http.schemas import BaseSchema
 from app.api.requests.chat import ChatRequest
@@ -178,6 +179,21 @@ class MessagesRequestSchema(CountTokensRequestSchema):
         budget = (data.get("thinking") or {}).get("budget_tokens")
         if budget is not None and budget >= data["max_tokens"]:  # as Anthropic answers
             raise ValidationError("`max_tokens` must be greater than `thinking.budget_tokens`", "max_tokens")
+
+    @post_load(pass_original=True)
+    def typed(self, data: dict[str, Any], original: dict[str, Any], **kwargs: Any) -> MessagesRequest:
+        """The chat it amounts to (conversion.py), and Anthropic's own parts, read here once."""
+        tools = data.get("tools") or []
+        marked = pins.marked_body(original)
+        return MessagesRequest(
+            chat=conversion.as_chat(data),
+            skipped_tools=tuple(tool["kind"] for tool in tools if tool.get("type") == SKIPPED),
+            mcp_servers=tuple(data.get("mcp_servers") or ()),
+            mcp_toolsets={t["mcp_server_name"]: t for t in tools if t.get("type") == "mcp_toolset"},
+            marked=None if marked is None else count_tokens_request_schema.load(marked),
+            pin_seconds=pins.pin_seconds(original),
+            context_management=bool(data.get("context_management")),
+        )
 
 
 messages_request_schema = MessagesRequestSchema()

@@ -10,6 +10,7 @@ X-Skipped-Tools header, for a client that wants to know.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from flask import Flask, Response, g
 
@@ -17,7 +18,7 @@ HEADER = "X-Skipped-Tools"
 log = logging.getLogger(__name__)
 
 
-def skip(kinds: list[str]) -> None:
+def skip(kinds: Sequence[str]) -> None:
     """Note the tools of these types (or names) as left out of this request."""
     unique = list(dict.fromkeys(kinds))
     if not unique:

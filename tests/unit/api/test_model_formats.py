@@ -181,7 +181,7 @@ def test_reasoning_items_and_thinking_blocks_handed_back_become_the_turns_reason
                 ]},
             ],
         }
-    )  # fmt: skip
+    ).chat  # fmt: skip
     assert message.messages[-1]["reasoning_content"] == "Look it up."
 
 

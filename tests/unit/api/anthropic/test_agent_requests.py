@@ -22,7 +22,7 @@ SEARCH = {"name": "ToolSearch", "description": "Find tools", "input_schema": {"t
 
 
 def load(**fields: Any) -> ChatRequest:
-    chat = messages_request_schema.load({"model": "m", "max_tokens": 32000, **fields})
+    chat = messages_request_schema.load({"model": "m", "max_tokens": 32000, **fields}).chat
     assert isinstance(chat, ChatRequest)
     return chat
 

@@ -16,7 +16,7 @@ TOOL = {"name": "weather", "description": "The weather", "input_schema": {"type"
 
 def load(**fields: object) -> ChatRequest:
     """A Messages request as the schema loads it: the typed chat request it amounts to."""
-    chat = messages_request_schema.load({"model": "m", "max_tokens": 8, **fields})
+    chat = messages_request_schema.load({"model": "m", "max_tokens": 8, **fields}).chat
     assert isinstance(chat, ChatRequest)
     return chat
 

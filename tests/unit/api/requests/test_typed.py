@@ -64,7 +64,7 @@ def test_chat_completions_load_as_a_typed_request() -> None:
                                    "input_schema": WEATHER["parameters"]}],
                         "tool_choice": {"type": "any"},
                     }
-                )
+                ).chat
             ),
         ),
         (

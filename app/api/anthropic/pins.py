@@ -1,4 +1,7 @@
-"""Anthropic's `cache_control`: how many prompt tokens its last breakpoint covers, for honest usage.
+"""Anthropic's `cache_control` pins a prompt prefix: how many tokens its last breakpoint covers.
+
+The pinned prefix (the engine's `PinnedPrefix`) stays in the host cache over other states for
+the breakpoint's ttl (`pin_seconds`), and it makes usage honest.
 
 Anthropic reports a request's input in three parts: read from the cache
 (`cache_read_input_tokens`), written to it at a `cache_control` breakpoint
@@ -39,7 +42,7 @@ def last_breakpoint(body: dict[str, Any]) -> Where | None:
     return found
 
 
-def kept_seconds(body: dict[str, Any]) -> float:
+def pin_seconds(body: dict[str, Any]) -> float:
     """How long the marked prefix is to stay cached after a use: the longest `ttl` asked ("1h"), else
     Anthropic's default of five minutes."""
     marks = [b["cache_control"] for b in _blocks(body) if _marked(b)]
@@ -65,18 +68,17 @@ def with_mark(body: dict[str, Any], where: Where) -> dict[str, Any]:
     return marked
 
 
-def covered_tokens(
-    body: dict[str, Any], prompt_tokens: list[int], render: Callable[[dict[str, Any]], str],
-    tokenize: Callable[[str], list[int]],
-) -> int:  # fmt: skip
-    """The prompt tokens up to the end of the last block with `cache_control` (0: none, or the
-    template dropped it); `render` makes a request's prompt text, `tokenize` its tokens."""
+def marked_body(body: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of the request with the marker after its last breakpoint (None: it has none)."""
     where = last_breakpoint(body)
-    if where is None:
-        return 0
-    text = render(with_mark(body, where))
-    at = text.find(MARK)
-    return 0 if at < 0 else common_prefix(tokenize(text[:at]), prompt_tokens)
+    return None if where is None else with_mark(body, where)
+
+
+def pinned_tokens(marked_text: str, prompt_tokens: list[int], tokenize: Callable[[str], list[int]]) -> int:
+    """The prompt tokens up to the marker in the marked request's prompt text (0: the template
+    dropped it, or the prompt made is not the one the text begins)."""
+    at = marked_text.find(MARK)
+    return 0 if at < 0 else common_prefix(tokenize(marked_text[:at]), prompt_tokens)
 
 
 def _blocks(body: dict[str, Any]) -> list[Any]:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.ollama.request import OllamaRequest
 from app.api.requests.chat import ChatRequest
 from app.api.requests.generation import sampling_of
 from app.settings.config import Config
@@ -83,15 +84,39 @@ def as_chat(body: dict[str, Any], conversation: list[dict[str, Any]]) -> ChatReq
     )
 
 
-def context_bound(body: dict[str, Any], config: Config) -> Callable[[ChatRequest, int], ChatRequest]:
+def chat_request(body: dict[str, Any]) -> OllamaRequest:
+    """A validated /api/chat body as the typed request its view serves."""
+    return _typed(body, messages(body))
+
+
+def generate_request(body: dict[str, Any]) -> OllamaRequest:
+    """A validated /api/generate body as the typed request its view serves."""
+    return replace(
+        _typed(body, generate_messages(body)),
+        prompt=body["prompt"],
+        suffix=body.get("suffix") or None,
+        raw=bool(body.get("raw")),
+    )
+
+
+def _typed(body: dict[str, Any], conversation: list[dict[str, Any]]) -> OllamaRequest:
+    return OllamaRequest(
+        chat=as_chat(body, conversation),
+        named=body["named"],
+        keep_alive=body.get("keep_alive"),
+        thinks=body.get("think") not in (None, False),
+        num_ctx=(body.get("options") or {}).get("num_ctx"),
+    )
+
+
+def context_bound(num_ctx: int | None, config: Config) -> Callable[[ChatRequest, int], ChatRequest]:
     """`fit_context` as the chat job's bound: the request once its prompt's size is known."""
-    return lambda chat, prompt_tokens: fit_context(chat, body, prompt_tokens, config)
+    return lambda chat, prompt_tokens: fit_context(chat, num_ctx, prompt_tokens, config)
 
 
-def fit_context(chat: ChatRequest, body: dict[str, Any], prompt_tokens: int, config: Config) -> ChatRequest:
-    """`chat` held to `options.num_ctx` (Ollama's context for it): never above the server's, and
-    the prompt plus what it may generate within it."""
-    asked = (body.get("options") or {}).get("num_ctx")
+def fit_context(chat: ChatRequest, asked: int | None, prompt_tokens: int, config: Config) -> ChatRequest:
+    """`chat` held to `options.num_ctx` (`asked`, Ollama's context for it): never above the
+    server's, and the prompt plus what it may generate within it."""
     if asked is None:
         return chat
     if asked > config.n_ctx:

@@ -29,6 +29,7 @@ from app.api.http.openapi import documented
 from app.api.ollama import catalog, conversion, errors
 from app.api.ollama import openapi as doc
 from app.api.ollama.presenter import NS, OllamaPresenter, now
+from app.api.ollama.request import OllamaRequest
 from app.api.ollama.schemas import (
     chat_schema,
     embed_schema,
@@ -43,6 +44,8 @@ from app.api.routing import on_demand, pool
 from app.api.routing.front import routed
 from app.chat_formats.answer import AnswerReader
 from app.engine.media import MediaRun
+from app.engine.tokenizer import Tokenizer
+from app.settings.config import Config
 from app.settings.current import config_of, current_config
 
 bp = Blueprint("ollama", __name__)
@@ -68,21 +71,21 @@ def _nothing_to_answer(asked: str) -> Callable[[Mapping[str, Any]], bool]:
 @routed(pick=_served("generate"), anywhere=_nothing_to_answer("messages"))
 def chat() -> Response:
     """Answer the conversation: a message (with thinking and tool calls), or its NDJSON stream."""
-    body = _answerable(chat_schema, "messages")
-    if isinstance(body, Response):
-        return body
+    asked = _answerable(chat_schema, "messages", conversion.chat_request)
+    if isinstance(asked, Response):
+        return asked
     engine, inputs = generating_engine(), plan_inputs()
     job = plan_chat(
         engine.tokenizer,
-        conversion.as_chat(body, conversion.messages(body)),
+        asked.chat,
         inputs,
         prompt_param="messages",
-        window=(body.get("options") or {}).get("num_ctx"),
-        bound=conversion.context_bound(body, inputs.config),
+        window=asked.num_ctx,
+        bound=conversion.context_bound(asked.num_ctx, inputs.config),
     )
     chat, prompt = job.chat, job.prompt
     presenter = OllamaPresenter(
-        body["named"], job.prompt_tokens, prompt.reader, chat=True, logprobs=chat.logprobs
+        asked.named, job.prompt_tokens, prompt.reader, chat=True, logprobs=chat.logprobs
     )
     locate = prompt_places.locator(engine.tokenizer, chat, inputs.config)
     answer = generate(engine, chat.stream, job.requests, presenter, job.prompt_tokens, locate=locate)
@@ -94,54 +97,57 @@ def chat() -> Response:
 @routed(pick=_served("generate"), anywhere=_nothing_to_answer("prompt"))
 def generate_text() -> Response:
     """Continue the prompt (through the chat template, or `raw`, or filled in before a `suffix`)."""
-    body = _answerable(generate_schema, "prompt")
-    if isinstance(body, Response):
-        return body
+    asked = _answerable(generate_schema, "prompt", conversion.generate_request)
+    if isinstance(asked, Response):
+        return asked
     engine, inputs = generating_engine(), plan_inputs()
     tokenizer, config = engine.tokenizer, inputs.config
-    chat = conversion.as_chat(body, conversion.generate_messages(body))
-    profile = conversation.template_profile(tokenizer, config.chat_format)
-    runs: tuple[MediaRun, ...] = ()
-    given: ChatPrompt | None = None  # a prompt made here (fill-in-the-middle, raw), else the template's
-    if body.get("suffix"):
-        if not tokenizer.supports_infill:
-            raise InvalidRequestError(
-                "suffix needs a model with fill-in-the-middle tokens; this one has none."
-            )
-        given = ChatPrompt(body["prompt"], tokenizer.infill(body["prompt"], body["suffix"]),
-                           AnswerReader(profile.format), profile)  # fmt: skip
-    elif body.get("raw"):
-        # As Ollama tokenizes every prompt: the model's BOS, and the special tokens in the text
-        # parsed, so a prompt the client templated itself reads as the template's own.
-        if media.has_media(body["prompt"]):
-            tokens, runs = conversation.media_tokens(tokenizer, body["prompt"], config, "images")
-        else:
-            tokens = tokenizer.parsed(body["prompt"])
-        given = ChatPrompt(body["prompt"], tokens, AnswerReader(profile.format), profile, runs)
-    else:
-        given = conversation.prompt(tokenizer, chat, config)  # the template's, never cut short
-    job = plan_chat(tokenizer, chat, inputs, prompt_param="prompt", given=given,
-                    bound=conversion.context_bound(body, config))  # fmt: skip
+    given = _prompt(tokenizer, asked, config)
+    bound = conversion.context_bound(asked.num_ctx, config)
+    job = plan_chat(tokenizer, asked.chat, inputs, prompt_param="prompt", given=given, bound=bound)
     presenter = OllamaPresenter(
-        body["named"], job.prompt_tokens, job.prompt.reader, chat=False, logprobs=job.chat.logprobs
+        asked.named, job.prompt_tokens, job.prompt.reader, chat=False, logprobs=job.chat.logprobs
     )
     return generate(engine, job.chat.stream, job.requests, presenter, job.prompt_tokens)
 
 
-def _answerable(schema: Schema, asked: str) -> dict[str, Any] | Response:
-    """The body of a request with something to answer (its keep_alive noted; it reached the worker
-    holding its model before the view); or the answer to one with nothing to answer (Ollama's load
-    and unload, answered by whichever worker takes it)."""
+def _prompt(tokenizer: Tokenizer, asked: OllamaRequest, config: Config) -> ChatPrompt:
+    """Generate's prompt: filled in the middle (a suffix), the client's own (raw), else the template's."""
+    profile = conversation.template_profile(tokenizer, config.chat_format)
+    reader = AnswerReader(profile.format)
+    if asked.suffix:
+        if not tokenizer.supports_infill:
+            raise InvalidRequestError(
+                "suffix needs a model with fill-in-the-middle tokens; this one has none."
+            )
+        return ChatPrompt(asked.prompt, tokenizer.infill(asked.prompt, asked.suffix), reader, profile)
+    if asked.raw:
+        # As Ollama tokenizes every prompt: the model's BOS, and the special tokens in the text
+        # parsed, so a prompt the client templated itself reads as the template's own.
+        runs: tuple[MediaRun, ...] = ()
+        if media.has_media(asked.prompt):
+            tokens, runs = conversation.media_tokens(tokenizer, asked.prompt, config, "images")
+        else:
+            tokens = tokenizer.parsed(asked.prompt)
+        return ChatPrompt(asked.prompt, tokens, reader, profile, runs)
+    return conversation.prompt(tokenizer, asked.chat, config)  # the template's, never cut short
+
+
+def _answerable(
+    schema: Schema, asked: str, typed: Callable[[dict[str, Any]], OllamaRequest]
+) -> OllamaRequest | Response:
+    """The typed request, when it has something to answer (its keep_alive noted; it reached the
+    worker holding its model before the view); or the answer to one with nothing to answer
+    (Ollama's load and unload, answered by whichever worker takes it)."""
     nothing = _load_or_unload(schema, asked)
     if nothing is not None:
         return nothing
-    body = parse_body(schema, offered=OFFERED)
-    on_demand.keep_alive(body.get("keep_alive"))
-    asks_thinking = body.get("think") not in (None, False)
-    if asks_thinking and "thinking" not in catalog.capabilities(current_config().model):
+    request = typed(parse_body(schema, offered=OFFERED))
+    on_demand.keep_alive(request.keep_alive)
+    if request.thinks and "thinking" not in catalog.capabilities(current_config().model):
         # As Ollama answers: asking a model that never thinks to think is a mistake worth a word.
-        raise InvalidRequestError(f'"{body["model"]}" does not support thinking', param="think")
-    return body
+        raise InvalidRequestError(f'"{request.model}" does not support thinking', param="think")
+    return request
 
 
 def _load_or_unload(schema: Schema, asked: str) -> Response | None:

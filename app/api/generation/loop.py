@@ -15,8 +15,7 @@ from typing import Any, Protocol
 
 from flask import Response, g, jsonify, request
 
-from app import workers
-from app.api.generation import cache_miss
+from app.api.generation import cache_miss, handoff
 from app.api.http import sse
 from app.api.http.errors import APIError, ServerError, ServiceUnavailableError, from_engine
 from app.api.prompting.prompt_places import Locate
@@ -80,20 +79,11 @@ def generate(
     """Generate every choice (here, or on a peer with room): a stream if the request `streams`, else
     one JSON answer. `cache_key`: OpenAI's `prompt_cache_key`, which routes as well as the prompt;
     `locate`: which message a prompt token falls in, to say where a prompt left the cache."""
-    stats: RequestStats = g.stats
-    state = workers.current()
-    me, board = (state.me, state.shared.prefixes) if state is not None else (None, None)
-    prompt, scope = requests[0].prompt_tokens, requests[0].cache_scope
-    relayed = (
-        relay.to_cached_peer(request, engine, prompt, scope, me, board)
-        or relay.to_keyed_peer(request, engine, prompt, scope, cache_key, me, board)
-        or relay.to_idle_peer(request, engine, me)
-    )
-    if relayed is not None:
-        stats.relayed = True
+    if (relayed := handoff.to_peer(engine, requests, cache_key)) is not None:
         return relayed
+    stats: RequestStats = g.stats
     call = internal.of(request.environ)
-    miss = cache_miss.explained(engine, prompt, scope, locate)
+    miss = cache_miss.explained(engine, requests[0].prompt_tokens, requests[0].cache_scope, locate)
     try:
         generation = engine.submit(requests, low_priority=call is not None)
     except QueueFullError:
@@ -103,7 +93,7 @@ def generate(
         call.generations.append(generation)
     adapter_load.track(generation, requests[0].adapters, lambda: engine.lora_scales)
     generation.on_close(disconnect.watch(request.environ, generation.cancel))
-    generation.migrate = relay.migrator(request, engine, me)
+    generation.migrate = handoff.migrator(engine)
     stats.prompt_tokens = prompt_tokens
     if streams:
         # Server-Sent Events, unless the protocol frames its stream otherwise (Ollama's NDJSON).

@@ -15,6 +15,7 @@ import io
 import json
 import random
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -537,10 +538,21 @@ def test_a_model_that_sleeps_and_wakes_leaves_no_thread_behind(sdk: openai.OpenA
             m for m in httpx.get(vision.url + "/v1/models", timeout=10).json()["data"] if m["id"] == "smol"
         ]
         (worker,) = model["workers"]
-        return len(list(Path(f"/proc/{worker['pid']}/task").iterdir()))
+        return settled(Path(f"/proc/{worker['pid']}/task"))
+
+    def settled(tasks: Path) -> int:
+        """The worker's thread count once it holds for a second (at most ten): a thread that has done
+        its part (a load's) may take a moment to end after the answer, and is no leak."""
+        count, since, deadline = len(list(tasks.iterdir())), time.monotonic(), time.monotonic() + 10
+        while time.monotonic() - since < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = len(list(tasks.iterdir()))
+            if now != count:
+                count, since = now, time.monotonic()
+        return count
 
     counts = []
     for _ in range(3):
         counts.append(threads_after_an_image())
         assert httpx.post(vision.url + "/sleep", timeout=60).status_code == 200
-    assert counts[1] == counts[2], counts  # a wake after the first adds none for good
+    assert counts[2] <= counts[1] <= counts[0], counts  # a wake after the first adds none for good

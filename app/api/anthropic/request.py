@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +18,9 @@ class MessagesRequest:
     skipped_tools: tuple[str, ...] = ()  # the types of the tools Anthropic runs itself, left out
     mcp_servers: tuple[Mapping[str, Any], ...] = ()  # the MCP connector's servers, as validated
     mcp_toolsets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # by server name
-    # The conversation with a marker after its last `cache_control` breakpoint (pins.py), and how
-    # long the prefix up to there stays pinned after each use.
-    marked: ChatRequest | None = None
+    # The conversation with a marker after its last `cache_control` breakpoint (pins.py), made when
+    # asked (loading it again reads its images again), and how long that prefix stays pinned.
+    marked: Callable[[], ChatRequest] | None = None
     pin_seconds: float = 300.0
     context_management: bool = False  # the answer reports the context edits applied
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -68,12 +69,14 @@ def create_message() -> Response:
     return overflow.reported(answer, fitted)
 
 
-def _pinned(tokenizer: Tokenizer, fitted: overflow.Fitted, marked: ChatRequest | None, config: Config) -> int:
+def _pinned(
+    tokenizer: Tokenizer, fitted: overflow.Fitted, marked: Callable[[], ChatRequest] | None, config: Config
+) -> int:
     """The prompt tokens up to the request's last `cache_control` breakpoint (pins.py); none
     counted for a prompt with media, or one whose oldest turns were dropped."""
     if marked is None or fitted.prompt.media or fitted.dropped_messages:
         return 0
-    marked_text = conversation.prompt(tokenizer, marked, config).text
+    marked_text = conversation.prompt(tokenizer, marked(), config).text
     return pins.pinned_tokens(marked_text, fitted.prompt.tokens, tokenizer.chat_tokens)
 
 

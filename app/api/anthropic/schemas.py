@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
@@ -190,7 +191,7 @@ class MessagesRequestSchema(CountTokensRequestSchema):
             skipped_tools=tuple(tool["kind"] for tool in tools if tool.get("type") == SKIPPED),
             mcp_servers=tuple(data.get("mcp_servers") or ()),
             mcp_toolsets={t["mcp_server_name"]: t for t in tools if t.get("type") == "mcp_toolset"},
-            marked=None if marked is None else count_tokens_request_schema.load(marked),
+            marked=None if marked is None else partial(count_tokens_request_schema.load, marked),
             pin_seconds=pins.pin_seconds(original),
             context_management=bool(data.get("context_management")),
         )

@@ -18,6 +18,7 @@ from typing import Any
 from app.api.anthropic.presenter import MessagesPresenter
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
+from app.api.responses.request import ResponseRequest
 from app.chat_formats.answer import AnswerReader
 from app.chat_formats.base import Function
 from app.chat_formats.detect import by_name
@@ -57,7 +58,7 @@ def anthropic_stream(model: str, answer: Answer) -> bytes:
 
 def responses_stream(model: str, answer: Answer) -> bytes:
     """The Responses API's event stream of one Response holding `answer`."""
-    presenter = ResponsesPresenter(ResponseHeader({"input": ""}, model), 10, _reader(answer[1]))
+    presenter = ResponsesPresenter(ResponseHeader(ResponseRequest(input=()), model), 10, _reader(answer[1]))
     return b"".join(presenter.events(iter([Chunk(answer[0], "stop", 12)])))
 
 

@@ -46,7 +46,7 @@ _written: dict[str, threading.Event] = {}  # runs in this process: set when even
 
 def start(
     engine: Engine,
-    body: dict[str, Any],
+    stream: bool,
     requests: list[GenerationRequest],
     presenter: ResponsesPresenter,
     keeper: Keeper,
@@ -66,11 +66,11 @@ def start(
         generation.close()  # the store is away: its sequence goes back at once
         raise
     run = _Run(presenter, keeper, kept.events, kept.responses, queued["id"], _handoff())
-    return _started(body, run, lambda: run.run(generation), queued)
+    return _started(stream, run, lambda: run.run(generation), queued)
 
 
 def start_loop(
-    body: dict[str, Any],
+    stream: bool,
     presenter: ResponsesPresenter,
     keeper: Keeper,
     events: Callable[[Callable[[], bool], RequestStats], Iterator[bytes]],
@@ -92,7 +92,7 @@ def start_loop(
         with app.app_context():
             run.run_loop(events)
 
-    return _started(body, run, looped, queued)
+    return _started(stream, run, looped, queued)
 
 
 def _handoff() -> detached.Handoff:
@@ -101,12 +101,12 @@ def _handoff() -> detached.Handoff:
     return handoff
 
 
-def _started(body: dict[str, Any], run: _Run, target: Callable[[], None], queued: dict[str, Any]) -> Response:
+def _started(stream: bool, run: _Run, target: Callable[[], None], queued: dict[str, Any]) -> Response:
     _written[run.response_id] = threading.Event()
     # Under gevent's patching, a greenlet that outlives this request; a stopping worker waits
     # for it as it waits for open connections (app/serving/detached.py).
     detached.start(threading.Thread(target=target, daemon=True, name=f"bg-{run.response_id}"))
-    if body.get("stream"):
+    if stream:  # the events as they are kept; else the queued Response at once
         kept = store_access.kept()
         assert kept is not None
         keepalive = current_config().sse_keepalive

@@ -17,6 +17,7 @@ from app.api.generation.loop import ChoiceResult
 from app.api.http.sealing import Sealer
 from app.api.prompting.items import new_id, with_id
 from app.api.responses import objects
+from app.api.responses.request import ResponseRequest
 from app.chat_formats.answer import AnswerReader
 
 SUMMARIZE = (
@@ -26,16 +27,15 @@ SUMMARIZE = (
 )
 
 
-def summarising(body: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
+def summarising(asked: ResponseRequest, items: list[dict[str, Any]]) -> ResponseRequest:
     """The Responses request that makes the summary of `items` (the whole conversation)."""
-    asked = [*items, {"type": "message", "role": "user", "content": SUMMARIZE}]
-    return {
-        "model": body.get("model"),
-        "input": asked,
-        "instructions": body.get("instructions"),
-        "truncation": "auto",  # the oldest turns dropped if need be, a quarter of the context kept for it
-        "tool_choice": "none",
-    }
+    return ResponseRequest(
+        input=(*items, {"type": "message", "role": "user", "content": SUMMARIZE}),
+        model=asked.model,
+        instructions=asked.instructions,
+        truncation="auto",  # the oldest turns dropped if need be, a quarter of the context kept for it
+        tool_choice="none",
+    )
 
 
 class CompactionPresenter:

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from app.api.prompting.call_grammars import CUSTOM_INPUT
 from app.api.requests.chat import ChatRequest
-from app.api.requests.generation import sampling_of
+from app.api.responses.request import Item, ResponseRequest
 from app.api.responses.tool_kinds import kinds_of, model_name
 
 
-def messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+def messages(asked: ResponseRequest) -> list[dict[str, Any]]:
     """`instructions` and the input items as chat messages; a run of function calls is one assistant turn."""
     conversation: list[dict[str, Any]] = []
-    if body.get("instructions"):
-        conversation.append({"role": "system", "content": body["instructions"]})
+    if asked.instructions:
+        conversation.append({"role": "system", "content": asked.instructions})
     thought = ""  # a reasoning item's text, for the assistant turn that follows it
-    for item in body["input"]:
+    for item in asked.input:
         if item["type"] == "reasoning":
             thought = item["text"]
         elif item["type"] == "message":
@@ -64,36 +65,36 @@ LOGPROBS = "message.output_text.logprobs"  # the `include` that asks for the ans
 COMPACTED = "A summary of the conversation before this point:\n\n"
 
 
-def as_chat(body: dict[str, Any]) -> ChatRequest:
+def as_chat(asked: ResponseRequest) -> ChatRequest:
     """The chat request a Responses request amounts to, for the template, planning, tools and grammars."""
-    kinds = kinds_of(body.get("tools") or [])
-    choice = body.get("tool_choice")
-    if isinstance(choice, dict) and "name" in choice:  # a function or custom tool, by its model name
+    kinds = kinds_of(asked.tools)
+    choice = asked.tool_choice
+    if isinstance(choice, Mapping) and "name" in choice:  # a function or custom tool, by its model name
         choice = {"name": model_name(choice["name"], choice.get("namespace"))}
     return ChatRequest(
-        model=body.get("model"),
-        messages=messages(body),
-        max_tokens=body.get("max_output_tokens"),
+        model=asked.model,
+        messages=messages(asked),
+        max_tokens=asked.max_output_tokens,
         max_param="max_output_tokens",
-        sampling=sampling_of(body),  # temperature, top_p, seed: the same names
-        stream=bool(body.get("stream")),
-        return_progress=bool(body.get("return_progress")),
-        prompt_cache_key=body.get("prompt_cache_key"),
-        cache_salt=body.get("cache_salt"),
-        truncation=body.get("truncation"),
+        sampling=asked.sampling,
+        stream=asked.stream,
+        return_progress=asked.return_progress,
+        prompt_cache_key=asked.prompt_cache_key,
+        cache_salt=asked.cache_salt,
+        truncation=asked.truncation,
         tool_choice=choice,
-        reasoning_effort=(body.get("reasoning") or {}).get("effort"),
-        logprobs=LOGPROBS in (body.get("include") or []),
-        top_logprobs=body.get("top_logprobs") or 0,
-        priority=body.get("priority") or 0,
-        parallel_tool_calls=body.get("parallel_tool_calls"),
+        reasoning_effort=asked.reasoning_effort,
+        logprobs=LOGPROBS in asked.include,
+        top_logprobs=asked.top_logprobs or 0,
+        priority=asked.priority,
+        parallel_tool_calls=asked.parallel_tool_calls,
         tools=kinds.functions,  # mcp tools: as their servers list them (mcp_loop)
-        response_format=response_format((body.get("text") or {}).get("format")),
+        response_format=response_format(asked.text_format),
         format_params=("text.format", "text.format.schema"),
     )
 
 
-def response_format(text_format: dict[str, Any] | None) -> dict[str, Any] | None:
+def response_format(text_format: Item | None) -> dict[str, Any] | None:
     """`text.format` as chat's `response_format`: the same grammars, the same rules beside tools."""
     text_format = text_format or {}
     kind = text_format.get("type", "text")

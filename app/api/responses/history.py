@@ -14,6 +14,7 @@ from typing import Any
 from app.api.http import store_access
 from app.api.http.errors import InvalidRequestError, NotFoundError
 from app.api.prompting.items import normalized_input, with_id
+from app.api.responses.request import ResponseRequest
 from app.store.conversations import ConversationStore
 from app.store.responses import ResponseStore
 
@@ -24,31 +25,15 @@ def store() -> ResponseStore | None:
     return None if kept is None else kept.responses
 
 
-def conversation_id(body: dict[str, Any]) -> str | None:
-    """The conversation a request continues: `conversation` as an id or {"id": ...}."""
-    given = body.get("conversation")
-    if given is None:
-        return None
-    if isinstance(given, dict):
-        given = given.get("id")
-    if not isinstance(given, str) or not given:
-        raise InvalidRequestError("must be a conversation id, or {'id': ...}", param="conversation")
-    if body.get("previous_response_id"):
-        raise InvalidRequestError(
-            "previous_response_id and conversation cannot be used together", param="conversation"
-        )
-    return given
-
-
-def history(body: dict[str, Any]) -> list[dict[str, Any]]:
+def history(asked: ResponseRequest) -> list[dict[str, Any]]:
     """The items that come before this request's input: a chain of responses, or a conversation."""
-    conversation = conversation_id(body)
+    conversation = asked.conversation
     if conversation is not None:
         conversations = _conversations(conversation)
         with store_access.reachable():
             page = conversations.items(conversation)
         return normalized_input(page.items if page else [])
-    previous = body.get("previous_response_id")
+    previous = asked.previous_response_id
     if not previous:
         return []
     responses = store()
@@ -71,12 +56,12 @@ def history(body: dict[str, Any]) -> list[dict[str, Any]]:
 class Keeper:
     """Keeps a finished Response and its input items (unless `store: false`); extends its conversation."""
 
-    def __init__(self, body: dict[str, Any], new_input: list[dict[str, Any]]) -> None:
-        self.responses = store() if body.get("store") is not False else None
-        self.conversation = conversation_id(body)
+    def __init__(self, asked: ResponseRequest) -> None:
+        self.responses = store() if asked.store else None
+        self.conversation = asked.conversation
         kept = store_access.kept()
         self.conversations = kept.conversations if kept is not None and self.conversation else None
-        self.items, self.owner = [with_id(item) for item in new_input], store_access.owner()
+        self.items, self.owner = [with_id(dict(item)) for item in asked.input], store_access.owner()
 
     def __bool__(self) -> bool:
         return self.responses is not None or self.conversations is not None

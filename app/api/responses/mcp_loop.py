@@ -13,7 +13,8 @@ conversation (an `mcp_list_tools` item) is not asked for again, as OpenAI's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from flask import Response, g, jsonify, request, stream_with_context
@@ -29,6 +30,7 @@ from app.api.prompting import overflow
 from app.api.responses import background, conversion, history, mcp_tools, objects
 from app.api.responses.mcp_presenter import LoopPresenter, guarded
 from app.api.responses.objects import ResponseHeader
+from app.api.responses.request import Item, ResponseRequest
 from app.engine.engine import Engine
 from app.engine.generation import Generation
 from app.engine.types import Chunk
@@ -37,30 +39,25 @@ from app.serving import disconnect
 from app.telemetry.request_stats import RequestStats
 
 
-def respond(
-    engine: Engine,
-    body: dict[str, Any],
-    before: list[dict[str, Any]],
-    new_input: list[dict[str, Any]],
-    inputs: PlanInputs,
-) -> Response:
+def respond(engine: Engine, asked: ResponseRequest, before: Sequence[Item], inputs: PlanInputs) -> Response:
     """Answer a request with mcp tools, the whole loop run here: its events, or the final object."""
-    servers = mcp_tools.requested(body)
+    servers = mcp_tools.requested(asked.tools)
     config = inputs.config
-    calls = min(config.mcp_max_calls, body.get("max_tool_calls") or config.mcp_max_calls)
-    keeper = history.Keeper(body, new_input)
-    header = ResponseHeader(body, config.model_id, keeper.responses is not None, keeper.conversation)
+    calls = min(config.mcp_max_calls, asked.max_tool_calls or config.mcp_max_calls)
+    keeper = history.Keeper(asked)
+    header = ResponseHeader(asked, config.model_id, keeper.responses is not None, keeper.conversation)
     presenter = LoopPresenter(header, keeper or None)
     run = _Run(
-        engine, body, servers, Limits(config.mcp_timeout, config.mcp_max_output_bytes), presenter, inputs
+        engine, asked, servers, Limits(config.mcp_timeout, config.mcp_max_output_bytes), presenter, inputs
     )
-    if body.get("background"):  # the same loop, apart, its events kept for pollers and readers
+    items, new_input = [*before, *asked.input], list(asked.input)
+    if asked.background:  # the same loop, apart, its events kept for pollers and readers
         return background.start_loop(
-            body, presenter, keeper,
-            lambda cancelled, stats: run.events(before + new_input, new_input, calls, None, stats, cancelled),
+            asked.stream, presenter, keeper,
+            lambda cancelled, stats: run.events(items, new_input, calls, None, stats, cancelled),
         )  # fmt: skip
-    events = run.events(before + new_input, new_input, calls, request.environ, g.stats)
-    if body.get("stream"):
+    events = run.events(items, new_input, calls, request.environ, g.stats)
+    if asked.stream:
         # Each step plans and submits inside the stream: it needs the request's context there.
         return sse.stream_response(stream_with_context(guarded(events, presenter)))
     try:
@@ -87,25 +84,25 @@ class _Run:
     def __init__(
         self,
         engine: Engine,
-        body: dict[str, Any],
+        asked: ResponseRequest,
         servers: dict[str, McpTool],
         limits: Limits,
         presenter: LoopPresenter,
         inputs: PlanInputs,
     ) -> None:
-        self.engine, self.body, self.servers, self.limits = engine, body, servers, limits
+        self.engine, self.asked, self.servers, self.limits = engine, asked, servers, limits
         self.presenter, self.inputs = presenter, inputs
-        self.items: list[dict[str, Any]] = []
+        self.items: list[Item] = []
         self.listed: dict[str, list[dict[str, Any]]] = {}  # label -> its tools, as listed
         self.pending: list[tuple[str, int, str, str, str]] = []  # this step's calls to make
-        self.asked = 0  # this step's approval requests
+        self.approvals = 0  # this step's approval requests
         self.calls_left = 0
         presenter.call_events = self._call_block
 
     def events(
         self,
-        items: list[dict[str, Any]],
-        new_input: list[dict[str, Any]],
+        items: list[Item],
+        new_input: list[Item],
         calls: int,
         environ: dict[str, Any] | None,
         stats: RequestStats,
@@ -119,10 +116,10 @@ class _Run:
         yield from self._approved(new_input)
         first = True
         while True:
-            step = conversion.as_chat(self._step_body(first))
+            step = conversion.as_chat(self._step(first))
             planned = plan_chat(self.engine.tokenizer, step, self.inputs, prompt_param="input")
             self.presenter.reader = planned.prompt.reader
-            self.pending, self.asked = [], 0
+            self.pending, self.approvals = [], 0
             if cancelled():
                 raise HungUp
             generation = self.engine.submit(planned.requests)
@@ -138,12 +135,12 @@ class _Run:
             usage[2] += result.cached_tokens
             for item_id, index, label, name, arguments in self.pending:
                 yield from self._call(item_id, index, label, name, arguments)
-            if not self.pending or self.asked:
+            if not self.pending or self.approvals:
                 break
             first = False
         yield self.presenter.closing(result)
 
-    def _listings(self, seen: list[dict[str, Any]]) -> Iterator[bytes]:
+    def _listings(self, seen: list[Item]) -> Iterator[bytes]:
         """Each server's tools: from an mcp_list_tools item of the conversation, else asked now."""
         for item in seen:
             if (
@@ -178,7 +175,7 @@ class _Run:
             yield event("response.output_item.done", output_index=index, item=item)
             self.presenter.output.append(item)
 
-    def _approved(self, new_input: list[dict[str, Any]]) -> Iterator[bytes]:
+    def _approved(self, new_input: list[Item]) -> Iterator[bytes]:
         """Make the calls the client approved in this request's input; tell the model of the others."""
         for asked, approve in mcp_tools.answered(self.items, new_input, self.servers):
             label, name, arguments = asked["server_label"], asked["name"], asked["arguments"]
@@ -211,7 +208,7 @@ class _Run:
         if approval:
             if event.kind != "stop":
                 return iter(())
-            self.asked += 1
+            self.approvals += 1
             item = objects.mcp_approval_request_item(label, block.name, block.text, item_id)
             self.presenter.output.append(item)
             added = emit("response.output_item.added", output_index=index, item=item)
@@ -241,16 +238,20 @@ class _Run:
         self.items.append(item)
         self.calls_left -= 1
 
-    def _step_body(self, first: bool) -> dict[str, Any]:
-        functions = [t for t in self.body.get("tools") or [] if t["type"] == "function"]
+    def _step(self, first: bool) -> ResponseRequest:
+        """The request one step of the loop answers: the items so far, the MCP tools as listed."""
+        functions = [t for t in self.asked.tools if t["type"] == "function"]
         offered = mcp_calls.offered(self.servers, self.listed)
-        choice = mcp_tools.as_chat_choice(self.body.get("tool_choice")) if first else "auto"
+        choice = mcp_tools.as_chat_choice(self.asked.tool_choice) if first else "auto"
         if self.calls_left <= 0:
             choice = "none"
-        body = {**self.body, "input": self.items, "tools": functions + offered, "tool_choice": choice}
-        if self.body.get("max_output_tokens"):  # OpenAI's bound is the whole response's, every step's tokens
-            body["max_output_tokens"] = max(1, self.body["max_output_tokens"] - self.presenter.usage[1])
-        body["truncation"] = (
-            "auto" if overflow.truncates(conversion.as_chat(body), self.inputs.config) else "disabled"
+        most = self.asked.max_output_tokens  # OpenAI's bound is the whole response's, every step's tokens
+        step = replace(
+            self.asked,
+            input=tuple(self.items),
+            tools=(*functions, *offered),
+            tool_choice=choice,
+            max_output_tokens=max(1, most - self.presenter.usage[1]) if most else most,
         )
-        return body
+        truncates = overflow.truncates(conversion.as_chat(step), self.inputs.config)
+        return replace(step, truncation="auto" if truncates else "disabled")

@@ -4,7 +4,7 @@ the client's approval."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Container
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from app.api.generation import mcp_calls
@@ -37,11 +37,11 @@ def allowing(allowed: list[str] | dict[str, Any] | None) -> Rule:
     return mcp_calls.only(allowed) if isinstance(allowed, list) else matching(allowed)
 
 
-def requested(body: dict[str, Any]) -> dict[str, McpTool]:
+def requested(tools: Iterable[Mapping[str, Any]]) -> dict[str, McpTool]:
     """The request's mcp tools by label: a server the operator configured (LLM_MCP_SERVERS) named by
     its label alone, or a server_url cleared against LLM_MCP_ALLOW (a 400 otherwise)."""
     found = {}
-    for index, tool in enumerate(body.get("tools") or []):
+    for index, tool in enumerate(tools):
         if tool["type"] != "mcp":
             continue
         label, headers = tool["server_label"], dict(tool.get("headers") or {})
@@ -64,16 +64,16 @@ def requested(body: dict[str, Any]) -> dict[str, McpTool]:
     return found
 
 
-def as_chat_choice(choice: str | dict[str, str] | None) -> str | dict[str, str] | None:
+def as_chat_choice(choice: str | Mapping[str, str] | None) -> str | Mapping[str, str] | None:
     """A tool_choice naming an MCP server's tool as the chat request takes it (a server alone: required)."""
-    if isinstance(choice, dict) and "server_label" in choice:
+    if isinstance(choice, Mapping) and "server_label" in choice:
         return {"name": choice["name"]} if choice.get("name") else "required"
     return choice
 
 
 def answered(
-    items: list[dict[str, Any]], new_input: list[dict[str, Any]], servers: Container[str]
-) -> list[tuple[dict[str, Any], bool]]:
+    items: Sequence[Mapping[str, Any]], new_input: Sequence[Mapping[str, Any]], servers: Container[str]
+) -> list[tuple[Mapping[str, Any], bool]]:
     """The approval requests this request's input answers, each with the answer; not those a call
     made already answered (a stateless client sends its whole conversation, old answers too). A
     400 for one no request made, or whose server is not among this request's mcp tools."""

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from app.api.prompting.items import new_id
+from app.api.responses.request import Item, ResponseRequest
 from app.api.responses.tool_kinds import Declared, custom_input
-from app.engine.types import Sampling
 
 __all__ = ["new_id"]  # the presenter names every id it makes through here
-
-_DEFAULTS = Sampling()  # what a request that sends no temperature or top_p gets
 
 
 def text_part(text: str, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -117,7 +115,7 @@ def mcp_approval_request_item(
     }
 
 
-def _echoed_tool(tool: dict[str, Any]) -> dict[str, Any]:
+def _echoed_tool(tool: Item) -> dict[str, Any]:
     """A tool as the Response echoes it; an mcp tool's headers and authorization never (credentials)."""
     if tool.get("type") == "mcp":
         tool = {
@@ -133,19 +131,19 @@ def _echoed_tool(tool: dict[str, Any]) -> dict[str, Any]:
         }
         return {**defaults, **tool, "headers": None}
     if tool.get("type", "function") != "function":  # custom, namespace, hosted: as sent
-        return tool
+        return dict(tool)
     return {"type": "function", "description": None, "parameters": None, "strict": None, **tool}
 
 
-def _echoed_choice(choice: str | dict[str, str], custom: set[str]) -> str | dict[str, str]:
-    if not isinstance(choice, dict):
+def _echoed_choice(choice: str | Mapping[str, str], custom: set[str]) -> str | dict[str, str]:
+    if isinstance(choice, str):
         return choice
     if "server_label" in choice:
         return {"type": "mcp", **choice}
     return {"type": "custom" if choice["name"] in custom else "function", **choice}
 
 
-def _custom_names(tools: list[dict[str, Any]]) -> set[str]:
+def _custom_names(tools: tuple[Item, ...]) -> set[str]:
     members = [m for t in tools if t.get("type") == "namespace" for m in t.get("tools") or []]
     return {t["name"] for t in [*tools, *members] if t.get("type") == "custom"}
 
@@ -164,35 +162,33 @@ class ResponseHeader:
     """One Response's id, time and echoed settings; `render` gives the object at any status."""
 
     def __init__(
-        self, body: dict[str, Any], model: str, stored: bool = False, conversation: str | None = None
+        self, asked: ResponseRequest, model: str, stored: bool = False, conversation: str | None = None
     ) -> None:
         self.id = new_id("resp")
         self.created_at = int(time.time())
         self.model = model
-        text_format = (body.get("text") or {}).get("format") or {"type": "text"}
-        choice = body.get("tool_choice") or "auto"
         self.settings = {
-            "background": bool(body.get("background")),
-            "instructions": body.get("instructions"),
-            "max_output_tokens": body.get("max_output_tokens"),
-            "metadata": body.get("metadata") or {},
-            "parallel_tool_calls": body.get("parallel_tool_calls", True) is not False,
-            "previous_response_id": body.get("previous_response_id"),
-            "prompt_cache_key": body.get("prompt_cache_key"),
+            "background": asked.background,
+            "instructions": asked.instructions,
+            "max_output_tokens": asked.max_output_tokens,
+            "metadata": dict(asked.metadata),
+            "parallel_tool_calls": asked.parallel_tool_calls is not False,
+            "previous_response_id": asked.previous_response_id,
+            "prompt_cache_key": asked.prompt_cache_key,
             "reasoning": {"effort": None, "summary": None},
             "store": stored,  # whether it is kept: false with LLM_STORE=off, whatever was asked
-            "temperature": _DEFAULTS.temperature if body.get("temperature") is None else body["temperature"],
-            "text": {"format": text_format},
-            "tool_choice": _echoed_choice(choice, _custom_names(body.get("tools") or [])),
-            "tools": [_echoed_tool(tool) for tool in body.get("tools") or []],
-            "top_p": _DEFAULTS.top_p if body.get("top_p") is None else body["top_p"],
-            "top_logprobs": body.get("top_logprobs"),
-            "truncation": body.get("truncation") or "disabled",
+            "temperature": asked.sampling.temperature,  # as sent, else the default it was sampled at
+            "text": {"format": dict(asked.text_format or {"type": "text"})},
+            "tool_choice": _echoed_choice(asked.tool_choice or "auto", _custom_names(asked.tools)),
+            "tools": [_echoed_tool(tool) for tool in asked.tools],
+            "top_p": asked.sampling.top_p,
+            "top_logprobs": asked.top_logprobs,
+            "truncation": asked.truncation or "disabled",
         }
         if conversation is not None:
             self.settings["conversation"] = {"id": conversation}
-        if body.get("user") is not None:  # OpenAI's schema has it a string, or absent
-            self.settings["user"] = body["user"]
+        if asked.user is not None:  # OpenAI's schema has it a string, or absent
+            self.settings["user"] = asked.user
 
     def render(
         self,

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from flask import Blueprint, Response, jsonify
 
 from app.api.generation.chat_job import plan_chat
 from app.api.generation.loop import generate
 from app.api.generation.served import plan_inputs
 from app.api.http import sealing, skipped_tools, sse, store_access
-from app.api.http.body import generating_engine, parse_body
+from app.api.http.body import generating_engine, parse_request
 from app.api.http.errors import InvalidRequestError
 from app.api.http.openapi import documented
 from app.api.prompting import conversation, overflow, prompt_places
@@ -16,6 +18,7 @@ from app.api.responses import background, compaction, conversion, history, mcp_l
 from app.api.responses import openapi as doc
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
+from app.api.responses.request import ResponseRequest
 from app.api.responses.schemas import (
     compact_request_schema,
     input_items_query_schema,
@@ -37,23 +40,25 @@ ENCRYPTED_REASONING = "reasoning.encrypted_content"
 @routed(streams=True)
 def create_response() -> Response:
     """Answer the input items (after the stored turns they continue) with a Response, or its event stream."""
-    body = parse_body(response_request_schema)
+    asked = parse_request(response_request_schema, ResponseRequest)
     engine, inputs = generating_engine(), plan_inputs()
-    kinds = kinds_of(body.get("tools") or [])
+    kinds = kinds_of(asked.tools)
     skipped_tools.skip(kinds.skipped)
-    new_input = body["input"]
-    before = history.history(body)
-    if any(tool["type"] == "mcp" for tool in body.get("tools") or []):
-        return mcp_loop.respond(engine, body, before, new_input, inputs)
-    body = {**body, "input": before + new_input}
-    asked = conversion.as_chat(body)
+    before = history.history(asked)
+    if any(tool["type"] == "mcp" for tool in asked.tools):
+        return mcp_loop.respond(engine, asked, before, inputs)
+    whole = replace(asked, input=(*before, *asked.input))
+    chat = conversion.as_chat(whole)
     # The truncation in force, echoed on the response: as asked, else the server's policy.
-    body["truncation"] = "auto" if overflow.truncates(asked, inputs.config) else "disabled"
-    planned = plan_chat(engine.tokenizer, asked, inputs, prompt_param="input")
+    truncation = "auto" if overflow.truncates(chat, inputs.config) else "disabled"
+    planned = plan_chat(engine.tokenizer, chat, inputs, prompt_param="input")
     chat, prompt = planned.chat, planned.prompt
-    keeper = history.Keeper(body, new_input)
-    header = ResponseHeader(body, inputs.config.model_id, keeper.responses is not None, keeper.conversation)
-    sealed = sealing.current().seal if ENCRYPTED_REASONING in (body.get("include") or []) else None
+    keeper = history.Keeper(asked)
+    header = ResponseHeader(
+        replace(asked, truncation=truncation), inputs.config.model_id, keeper.responses is not None,
+        keeper.conversation,
+    )  # fmt: skip
+    sealed = sealing.current().seal if ENCRYPTED_REASONING in asked.include else None
     presenter = ResponsesPresenter(
         header,
         len(prompt.tokens),
@@ -63,8 +68,8 @@ def create_response() -> Response:
         kinds=kinds,
         sealed=sealed,
     )
-    if body.get("background"):
-        started = background.start(engine, body, planned.requests, presenter, keeper)
+    if asked.background:
+        started = background.start(engine, asked.stream, planned.requests, presenter, keeper)
         return overflow.reported(started, planned.fitted)
     locate = prompt_places.locator(engine.tokenizer, chat, inputs.config)
     answer = generate(
@@ -78,12 +83,12 @@ def create_response() -> Response:
 @routed()
 def compact_response() -> Response:
     """Shorten a conversation to its user messages and a sealed summary the served model writes."""
-    body = parse_body(compact_request_schema)
+    asked = parse_request(compact_request_schema, ResponseRequest)
     engine = generating_engine()
-    items = history.history(body) + body["input"]
+    items = [*history.history(asked), *map(dict, asked.input)]
     if not items:
         raise InvalidRequestError("There is nothing to compact: input is empty.", param="input")
-    summarising = conversion.as_chat(compaction.summarising(body, items))
+    summarising = conversion.as_chat(compaction.summarising(asked, items))
     planned = plan_chat(engine.tokenizer, summarising, plan_inputs(), prompt_param="input")
     prompt = planned.prompt
     presenter = compaction.CompactionPresenter(items, len(prompt.tokens), prompt.reader, sealing.current())
@@ -95,9 +100,9 @@ def compact_response() -> Response:
 @routed(streams=True)
 def count_input_tokens() -> Response:
     """How many tokens the input takes after the chat template, tools included."""
-    body = parse_body(input_tokens_request_schema)
-    body = {**body, "input": history.history(body) + body["input"]}  # a continued conversation counts whole
-    prompt = conversation.prompt(generating_engine().tokenizer, conversion.as_chat(body), current_config())
+    asked = parse_request(input_tokens_request_schema, ResponseRequest)
+    whole = replace(asked, input=(*history.history(asked), *asked.input))  # a continued one counts whole
+    prompt = conversation.prompt(generating_engine().tokenizer, conversion.as_chat(whole), current_config())
     return jsonify({"object": "response.input_tokens", "input_tokens": len(prompt.tokens)})
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError, fields, validate, validates_schema
+from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
 from app.api.http.fields import StrictBoolean, StrictInteger, count, number, priority_field
 from app.api.http.schemas import BaseSchema
 from app.api.prompting.items import normalized_input
+from app.api.requests.generation import sampling_of
+from app.api.responses.request import ResponseRequest
 
 
 class InputField(fields.Field[list[dict[str, Any]]]):
@@ -221,6 +223,18 @@ class TextFormatSchema(BaseSchema):
             raise ValidationError("json_schema needs a name and a schema", "schema")
 
 
+class ConversationField(fields.Field[str]):
+    """`conversation`: the id of the conversation a request continues, as a string or {"id": ...}."""
+
+    OPENAPI = {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"id": {"type": "string"}}}]}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        given = value.get("id") if isinstance(value, dict) else value
+        if not isinstance(given, str) or not given:
+            raise ValidationError("must be a conversation id, or {'id': ...}")
+        return given
+
+
 class TextSchema(BaseSchema):
     format = fields.Nested(TextFormatSchema, allow_none=True)
 
@@ -246,7 +260,7 @@ class ResponseRequestSchema(BaseSchema):
     store = StrictBoolean(allow_none=True)  # OpenAI's default is true; LLM_STORE=off keeps nothing
     previous_response_id = fields.String(allow_none=True, validate=validate.Length(min=1, max=80))
     background = StrictBoolean(allow_none=True)
-    conversation = fields.Raw(allow_none=True)  # an id, or {"id": ...}
+    conversation = ConversationField(allow_none=True)
     include = fields.List(fields.String(), allow_none=True)  # "message.output_text.logprobs" is read
     top_logprobs = count(0, 20)
     priority = priority_field()  # vLLM's: a waiting request with a lower value starts first
@@ -264,6 +278,8 @@ class ResponseRequestSchema(BaseSchema):
         """A background response must be kept; tool choices must name tools."""
         if data.get("background") and data.get("store") is False:
             raise ValidationError("a background response is kept to be polled: it needs store", "background")
+        if data.get("conversation") and data.get("previous_response_id"):
+            raise ValidationError("cannot be used with previous_response_id", "conversation")
         choice = data.get("tool_choice")
         tools = data.get("tools") or []
         names = {tool["name"] for tool in tools if tool["type"] in ("function", "custom")}
@@ -279,6 +295,41 @@ class ResponseRequestSchema(BaseSchema):
         elif isinstance(choice, dict) and choice["name"] not in names:
             raise ValidationError(f"names {choice['name']!r}, which is not in tools", "tool_choice")
 
+    @post_load
+    def typed(self, data: dict[str, Any], **kwargs: Any) -> ResponseRequest:
+        return typed(data)
+
+
+def typed(data: dict[str, Any]) -> ResponseRequest:
+    """The loaded fields as the typed request (those left out: their defaults there)."""
+    return ResponseRequest(
+        input=tuple(data["input"]),
+        model=data.get("model"),
+        instructions=data.get("instructions"),
+        max_output_tokens=data.get("max_output_tokens"),
+        sampling=sampling_of(data),
+        stream=bool(data.get("stream")),
+        tools=tuple(data.get("tools") or ()),
+        max_tool_calls=data.get("max_tool_calls"),
+        tool_choice=data.get("tool_choice"),
+        parallel_tool_calls=data.get("parallel_tool_calls"),
+        text_format=(data.get("text") or {}).get("format"),
+        metadata=data.get("metadata") or {},
+        user=data.get("user"),
+        store=data.get("store") is not False,
+        previous_response_id=data.get("previous_response_id"),
+        conversation=data.get("conversation"),
+        background=bool(data.get("background")),
+        include=frozenset(data.get("include") or ()),
+        top_logprobs=data.get("top_logprobs"),
+        priority=data.get("priority") or 0,
+        truncation=data.get("truncation"),
+        reasoning_effort=(data.get("reasoning") or {}).get("effort"),
+        return_progress=bool(data.get("return_progress")),
+        prompt_cache_key=data.get("prompt_cache_key"),
+        cache_salt=data.get("cache_salt"),
+    )
+
 
 class InputTokensRequestSchema(ResponseRequestSchema):
     """`POST /v1/responses/input_tokens`: the same input, counted after the chat template."""
@@ -292,6 +343,10 @@ class CompactRequestSchema(BaseSchema):
     instructions = fields.String(allow_none=True)
     previous_response_id = fields.String(allow_none=True, validate=validate.Length(min=1, max=80))
     prompt_cache_key = fields.String(allow_none=True, validate=validate.Length(max=1024))
+
+    @post_load
+    def typed(self, data: dict[str, Any], **kwargs: Any) -> ResponseRequest:
+        return typed(data)
 
 
 class InputItemsQuerySchema(BaseSchema):

@@ -13,6 +13,7 @@ they are left out (skipped_tools.py), not refused.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,13 +47,13 @@ class ToolKinds:
         return self.declared.get(called, Declared("function", called))
 
 
-def kinds_of(tools: list[dict[str, Any]]) -> ToolKinds:
+def kinds_of(tools: Iterable[Mapping[str, Any]]) -> ToolKinds:
     """The tools of a Responses request (as the schema loaded them) as the model sees them."""
     declared: dict[str, Declared] = {}
     functions: list[dict[str, Any]] = []
     skipped: list[str] = []
 
-    def add(tool: dict[str, Any], namespace: str | None) -> None:
+    def add(tool: Mapping[str, Any], namespace: str | None) -> None:
         name = model_name(tool["name"], namespace)
         declared[name] = Declared(tool["type"], tool["name"], namespace)
         functions.append(_function(tool, name))
@@ -68,7 +69,7 @@ def kinds_of(tools: list[dict[str, Any]]) -> ToolKinds:
     return ToolKinds(declared, functions, skipped)
 
 
-def _function(tool: dict[str, Any], name: str) -> dict[str, Any]:
+def _function(tool: Mapping[str, Any], name: str) -> dict[str, Any]:
     if tool["type"] == "function":
         return {
             "type": "function",

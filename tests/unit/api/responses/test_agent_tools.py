@@ -13,6 +13,7 @@ from app.api.prompting.items import normalized_input, with_id
 from app.api.responses import conversion
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
+from app.api.responses.request import ResponseRequest
 from app.api.responses.schemas import response_request_schema
 from app.api.responses.tool_kinds import custom_input, kinds_of, partial_input
 from app.engine.types import Chunk
@@ -30,8 +31,8 @@ TOOLS: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-def load(**fields: Any) -> dict[str, Any]:
-    loaded: dict[str, Any] = response_request_schema.load({"model": "m", "input": "hi", **fields})
+def load(**fields: Any) -> ResponseRequest:
+    loaded: ResponseRequest = response_request_schema.load({"model": "m", "input": "hi", **fields})
     return loaded
 
 
@@ -39,7 +40,7 @@ def test_codex_tools_become_functions_by_the_names_the_model_calls() -> None:
     codex = {"include": ["reasoning.encrypted_content"], "reasoning": {"summary": "auto"}, "store": False,
              "prompt_cache_key": "k", "client_metadata": {"a": "b"}, "parallel_tool_calls": True}  # fmt: skip
     body = load(tools=TOOLS, tool_choice="auto", **codex)
-    kinds = kinds_of(body["tools"])
+    kinds = kinds_of(body.tools)
     assert [t["function"]["name"] for t in kinds.functions] == ["exec_command", "multi_agent_v1.close_agent",
                                                                "apply_patch"]  # fmt: skip
     assert kinds.skipped == ["web_search"]
@@ -66,7 +67,7 @@ def test_earlier_custom_and_namespaced_calls_reach_the_model_as_calls() -> None:
         {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "ok"}]},
         {"type": "web_search_call", "id": "ws1", "status": "completed"},
     ])  # fmt: skip
-    messages = conversion.messages({"input": items})
+    messages = conversion.messages(ResponseRequest(input=tuple(items)))
     calls = [m["tool_calls"][0]["function"] for m in messages if m.get("tool_calls")]
     assert calls[0] == {"name": "apply_patch", "arguments": json.dumps({"input": "*** Begin Patch\n"})}
     assert calls[1] == {"name": "multi_agent_v1.close_agent", "arguments": "{not json"}  # passed on as sent
@@ -88,7 +89,7 @@ def test_a_custom_calls_input_is_read_whole_and_as_it_streams() -> None:
 
 def _presenter(tools: list[dict[str, Any]], sealed: Any = None) -> ResponsesPresenter:
     body = load(tools=tools)
-    kinds = kinds_of(body["tools"])
+    kinds = kinds_of(body.tools)
     header = ResponseHeader(body, "test-model")
     thinks = sealed is not None  # a reasoning model's answer, <think> first
     return ResponsesPresenter(header, 7, reader(kinds.functions, thinking=thinks), kinds=kinds, sealed=sealed)
@@ -135,7 +136,7 @@ def test_reasoning_is_sealed_for_a_stateless_client_and_read_back_next_turn(app:
         summary = {"type": "compaction", "encrypted_content": sealer.seal("We fixed the bug.")}
         (kept,) = normalized_input([summary])
         assert kept["summary"] == "We fixed the bug."
-        assert conversion.messages({"input": [kept]})[0]["content"].endswith("We fixed the bug.")
+        assert conversion.messages(ResponseRequest(input=(kept,)))[0]["content"].endswith("We fixed the bug.")
         assert normalized_input([{"type": "compaction", "encrypted_content": "openai-blob"}]) == []
         forged = {"type": "reasoning", "encrypted_content": reasoning["encrypted_content"][:-6] + "AAAAAA"}
         assert normalized_input([forged]) == [{"type": "reasoning", "text": ""}]

@@ -10,6 +10,7 @@ from app.api.prompting.items import normalized_input, with_id
 from app.api.responses.conversion import messages
 from app.api.responses.mcp_tools import allowing, answered, needs_approval
 from app.api.responses.objects import ResponseHeader
+from app.api.responses.request import ResponseRequest
 
 ADD = {"name": "add", "annotations": {"readOnlyHint": True}}  # as the test MCP server lists them
 FAIL = {"name": "fail", "annotations": None}
@@ -63,7 +64,7 @@ def test_mcp_items_come_back_through_input_and_keep_what_matters() -> None:
     assert "id" not in items[3] and items[3]["output"] == "5"
     assert with_id(items[3])["status"] == "completed" and with_id(items[3])["id"].startswith("mcp_")
     # To the model, only the call is a turn: a call and its result.
-    turns = messages({"input": items})
+    turns = messages(ResponseRequest(input=tuple(items)))
     assert [t["role"] for t in turns] == ["assistant", "tool"]
     assert turns[0]["tool_calls"][0]["function"]["name"] == "add" and turns[1]["content"] == "5"
 
@@ -77,7 +78,7 @@ def test_a_broken_mcp_item_is_refused() -> None:
 
 def test_the_response_never_echoes_an_mcp_tools_headers() -> None:
     tool = {"type": "mcp", "server_label": "calc", "server_url": "http://h/mcp", "headers": {"A": "secret"}}
-    echoed = ResponseHeader({"tools": [tool]}, "m").render("completed")["tools"][0]
+    echoed = ResponseHeader(ResponseRequest(input=(), tools=(tool,)), "m").render("completed")["tools"][0]
     assert echoed["headers"] is None and echoed["require_approval"] == "always"
 
 

@@ -10,6 +10,7 @@ from app.api.generation.loop import ChoiceResult
 from app.api.http.errors import RateLimitError
 from app.api.responses.objects import ResponseHeader
 from app.api.responses.presenter import ResponsesPresenter
+from app.api.responses.request import ResponseRequest
 from app.engine.types import Chunk
 from tests.support import sse
 from tests.support.formats import reader
@@ -18,7 +19,9 @@ TOOLS = [{"type": "function", "function": {"name": "weather", "parameters": {"ty
 
 
 def presenter(tools: list[dict[str, Any]] | None = None, forced: bool = False) -> ResponsesPresenter:
-    return ResponsesPresenter(ResponseHeader({"input": "hi"}, "test-model"), 7, reader(tools, forced=forced))
+    return ResponsesPresenter(
+        ResponseHeader(ResponseRequest(input=()), "test-model"), 7, reader(tools, forced=forced)
+    )
 
 
 def result(

@@ -68,10 +68,16 @@ def parse_request(
     schema: Schema, kind: type[T], use: str | None = "generate", offered: list[str] = _OFFERED
 ) -> T:
     """As parse_body, for a schema that loads a typed request (`kind`, with its `model`)."""
+    typed = load_request(schema, kind, offered)
+    check_model(getattr(typed, "model", None), use)
+    return typed
+
+
+def load_request(schema: Schema, kind: type[T], offered: list[str] = _OFFERED) -> T:
+    """The typed request `schema` loads from the JSON object body, its model not yet looked at."""
     check_accept(offered)
     typed = schema.load(_json_object())
     assert isinstance(typed, kind), f"{type(schema).__name__} loads a {kind.__name__}"
-    check_model(getattr(typed, "model", None), use)
     return typed
 
 

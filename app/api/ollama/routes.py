@@ -23,7 +23,15 @@ from app.api.generation.embed import embedded
 from app.api.generation.loop import generate
 from app.api.generation.served import plan_inputs
 from app.api.http import media
-from app.api.http.body import generating_engine, model_index, parse_body, parse_json, vector_engine
+from app.api.http.body import (
+    check_model,
+    generating_engine,
+    load_request,
+    model_index,
+    parse_body,
+    parse_json,
+    vector_engine,
+)
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.http.openapi import documented
 from app.api.ollama import catalog, conversion, errors
@@ -54,6 +62,8 @@ errors.init_blueprint(bp)
 OFFERED = ["application/json", "application/x-ndjson"]
 VERSION = "0.12.6"  # the Ollama API this server speaks; clients check for a minimum version
 RUNNING = "Ollama is running"
+EMPTY_MESSAGE = {"message": {"role": "assistant", "content": ""}}  # chat's answer to nothing
+EMPTY_RESPONSE = {"response": ""}  # generate's
 
 
 def _served(use: Literal["generate", "embed"]) -> Callable[[str | None], int]:
@@ -71,7 +81,7 @@ def _nothing_to_answer(asked: str) -> Callable[[Mapping[str, Any]], bool]:
 @routed(pick=_served("generate"), anywhere=_nothing_to_answer("messages"))
 def chat() -> Response:
     """Answer the conversation: a message (with thinking and tool calls), or its NDJSON stream."""
-    asked = _answerable(chat_schema, "messages", conversion.chat_request)
+    asked = _answerable(chat_schema, lambda asked: bool(asked.chat.messages), EMPTY_MESSAGE)
     if isinstance(asked, Response):
         return asked
     engine, inputs = generating_engine(), plan_inputs()
@@ -97,7 +107,7 @@ def chat() -> Response:
 @routed(pick=_served("generate"), anywhere=_nothing_to_answer("prompt"))
 def generate_text() -> Response:
     """Continue the prompt (through the chat template, or `raw`, or filled in before a `suffix`)."""
-    asked = _answerable(generate_schema, "prompt", conversion.generate_request)
+    asked = _answerable(generate_schema, lambda asked: bool(asked.prompt or asked.suffix), EMPTY_RESPONSE)
     if isinstance(asked, Response):
         return asked
     engine, inputs = generating_engine(), plan_inputs()
@@ -134,15 +144,15 @@ def _prompt(tokenizer: Tokenizer, asked: OllamaRequest, config: Config) -> ChatP
 
 
 def _answerable(
-    schema: Schema, asked: str, typed: Callable[[dict[str, Any]], OllamaRequest]
+    schema: Schema, something: Callable[[OllamaRequest], bool], empty: dict[str, Any]
 ) -> OllamaRequest | Response:
-    """The typed request, when it has something to answer (its keep_alive noted; it reached the
+    """The typed request, when it has `something` to answer (its keep_alive noted; it reached the
     worker holding its model before the view); or the answer to one with nothing to answer
-    (Ollama's load and unload, answered by whichever worker takes it)."""
-    nothing = _load_or_unload(schema, asked)
-    if nothing is not None:
-        return nothing
-    request = typed(parse_body(schema, offered=OFFERED))
+    (Ollama's load and unload, answered by whichever worker takes it, with `empty` content)."""
+    request = load_request(schema, OllamaRequest, OFFERED)
+    if not something(request):
+        return _load_or_unload(request, empty)
+    check_model(request.model, "generate")
     on_demand.keep_alive(request.keep_alive)
     if request.thinks and "thinking" not in catalog.capabilities(current_config().model):
         # As Ollama answers: asking a model that never thinks to think is a mistake worth a word.
@@ -150,16 +160,13 @@ def _answerable(
     return request
 
 
-def _load_or_unload(schema: Schema, asked: str) -> Response | None:
+def _load_or_unload(asked: OllamaRequest, empty: dict[str, Any]) -> Response:
     """Ollama's idiom: a request with nothing to answer loads its model (or, with `keep_alive: 0`,
-    unloads it) and says so; None when there is something to answer."""
-    body = parse_json(schema, OFFERED)
-    if not _nothing_to_answer(asked)(body):
-        return None
-    index = model_index(body["model"], "generate")
+    unloads it) and says so."""
+    index = model_index(asked.model, "generate")
     spec = current_config().models[index]
-    done = {"model": body["named"], "created_at": now(), "done": True}
-    if body.get("keep_alive") == 0:
+    done = {"model": asked.named, "created_at": now(), "done": True}
+    if asked.keep_alive == 0:
         if spec.on_demand:
             pool.unload(index)  # those serving requests stay until idle
         reason = "unload"
@@ -167,8 +174,7 @@ def _load_or_unload(schema: Schema, asked: str) -> Response | None:
         if spec.on_demand:
             pool.load(index)
         reason = "load"
-    answer = {"message": {"role": "assistant", "content": ""}} if asked == "messages" else {"response": ""}
-    return jsonify({**done, **answer, "done_reason": reason})
+    return jsonify({**done, **empty, "done_reason": reason})
 
 
 @bp.post("/api/embed")

@@ -11,6 +11,8 @@ from app.api.http import media
 from app.api.http.fields import StrictBoolean, StrictInteger, count, number
 from app.api.http.media import MediaError
 from app.api.http.schemas import BaseSchema
+from app.api.ollama import conversion
+from app.api.ollama.request import OllamaRequest
 from app.settings.current import current_config
 
 
@@ -157,9 +159,13 @@ class ModelNamed(BaseSchema):
     model = fields.String(required=True, validate=validate.Length(min=1, max=256))
 
     @post_load
-    def untagged(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    def untagged(self, data: dict[str, Any], **kwargs: Any) -> Any:
         data["named"] = data["model"]  # answers echo the name as the client wrote it, as Ollama's do
         data["model"] = served_name(data["model"])
+        return self.typed(data)
+
+    def typed(self, data: dict[str, Any]) -> Any:
+        """What the loaded fields become (a subclass's typed request; here, the fields)."""
         return data
 
 
@@ -185,6 +191,9 @@ class ChatSchema(GenerationBase):
     messages = fields.List(fields.Nested(OllamaMessageSchema), load_default=list)
     tools = fields.List(fields.Nested(OllamaToolSchema), allow_none=True, validate=validate.Length(max=128))
 
+    def typed(self, data: dict[str, Any]) -> OllamaRequest:
+        return conversion.chat_request(data)
+
 
 class GenerateSchema(GenerationBase):
     prompt = fields.String(load_default="")
@@ -206,9 +215,8 @@ class GenerateSchema(GenerationBase):
         if data.get("images") and data.get("suffix"):
             raise ValidationError("cannot go with a suffix (fill-in-the-middle reads text)", "images")
 
-    @post_load
-    def images_in_prompt(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return _images_before(data, "prompt")
+    def typed(self, data: dict[str, Any]) -> OllamaRequest:
+        return conversion.generate_request(_images_before(data, "prompt"))
 
 
 class EmbedSchema(ModelNamed):

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from flask import Flask
 
-from app.api.ollama import conversion
 from app.api.ollama.schemas import chat_schema, generate_schema
 from tests.unit.conftest import MODEL_ID
 
 
 def test_a_chat_body_becomes_the_chat_and_ollamas_own_fields(app: Flask) -> None:
     with app.app_context():
-        body = chat_schema.load(
+        asked = chat_schema.load(
             {
                 "model": f"{MODEL_ID}:latest",
                 "messages": [{"role": "user", "content": "hi"}],
@@ -21,7 +20,6 @@ def test_a_chat_body_becomes_the_chat_and_ollamas_own_fields(app: Flask) -> None
                 "stream": False,
             }
         )
-    asked = conversion.chat_request(body)
     assert asked.named == f"{MODEL_ID}:latest" and asked.model == MODEL_ID  # the tag is the id
     assert asked.num_ctx == 48 and asked.keep_alive == 300 and asked.thinks
     assert asked.chat.max_tokens == 5 and not asked.chat.stream
@@ -31,10 +29,9 @@ def test_a_chat_body_becomes_the_chat_and_ollamas_own_fields(app: Flask) -> None
 
 def test_a_generate_body_keeps_its_prompt_suffix_and_raw(app: Flask) -> None:
     with app.app_context():
-        body = generate_schema.load(
+        asked = generate_schema.load(
             {"model": MODEL_ID, "prompt": "def f(", "suffix": "return 1", "raw": True}
         )
-    asked = conversion.generate_request(body)
     assert (asked.prompt, asked.suffix, asked.raw) == ("def f(", "return 1", True)
     assert asked.chat.stream and not asked.thinks and asked.num_ctx is None  # Ollama streams by default
     assert asked.chat.messages[-1] == {"role": "user", "content": "def f("}

@@ -11,7 +11,6 @@ from app.api.anthropic.schemas import messages_request_schema
 from app.api.chat.schemas import chat_completion_schema
 from app.api.http.generation_schema import GenerationSchema
 from app.api.llama.schemas import llama_completion_schema
-from app.api.ollama import conversion as ollama
 from app.api.ollama.schemas import chat_schema
 from app.api.requests.chat import ChatRequest
 from app.api.requests.generation import SAMPLING_FIELDS, sampling_of
@@ -69,8 +68,7 @@ def test_chat_completions_load_as_a_typed_request() -> None:
         ),
         (
             "ollama",
-            lambda: (
-                body := chat_schema.load(
+            lambda: chat_schema.load(
                     {
                         "model": MODEL_ID,
                         "messages": [{"role": "user", "content": "Weather in Oslo?"}],
@@ -78,9 +76,7 @@ def test_chat_completions_load_as_a_typed_request() -> None:
                         "tools": [OPENAI_TOOL],
                         "stream": False,
                     }
-                ),
-                ollama.as_chat(body, ollama.messages(body)),
-            )[1],
+                ).chat,
         ),
         (
             "responses",

@@ -40,6 +40,6 @@ def init_app(app: Flask) -> None:
         app.register_blueprint(family.routes.bp)
     sleeper = app.extensions.get("sleeper")
     if sleeper is not None:  # what a sleeping worker answers without waking its model
-        sleeper.keepers["props"] = chat_routes.props_answer
+        sleeper.answer_makers["props"] = chat_routes.props_answer
     openapi.init_app(app)
     batch_runner.start(app)  # after the routes: a batch line goes through them

@@ -98,7 +98,7 @@ class Batcher:
         if settings.cache_disk_bytes:
             disk = DiskCache(Path(settings.cache_disk_path), settings.cache_disk_bytes, model.fingerprint)
         self.host_cache = HostCache(settings.cache_ram_bytes, disk) if settings.cache_ram_bytes else None
-        # Rows of the routing board: one per sequence, then the host cache's kept states.
+        # Rows of the routing board: one per sequence, then the host cache's saved states.
         self.board_rows = len(self.sequences) + (PUBLISHED if self.host_cache else 0)
         self.governor = ThreadGovernor(model.shape.n_threads, model.set_threads)
         self.adapter_turns = AdapterTurns(model.set_adapters)
@@ -232,12 +232,12 @@ class Batcher:
             # Within one unified cache this copies no data, only which sequences own the cells.
             self.model.share(placement.donor, target.seq_id, 0, placement.reuse)
         else:
-            kept = self.host_cache if reuse else None  # its states are kept under their LoRA scales
+            host_cache = self.host_cache if reuse else None  # its states are saved under their LoRA scales
             # Runs of the target's own cells are moved only if they are of this request's kind.
             movable = reuse and self._moves_cells and not runs and target in alike
             chunks = self.settings.cache_reuse if movable else 0
             resumed = resumption.resume(
-                self.model, target, prompt, reused, placement.shared, kept, adapters, chunks, scope
+                self.model, target, prompt, reused, placement.shared, host_cache, adapters, chunks, scope
             )
             reused = resumed.tokens
             self._resumes[0] += resumed.from_checkpoint

@@ -25,43 +25,43 @@ class Checkpoint:
 class Checkpoints:
     """One sequence's checkpoints, by position, at most `limit` (the oldest go first)."""
 
-    def __init__(self, limit: int, kept: tuple[Checkpoint, ...] = ()) -> None:
+    def __init__(self, limit: int, held: tuple[Checkpoint, ...] = ()) -> None:
         self.limit = limit
-        self._kept = list(kept)
+        self._held = list(held)
 
     @property
     def positions(self) -> tuple[int, ...]:
-        return tuple(c.position for c in self._kept)
+        return tuple(c.position for c in self._held)
 
     @property
-    def kept(self) -> tuple[Checkpoint, ...]:
-        return tuple(self._kept)
+    def held(self) -> tuple[Checkpoint, ...]:
+        return tuple(self._held)
 
     @property
     def bytes(self) -> int:
-        return sum(len(c.state) for c in self._kept)
+        return sum(len(c.state) for c in self._held)
 
     def add(self, checkpoint: Checkpoint) -> None:
         """Keep a new checkpoint (replacing one at the same position), dropping the oldest past the limit."""
         if self.limit <= 0:
             return
-        self._kept = [c for c in self._kept if c.position != checkpoint.position] + [checkpoint]
-        self._kept.sort(key=lambda c: c.position)
-        while len(self._kept) > self.limit:
-            self._kept.pop(0)
+        self._held = [c for c in self._held if c.position != checkpoint.position] + [checkpoint]
+        self._held.sort(key=lambda c: c.position)
+        while len(self._held) > self.limit:
+            self._held.pop(0)
 
     def at(self, position: int) -> Checkpoint:
         """The checkpoint taken at `position` (one of `positions`)."""
-        (found,) = [c for c in self._kept if c.position == position]
+        (found,) = [c for c in self._held if c.position == position]
         return found
 
     def keep_until(self, position: int) -> None:
         """Drop the checkpoints past `position`: the cells after it are about to hold other tokens."""
-        self._kept = [c for c in self._kept if c.position <= position]
+        self._held = [c for c in self._held if c.position <= position]
 
-    def replace(self, kept: tuple[Checkpoint, ...]) -> None:
+    def replace(self, held: tuple[Checkpoint, ...]) -> None:
         """Take another sequence's checkpoints (the cells they belong to were copied or restored)."""
-        self._kept = list(kept)[-self.limit :] if self.limit > 0 else []
+        self._held = list(held)[-self.limit :] if self.limit > 0 else []
 
     def clear(self) -> None:
-        self._kept = []
+        self._held = []

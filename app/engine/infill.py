@@ -50,5 +50,5 @@ def repo_infill(
     head = [tokenizer.fim["pre"], *prefix_tokens[len(prefix_tokens) - prefix_take :], *prompt_tokens]
     tail = [tokenizer.fim["suf"], *suffix_tokens[:suffix_take]]
     bos = [tokenizer.added_bos] if tokenizer.added_bos is not None else []
-    kept_extra = extra_tokens[len(extra_tokens) - extra_take :]
-    return [*kept_extra, *bos, *head, *tail, tokenizer.fim["mid"]]
+    extra_tail = extra_tokens[len(extra_tokens) - extra_take :]
+    return [*extra_tail, *bos, *head, *tail, tokenizer.fim["mid"]]

@@ -121,13 +121,13 @@ class Sequence:
         Row i after the choice's row holds the logits that follow the draft's first i
         tokens, so each draw is the one plain decoding would make there; the first draw
         that differs from the draft, or that ends the choice, is the step's last. The
-        cells of refused draft tokens are dropped. Returns the chunks and the draft tokens kept.
+        cells of refused draft tokens are dropped. Returns the chunks and the draft tokens accepted.
         """
         choice = self.holding()
         draft, first, drafter = choice.draft, choice.row, choice.drafter
         draft_start = len(self.cached) - len(draft)  # the position of the draft's first token
         chunks: list[Chunk] = []
-        kept = 0
+        accepted = 0
         for offset in range(len(draft) + 1):
             token = choice.sampler.sample(first + offset)
             if drafter is not None:
@@ -137,13 +137,13 @@ class Sequence:
                 chunks.append(chunk)
             if self.choice is None or offset == len(draft) or token != draft[offset]:
                 break
-            kept += 1
+            accepted += 1
         if len(draft):
             if drafter is not None:
-                drafter.verified(len(draft), kept)
+                drafter.verified(len(draft), accepted)
             choice.draft = NO_DRAFT
-            self.drop_after(draft_start + kept, model)
-        return chunks, kept
+            self.drop_after(draft_start + accepted, model)
+        return chunks, accepted
 
     def drop_after(self, size: int, model: BatchContext) -> None:
         """Keep only the first `size` cached tokens (cells of a refused draft go).

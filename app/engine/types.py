@@ -96,7 +96,7 @@ class GenerationRequest:
     # LoRA: each adapter's scale for this choice (the model's adapters in order); None: the
     # worker's global scales. Choices with different scales never share a decode step.
     adapters: tuple[float, ...] | None = None
-    # Whose cached prompts it may resume (a tenant's, cache_scope.py): cells, kept states and
+    # Whose cached prompts it may resume (a tenant's, cache_scope.py): cells, saved states and
     # files of another scope are never resumed, shared or reported to it. "": the shared one.
     cache_scope: str = ""
     # vLLM's `priority`: a waiting request with a lower value gets the next free sequence first.

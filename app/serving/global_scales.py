@@ -54,9 +54,9 @@ def saved(spec: ModelSpec, table: PeerTable | None) -> list[float] | None:
     if path is None or not spec.loras:
         return None
     with contextlib.suppress(FileNotFoundError, ValueError, TypeError, KeyError):
-        kept = json.loads(path.read_text())
-        if kept["configured"] == _configured(spec):
-            scales = [float(scale) for scale in kept["scales"]][: len(spec.loras)]
+        saved = json.loads(path.read_text())
+        if saved["configured"] == _configured(spec):
+            scales = [float(scale) for scale in saved["scales"]][: len(spec.loras)]
             scales += [0.0] * (len(spec.loras) - len(scales))
             return [scale if lora.loaded else 0.0 for scale, lora in zip(scales, spec.loras, strict=True)]
     return None

@@ -30,9 +30,9 @@ class PrefixBoard:
         """Row `row` of `rows` (the worker's sequences) now holds these blocks; the first ones if too many."""
         width = ENTRIES // rows
         line = self._hashes[slot, row * width : (row + 1) * width]
-        kept = hashes[:width]
-        line[len(kept) :] = 0
-        line[: len(kept)] = np.asarray(kept, dtype=np.uint64)
+        first = hashes[:width]
+        line[len(first) :] = 0
+        line[: len(first)] = np.asarray(first, dtype=np.uint64)
 
     def clear(self, slot: int) -> None:
         """Master, when a worker has exited: its cache went with it."""

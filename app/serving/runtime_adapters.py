@@ -45,9 +45,9 @@ class Registry:
         """`config` with each model's adapters as loaded and unloaded at run time (the same object
         while nothing changed, so that a request's many reads of it cost one stat)."""
         entries = self._read()
-        kept = self._overlaid.get(id(config))
-        if kept is not None and kept[0] is config and kept[1] == self._seen:
-            return kept[2]
+        cached = self._overlaid.get(id(config))
+        if cached is not None and cached[0] is config and cached[1] == self._seen:
+            return cached[2]
         models = tuple(effective(spec, entries.get(spec.id)) for spec in config.models)
         overlaid = config if models == config.models else dataclasses.replace(config, models=models)
         if len(self._overlaid) > 8:  # configs made once (an engine's) come and go

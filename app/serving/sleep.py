@@ -46,11 +46,11 @@ class Sleeper:
         self._slept, self._woke = reports or (lambda model, reason: None, lambda model, seconds: None)
         self.in_flight = 0  # views routed here that have not handed the engine their work yet
         self.waking = False  # from a wake until its load has ended
-        # Answers that need the model but not its weights (/props): made by `keepers` just before
+        # Answers that need the model but not its weights (/props): made by `answer_makers` just before
         # it falls asleep and given while it sleeps, so that polling them does not wake it
         # (llama-server keeps them so).
-        self.keepers: dict[str, Callable[[], Any]] = {}
-        self.kept: dict[str, Any] = {}
+        self.answer_makers: dict[str, Callable[[], Any]] = {}
+        self.answers: dict[str, Any] = {}
         self._lock = gevent.lock.Semaphore()  # one sleep or wake at a time
         worker.touch()
         # Sleep once idle for LLM_SLEEP_IDLE seconds; keep the idle clock at zero while serving.
@@ -78,7 +78,7 @@ class Sleeper:
                 return False
             engine, started = self.engine, time.monotonic()
             with self.app.app_context():
-                self.kept = {name: keep() for name, keep in self.keepers.items()}
+                self.answers = {name: make() for name, make in self.answer_makers.items()}
             # In its place: an engine never ready, so nothing reaches the closed one.
             self.app.extensions["engine"] = NoModel(self.config)
             self.worker.asleep = True

@@ -41,8 +41,8 @@ class EngineFigures(EngineObserver):
 
     def memory_known(self, memory: MemoryKind, checkpoints: int, drafts_off: str) -> None:
         if self._board is not None:
-            kept = 0 if memory.plain else checkpoints
-            self._board.record_memory(self._slot, memory, kept, bool(drafts_off))
+            held = 0 if memory.plain else checkpoints
+            self._board.record_memory(self._slot, memory, held, bool(drafts_off))
 
     def resumed(self, restores: int, full: int) -> None:
         metrics.CHECKPOINT_RESTORES.inc(restores)

@@ -33,9 +33,9 @@ def _found(batch_id: str) -> tuple[BatchStore, dict[str, Any]]:
 def create_batch() -> Response:
     """A batch in `validating`: a worker splits its file into lines, then every worker runs them."""
     body = parse_json(batch_create_schema)
-    kept = store_access.needed("batches", "batch_id")
+    store = store_access.needed("batches", "batch_id")
     file_id = body["input_file_id"]
-    found = store_access.found(kept.files.get, file_id, f"No such File object: {file_id}", "input_file_id")
+    found = store_access.found(store.files.get, file_id, f"No such File object: {file_id}", "input_file_id")
     if found["purpose"] != "batch":
         raise InvalidRequestError(
             f"The file {file_id} has purpose '{found['purpose']}'; a batch runs a file uploaded "
@@ -44,7 +44,7 @@ def create_batch() -> Response:
         )
     expiry = body.get("output_expires_after")
     with store_access.reachable():
-        created = kept.batches.create(
+        created = store.batches.create(
             store_access.owner(),
             body["endpoint"],
             file_id,

@@ -134,8 +134,8 @@ def properties() -> Response:
     """The model's settings and chat template, and what the template can do (llama-server's shape)."""
     # As llama-server's: asked of a sleeping model, what it said before falling asleep.
     mine = waking.sleeper()
-    if mine is not None and mine.asleep and "props" in mine.kept:
-        return jsonify({**mine.kept["props"], "is_sleeping": True})
+    if mine is not None and mine.asleep and "props" in mine.answers:
+        return jsonify({**mine.answers["props"], "is_sleeping": True})
     if (relayed := waking.awake_here(streams=False)) is not None:
         return relayed
     return jsonify(props_answer())

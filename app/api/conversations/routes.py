@@ -34,7 +34,7 @@ def _found(conversation_id: str) -> tuple[ConversationStore, dict[str, Any]]:
     return conversations, store_access.found(conversations.get, conversation_id, message, "conversation_id")
 
 
-def _kept_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _given_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Items in OpenAI's shape, each keeping the id it came with (items handed back from a response)."""
     return [with_id({k: v for k, v in item.items() if k != "given_id"}, item["given_id"]) for item in items]
 
@@ -47,7 +47,7 @@ def create_conversation() -> Response:
     conversations = _conversations()
     with store_access.reachable():
         conversation = conversations.create(store_access.owner(), new_id("conv"), body.get("metadata") or {})
-        conversations.append(conversation["id"], _kept_items(body.get("items") or []))
+        conversations.append(conversation["id"], _given_ids(body.get("items") or []))
     return jsonify(conversation)
 
 
@@ -82,7 +82,7 @@ def delete_conversation(conversation_id: str) -> Response:
 def add_items(conversation_id: str) -> Response:
     """Append up to 20 items; the answer lists them as kept (with their ids)."""
     conversations, _ = _found(conversation_id)
-    items = _kept_items(parse_json(items_create_schema)["items"])
+    items = _given_ids(parse_json(items_create_schema)["items"])
     with store_access.reachable():
         conversations.append(conversation_id, items)
     return jsonify(store_access.listing(items, has_more=False))

@@ -16,7 +16,7 @@ from app.store.opening import Store
 T = TypeVar("T")
 
 
-def kept() -> Store | None:
+def current() -> Store | None:
     """This worker's store; None with LLM_STORE=off."""
     store: Store | None = current_app.extensions.get("store")
     return store
@@ -24,7 +24,7 @@ def kept() -> Store | None:
 
 def needed(what: str, param: str) -> Store:
     """This worker's store, or a 404 saying it keeps no `what` (LLM_STORE=off)."""
-    store = kept()
+    store = current()
     if store is None:
         raise NotFoundError(f"This server keeps no {what} (LLM_STORE=off).", param=param)
     return store

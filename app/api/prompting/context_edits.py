@@ -52,11 +52,11 @@ def _without_thinking(
         return messages, 0, 0
     cleared = thinking[: len(thinking) - edit.keep_turns]
     tokens = sum(count(messages[i]["reasoning_content"]) for i in cleared)
-    kept = [
+    edited = [
         {k: v for k, v in m.items() if k != "reasoning_content"} if i in cleared else m
         for i, m in enumerate(messages)
     ]
-    return kept, len(cleared), tokens
+    return edited, len(cleared), tokens
 
 
 def _without_tool_uses(

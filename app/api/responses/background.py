@@ -21,7 +21,7 @@ from flask import Response, current_app, g, jsonify
 from app.api.generation.loop import HungUp, chunks
 from app.api.http import sse, store_access
 from app.api.http.errors import APIError, InvalidRequestError, ServerError, from_engine
-from app.api.responses.history import Keeper
+from app.api.responses.history import Recorder
 from app.api.responses.presenter import ResponsesPresenter
 from app.engine.engine import Engine
 from app.engine.errors import EngineError
@@ -49,11 +49,11 @@ def start(
     stream: bool,
     requests: list[GenerationRequest],
     presenter: ResponsesPresenter,
-    keeper: Keeper,
+    recorder: Recorder,
 ) -> Response:
     """Admit the generation (a full queue is a 429 now), keep the queued Response, run it apart."""
-    kept = store_access.kept()
-    if kept is None or keeper.responses is None:
+    store = store_access.current()
+    if store is None or recorder.responses is None:
         raise InvalidRequestError(
             "This server keeps no responses (LLM_STORE=off), so none can run in the background.",
             param="background",
@@ -61,31 +61,31 @@ def start(
     generation = engine.submit(requests)
     queued = presenter.header.render("queued")
     try:
-        keeper.save(queued)
+        recorder.save(queued)
     except BaseException:
         generation.close()  # the store is away: its sequence goes back at once
         raise
-    run = _Run(presenter, keeper, kept.events, kept.responses, queued["id"], _handoff())
+    run = _Run(presenter, recorder, store.events, store.responses, queued["id"], _handoff())
     return _started(stream, run, lambda: run.run(generation), queued)
 
 
 def start_loop(
     stream: bool,
     presenter: ResponsesPresenter,
-    keeper: Keeper,
+    recorder: Recorder,
     events: Callable[[Callable[[], bool], RequestStats], Iterator[bytes]],
 ) -> Response:
     """Run a loop of generations (the mcp tools') in the background: `events(cancelled, stats)` makes
     its events, looking at `cancelled()` as it goes. Kept queued first, then run apart."""
-    kept = store_access.kept()
-    if kept is None or keeper.responses is None:
+    store = store_access.current()
+    if store is None or recorder.responses is None:
         raise InvalidRequestError(
             "This server keeps no responses (LLM_STORE=off), so none can run in the background.",
             param="background",
         )
     queued = presenter.header.render("queued")
-    keeper.save(queued)
-    run = _Run(presenter, keeper, kept.events, kept.responses, queued["id"], _handoff())
+    recorder.save(queued)
+    run = _Run(presenter, recorder, store.events, store.responses, queued["id"], _handoff())
     app = current_app._get_current_object()  # type: ignore[attr-defined]  # the thread plans steps in it
 
     def looped() -> None:
@@ -107,10 +107,10 @@ def _started(stream: bool, run: _Run, target: Callable[[], None], queued: dict[s
     # for it as it waits for open connections (app/serving/detached.py).
     detached.start(threading.Thread(target=target, daemon=True, name=f"bg-{run.response_id}"))
     if stream:  # the events as they are kept; else the queued Response at once
-        kept = store_access.kept()
-        assert kept is not None
+        store = store_access.current()
+        assert store is not None
         keepalive = current_config().sse_keepalive
-        return sse.stream_response(tail(kept.events, kept.responses, run.response_id, -1, keepalive))
+        return sse.stream_response(tail(store.events, store.responses, run.response_id, -1, keepalive))
     return jsonify(queued)
 
 
@@ -120,13 +120,13 @@ class _Run:
     def __init__(
         self,
         presenter: ResponsesPresenter,
-        keeper: Keeper,
+        recorder: Recorder,
         events: EventLog,
         responses: ResponseStore,
         rid: str,
         handoff: detached.Handoff,
     ) -> None:
-        self.presenter, self.keeper, self.events, self.responses = presenter, keeper, events, responses
+        self.presenter, self.recorder, self.events, self.responses = presenter, recorder, events, responses
         self.response_id, self.handoff = rid, handoff
         self.pending: list[dict[str, Any]] = []
         self.flushed = time.monotonic()
@@ -193,7 +193,7 @@ class _Run:
         begins = event["type"] == "response.in_progress" and "prompt_progress" not in event
         if begins and self._stored_status() != "cancelled":
             try:
-                self.keeper.save(event["response"])  # a poller sees it start
+                self.recorder.save(event["response"])  # a poller sees it start
             except Exception:  # noqa: BLE001 - logged by the store; the run goes on
                 pass
         if event["type"] in TERMINAL and self._stored_status() == "cancelled":
@@ -227,7 +227,7 @@ class _Run:
         self._flush()
         try:
             if self.final is not None:
-                self.keeper(self.final)
+                self.recorder(self.final)
         except Exception:  # noqa: BLE001 - the store is away: logged there; nobody waits on this run
             pass
         finally:

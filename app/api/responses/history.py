@@ -19,10 +19,10 @@ from app.store.conversations import ConversationStore
 from app.store.responses import ResponseStore
 
 
-def store() -> ResponseStore | None:
+def response_store() -> ResponseStore | None:
     """This worker's response store; None with LLM_STORE=off."""
-    kept = store_access.kept()
-    return None if kept is None else kept.responses
+    store = store_access.current()
+    return None if store is None else store.responses
 
 
 def history(asked: ResponseRequest) -> list[dict[str, Any]]:
@@ -36,7 +36,7 @@ def history(asked: ResponseRequest) -> list[dict[str, Any]]:
     previous = asked.previous_response_id
     if not previous:
         return []
-    responses = store()
+    responses = response_store()
     if responses is None:
         raise InvalidRequestError(
             "This server keeps no responses (LLM_STORE=off): send the whole conversation in input.",
@@ -53,14 +53,14 @@ def history(asked: ResponseRequest) -> list[dict[str, Any]]:
     return normalized_input([item for turn in turns for item in (*turn.input_items, *turn.output)])
 
 
-class Keeper:
-    """Keeps a finished Response and its input items (unless `store: false`); extends its conversation."""
+class Recorder:
+    """Records a finished Response and its input items (unless `store: false`); extends its conversation."""
 
     def __init__(self, asked: ResponseRequest) -> None:
-        self.responses = store() if asked.store else None
+        self.responses = response_store() if asked.store else None
         self.conversation = asked.conversation
-        kept = store_access.kept()
-        self.conversations = kept.conversations if kept is not None and self.conversation else None
+        store = store_access.current()
+        self.conversations = store.conversations if store is not None and self.conversation else None
         self.items, self.owner = [with_id(dict(item)) for item in asked.input], store_access.owner()
 
     def __bool__(self) -> bool:
@@ -83,7 +83,7 @@ class Keeper:
 
 def found(response_id: str) -> ResponseStore:
     """The store, if it holds `response_id` for this request's owner; else a 404 as OpenAI's."""
-    responses = store()
+    responses = response_store()
     if responses is None:
         raise NotFoundError(
             f"No response with id '{response_id}' is stored: this server keeps no responses "
@@ -110,13 +110,13 @@ def page(items: list[dict[str, Any]], after: str | None, limit: int, order: str)
 
 def _conversations(conversation: str) -> ConversationStore:
     """The conversation store, if it holds `conversation` for this request's owner; else a 404."""
-    kept = store_access.kept()
-    if kept is None:
+    store = store_access.current()
+    if store is None:
         raise InvalidRequestError(
             "This server keeps no conversations (LLM_STORE=off): send the whole conversation in input.",
             param="conversation",
         )
     with store_access.reachable():
-        if kept.conversations.get(store_access.owner(), conversation) is None:
+        if store.conversations.get(store_access.owner(), conversation) is None:
             raise NotFoundError(f"Conversation with id '{conversation}' not found.", param="conversation")
-    return kept.conversations
+    return store.conversations

@@ -44,16 +44,16 @@ def respond(engine: Engine, asked: ResponseRequest, before: Sequence[Item], inpu
     servers = mcp_tools.requested(asked.tools)
     config = inputs.config
     calls = min(config.mcp_max_calls, asked.max_tool_calls or config.mcp_max_calls)
-    keeper = history.Keeper(asked)
-    header = ResponseHeader(asked, config.model_id, keeper.responses is not None, keeper.conversation)
-    presenter = LoopPresenter(header, keeper or None)
+    recorder = history.Recorder(asked)
+    header = ResponseHeader(asked, config.model_id, recorder.responses is not None, recorder.conversation)
+    presenter = LoopPresenter(header, recorder or None)
     run = _Run(
         engine, asked, servers, Limits(config.mcp_timeout, config.mcp_max_output_bytes), presenter, inputs
     )
     items, new_input = [*before, *asked.input], list(asked.input)
     if asked.background:  # the same loop, apart, its events kept for pollers and readers
         return background.start_loop(
-            asked.stream, presenter, keeper,
+            asked.stream, presenter, recorder,
             lambda cancelled, stats: run.events(items, new_input, calls, None, stats, cancelled),
         )  # fmt: skip
     events = run.events(items, new_input, calls, request.environ, g.stats)

@@ -53,23 +53,23 @@ def create_response() -> Response:
     truncation = "auto" if overflow.truncates(chat, inputs.config) else "disabled"
     planned = plan_chat(engine.tokenizer, chat, inputs, prompt_param="input")
     chat, prompt = planned.chat, planned.prompt
-    keeper = history.Keeper(asked)
+    recorder = history.Recorder(asked)
     header = ResponseHeader(
-        replace(asked, truncation=truncation), inputs.config.model_id, keeper.responses is not None,
-        keeper.conversation,
+        replace(asked, truncation=truncation), inputs.config.model_id, recorder.responses is not None,
+        recorder.conversation,
     )  # fmt: skip
     sealed = sealing.current().seal if ENCRYPTED_REASONING in asked.include else None
     presenter = ResponsesPresenter(
         header,
         len(prompt.tokens),
         prompt.reader,
-        on_final=keeper or None,
+        on_final=recorder or None,
         wants_logprobs=chat.logprobs,
         kinds=kinds,
         sealed=sealed,
     )
     if asked.background:
-        started = background.start(engine, asked.stream, planned.requests, presenter, keeper)
+        started = background.start(engine, asked.stream, planned.requests, presenter, recorder)
         return overflow.reported(started, planned.fitted)
     locate = prompt_places.locator(engine.tokenizer, chat, inputs.config)
     answer = generate(
@@ -123,11 +123,11 @@ def retrieve_response(response_id: str) -> Response:
             "Only a background response can be streamed again; this one ran in the foreground.",
             param="stream",
         )
-    kept = store_access.kept()
-    assert kept is not None  # found() answered 404 otherwise
+    store = store_access.current()
+    assert store is not None  # found() answered 404 otherwise
     after = query.get("starting_after", -1)
     keepalive, due = current_config().sse_keepalive, background.deadline(response, current_config())
-    return sse.stream_response(background.tail(kept.events, responses, response_id, after, keepalive, due))
+    return sse.stream_response(background.tail(store.events, responses, response_id, after, keepalive, due))
 
 
 @bp.delete("/v1/responses/<response_id>")

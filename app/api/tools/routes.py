@@ -31,7 +31,7 @@ bp = Blueprint("tools", __name__)
 log = logging.getLogger(__name__)
 
 LISTING_SECONDS = 30.0
-_kept: dict[str, tuple[float, list[Tool]]] = {}  # this worker's listings: label -> (when, tools)
+_listings: dict[str, tuple[float, list[Tool]]] = {}  # this worker's listings: label -> (when, tools)
 
 
 @bp.get("/tools")
@@ -82,15 +82,15 @@ def _server(entry: McpServerConfig) -> McpServer:
 
 def _listed(server: McpServer, limits: Limits) -> list[Tool] | None:
     """The server's tools, as listed within LISTING_SECONDS; None (logged) if it cannot list them."""
-    kept = _kept.get(server.label)
-    if kept is not None and time.monotonic() - kept[0] < LISTING_SECONDS:
-        return kept[1]
+    seen = _listings.get(server.label)
+    if seen is not None and time.monotonic() - seen[0] < LISTING_SECONDS:
+        return seen[1]
     try:
         tools = mcp_calls.listing(server, limits)
     except McpError as failed:
         log.warning("/tools: MCP server %s cannot list its tools: %s", server.label, failed)
         return None
-    _kept[server.label] = (time.monotonic(), tools)
+    _listings[server.label] = (time.monotonic(), tools)
     return tools
 
 

@@ -1,4 +1,4 @@
-"""What routing is told of a worker's cache: the rows (sequences, kept states) whose blocks changed."""
+"""What routing is told of a worker's cache: the rows (sequences, saved states) whose blocks changed."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ Row = tuple[int, tuple[int, ...]]  # a row of the routing board and the block ha
 
 
 class CacheReport:
-    """Which sequences' cells (and kept states) changed since routing last heard, and their blocks."""
+    """Which sequences' cells (and saved states) changed since routing last heard, and their blocks."""
 
     def __init__(self) -> None:
         self._reported: dict[int, object] = {}  # per row: what it held when last reported
@@ -26,7 +26,7 @@ class CacheReport:
     ) -> tuple[Row, ...]:
         """Rows whose cells hold other tokens than last reported: a new prompt taken, an answer
         ended, a cache dropped (a busy sequence reports its prompt: its cells will hold it); then
-        the host cache's kept states, after the sequences' rows. Only blocks a prompt can resume
+        the host cache's saved states, after the sequences' rows. Only blocks a prompt can resume
         into are reported (all of them, but on a sliding window or a recurrent state)."""
         memory = model.memory_kind
         changed = []
@@ -58,7 +58,7 @@ class CacheReport:
 def closest(
     sequences: Iterable[Sequence], host_cache: HostCache | None, prompt: Tokens[int], scope: str
 ) -> tuple[int, list[int]] | None:
-    """Of the prompts the cache holds for cache `scope` (sequences' cells, kept states), the one
+    """Of the prompts the cache holds for cache `scope` (sequences' cells, saved states), the one
     sharing the longest prefix with `prompt`: (tokens shared, its tokens); None if it holds none.
     Read on the hub from copies of lists the batcher may be changing: a diagnosis of a cache miss,
     not a plan; another scope's prompts are never compared (what it shares would tell of them)."""

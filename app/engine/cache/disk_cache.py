@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from app.engine.cache import slot_files
-from app.engine.cache.kept_state import Kept, longest
 from app.engine.cache.prefix_blocks import block_hashes
+from app.engine.cache.saved_state import SavedState, longest
 from app.engine.cache.slot_files import SlotFile, SlotFileError
 from app.engine.memory import Resumable
 from app.engine.native import NativeQueue, start_thread
@@ -62,14 +62,14 @@ class DiskCache:
         self.restored_tokens = 0
         _remove_abandoned(folder)
 
-    def find(self, prompt: list[int], beat: int, scope: str = "") -> tuple[Kept, int] | None:
+    def find(self, prompt: list[int], beat: int, scope: str = "") -> tuple[SavedState, int] | None:
         """The stored state of cache `scope` that resumes the longest prefix of `prompt`, if that
         beats `beat` tokens by a block, loaded and verified; with the length it resumes."""
         self._refresh()
         while (found := longest(self._alike(scope), prompt, beat, scope)) is not None:
             stored, length = found
-            kept = self._load(stored)
-            if kept is not None:
+            saved = self._load(stored)
+            if saved is not None:
                 log.info(
                     "restoring %d of %d prompt tokens from the disk cache (%s)",
                     length,
@@ -77,28 +77,28 @@ class DiskCache:
                     stored.path.name,
                 )
                 self.restored_tokens += length
-                return kept, length
+                return saved, length
         return None
 
-    def put(self, kept: Kept) -> None:
-        """Write `kept` to a file (in the writer's thread), unless its tokens are stored already; the
+    def put(self, saved: SavedState) -> None:
+        """Write `saved` to a file (in the writer's thread), unless its tokens are stored already; the
         files it holds a longer prefix than go once it is written."""
-        if kept.adapters or not kept.tokens or kept.size > self.limit:
+        if saved.adapters or not saved.tokens or saved.size > self.limit:
             return  # a file keeps the base model's cells only, as a slot file does
         self._refresh()
-        held = len(kept.tokens)
-        held_here = [s.tokens for s in self._alike(kept.scope)]
-        held_here += [tokens for scope, tokens in self._queued.values() if scope == kept.scope]
-        if any(tokens[:held] == kept.tokens for tokens in held_here):
+        held = len(saved.tokens)
+        held_here = [s.tokens for s in self._alike(saved.scope)]
+        held_here += [tokens for scope, tokens in self._queued.values() if scope == saved.scope]
+        if any(tokens[:held] == saved.tokens for tokens in held_here):
             return
-        shorter = [s.path for s in self._alike(kept.scope) if kept.tokens[: len(s.tokens)] == s.tokens]
-        saved = SlotFile(list(kept.tokens), kept.state, kept.live_from, kept.checkpoints, kept.scope)
+        shorter = [s.path for s in self._alike(saved.scope) if saved.tokens[: len(s.tokens)] == s.tokens]
+        file = SlotFile(list(saved.tokens), saved.state, saved.live_from, saved.checkpoints, saved.scope)
         if not self._writing:
             self._writing = True
             start_thread(self._write_loop, ())
-        name = _name(kept.tokens, kept.scope)
-        self._queued[name] = (kept.scope, kept.tokens)
-        self._writes.put((self.folder / name, saved, shorter))
+        name = _name(saved.tokens, saved.scope)
+        self._queued[name] = (saved.scope, saved.tokens)
+        self._writes.put((self.folder / name, file, shorter))
 
     def flush(self) -> None:
         """Wait until every state put so far is written."""
@@ -142,7 +142,7 @@ class DiskCache:
     def _alike(self, scope: str) -> list[Stored]:
         return [stored for stored in self._index.values() if stored.scope == scope]
 
-    def _load(self, stored: Stored) -> Kept | None:
+    def _load(self, stored: Stored) -> SavedState | None:
         """The state in `stored`'s file, if it is whole and this model's (else it leaves the index)."""
         try:
             saved, _ = slot_files.read(stored.path, self.fingerprint)
@@ -153,7 +153,7 @@ class DiskCache:
             self._index.pop(stored.path.name, None)
             self._refuse(stored.path, refused)
             return None
-        return Kept(
+        return SavedState(
             stored.tokens, saved.state, stored.blocks, saved.live_from, saved.checkpoints, scope=stored.scope
         )
 

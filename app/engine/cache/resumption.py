@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from app.engine.cache import chunk_reuse
 from app.engine.cache.host_cache import HostCache
-from app.engine.cache.kept_state import holds_media
 from app.engine.cache.prefix_blocks import BLOCK
+from app.engine.cache.saved_state import holds_media
 from app.engine.context import BatchContext
 from app.engine.sequence import Sequence
 
@@ -52,11 +52,11 @@ def resume(
     if host_cache is not None and (len(overwritten) >= BLOCK or holds_media(overwritten)):
         host_cache.save(model, target)  # its cells are about to hold another prompt
     if found is not None and host_cache is not None:
-        kept, length = found
-        restored = host_cache.restore(model, target, kept, length)
+        saved, length = found
+        restored = host_cache.restore(model, target, saved, length)
         if restored:
-            return Resumed(restored, kept.resumable.from_checkpoint(length))
-        point = 0  # llama.cpp refused the kept state, which dropped the sequence's own cells
+            return Resumed(restored, saved.resumable.from_checkpoint(length))
+        point = 0  # llama.cpp refused the saved state, which dropped the sequence's own cells
     if min_chunk:
         point = min(chunk_reuse.reuse(model, target, prompt, point, min_chunk), len(prompt) - 1)
     from_checkpoint = target.resumable(model.memory_kind, model).from_checkpoint(point)
@@ -69,8 +69,8 @@ def resume(
             point,
             model.memory_kind.name,
         )
-    kept_tokens = cut(model, target, point, from_checkpoint)
-    return Resumed(kept_tokens, from_checkpoint and kept_tokens > 0, lost and kept_tokens == 0)
+    saved_tokens = cut(model, target, point, from_checkpoint)
+    return Resumed(saved_tokens, from_checkpoint and saved_tokens > 0, lost and saved_tokens == 0)
 
 
 def cut(model: BatchContext, target: Sequence, point: int, from_checkpoint: bool) -> int:

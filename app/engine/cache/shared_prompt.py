@@ -40,7 +40,7 @@ def hand_to_followers(sequences: Iterable[Sequence], model: BatchContext) -> Non
             span = (0, len(leader.cached)) if model.shape.unified else (-1, -1)
             model.share(leader.seq_id, follower.seq_id, *span)
             follower.cached, choice.leader, choice.row = list(leader.cached), None, led.row
-            follower.checkpoints.replace(leader.checkpoints.kept)  # states of the same prefix
+            follower.checkpoints.replace(leader.checkpoints.held)  # states of the same prefix
 
 
 def orphan_followers(sequences: Iterable[Sequence], gone: Sequence) -> None:

@@ -48,7 +48,7 @@ def _evaluate(
     if first not in choice.encoded:
         if first not in choice.encoding:
             choice.encoding.add(first)
-            encoder.submit(run, _keeper(choice, first))
+            encoder.submit(run, _receiver(choice, first))
         return False
     choice.encoding.discard(first)
     embeddings = choice.encoded.pop(first)
@@ -70,10 +70,10 @@ def _evaluate(
     return True
 
 
-def _keeper(choice: Choice, start: int) -> Encoded:
+def _receiver(choice: Choice, start: int) -> Encoded:
     """Where the encoder's thread leaves the embeddings of the run at `start`."""
 
-    def keep(embeddings: np.ndarray | None) -> None:
+    def receive(embeddings: np.ndarray | None) -> None:
         choice.encoded[start] = embeddings
 
-    return keep
+    return receive

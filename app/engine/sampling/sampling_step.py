@@ -30,8 +30,8 @@ def after_decode(
             delivery.append((choice.job.generation, s.finish("length")))
             shared_prompt.orphan_followers(sequences, s)
         elif choice.row >= 0:
-            chunks, kept = s.sample(model)
-            sampled, accepted = sampled + 1 + kept, accepted + kept
+            chunks, drafted = s.sample(model)  # the draft tokens it accepted, each a token sampled
+            sampled, accepted = sampled + 1 + drafted, accepted + drafted
             delivery.extend((choice.job.generation, chunk) for chunk in chunks)
             if s.choice is None:
                 shared_prompt.orphan_followers(sequences, s)

@@ -95,8 +95,8 @@ class JsonStringText(Text):
         if negated:
             plain = "[^" + "".join(_range(low, high) for low, high in [*ranges, *_JSON_SPECIAL_RANGES]) + "]"
         else:
-            kept = _without(ranges, _JSON_SPECIAL_RANGES)
-            plain = "[" + "".join(_range(low, high) for low, high in kept) + "]" if kept else ""
+            left = _without(ranges, _JSON_SPECIAL_RANGES)
+            plain = "[" + "".join(_range(low, high) for low, high in left) + "]" if left else ""
         escapes = [literal(json.dumps(chr(c))[1:-1]) for c in special]
         if any(low <= ord("/") <= high for low, high in ranges) != negated:
             escapes.append(literal("\\/"))  # JSON may escape a slash too
@@ -113,10 +113,10 @@ RAW, JSON_STRING = Text(), JsonStringText()
 
 def _without(ranges: Ranges, removed: Ranges) -> Ranges:
     """`ranges` less every character in `removed`."""
-    kept = list(ranges)
+    left = list(ranges)
     for low_out, high_out in removed:
         cut: Ranges = []
-        for low, high in kept:
+        for low, high in left:
             if high < low_out or low > high_out:
                 cut.append((low, high))
                 continue
@@ -124,8 +124,8 @@ def _without(ranges: Ranges, removed: Ranges) -> Ranges:
                 cut.append((low, low_out - 1))
             if high > high_out:
                 cut.append((high_out + 1, high))
-        kept = cut
-    return kept
+        left = cut
+    return left
 
 
 def _range(low: int, high: int) -> str:

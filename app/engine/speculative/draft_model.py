@@ -94,13 +94,13 @@ class DraftModel:
         heads, tails = [], {}
         for seq_id, history in sorted(histories, key=lambda item: item[0]):
             tokens = history.tolist()
-            kept = min(common_prefix(self.cached[seq_id], tokens), len(tokens) - 1)  # a row to draft from
-            if not llama_cpp.llama_memory_seq_rm(self.memory, seq_id, kept, -1):
+            reused = min(common_prefix(self.cached[seq_id], tokens), len(tokens) - 1)  # a row to draft from
+            if not llama_cpp.llama_memory_seq_rm(self.memory, seq_id, reused, -1):
                 # A draft model whose memory cannot be cut back (recurrent): catch up from the start.
                 llama_cpp.llama_memory_seq_rm(self.memory, seq_id, 0, -1)
-                kept = 0
+                reused = 0
             self.cached[seq_id] = tokens[:-1]
-            heads.append((seq_id, kept, history[kept:-1]))
+            heads.append((seq_id, reused, history[reused:-1]))
             tails[seq_id] = tokens[-1]
         while any(len(tokens) for _, _, tokens in heads):
             self.batch.clear()

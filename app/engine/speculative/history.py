@@ -1,4 +1,4 @@
-"""Drafting for speculative decoding: a choice's history, its record of drafts kept, and the n-gram kind.
+"""Drafting for speculative decoding: a choice's history, its record of drafts accepted, and the n-gram kind.
 
 An answer that repeats its input (a code edit, a rewrite, an extraction, a quote)
 writes again what it or its prompt wrote before. The n-gram drafter finds the latest
@@ -40,7 +40,7 @@ class Drafter:
         self.length = min(2, limits.n_max)  # the next draft's length, grown by success
         self._pause = 0  # steps left before the next attempt
         self._refusals = 0  # drafts refused outright, in a row
-        self._seen = self._kept = 0.0  # draft tokens sent and kept, recent ones weighing most
+        self._seen = self._accepted = 0.0  # draft tokens sent and accepted, recent ones weighing most
         self.drafted = self.accepted = 0  # over the choice's life, for the metrics
         self.prediction_accepted = 0  # of those kept, tokens of the request's prediction (prediction.py)
 
@@ -73,11 +73,11 @@ class Drafter:
         return length if affordable else -1
 
     def verified(self, drafted: int, accepted: int) -> None:
-        """The batcher's verdict on the last draft: `accepted` of its `drafted` tokens were kept."""
+        """The batcher's verdict on the last draft: `accepted` of its `drafted` tokens were accepted."""
         self.drafted += drafted
         self.accepted += accepted
         self._seen = self._seen * MEMORY + drafted
-        self._kept = self._kept * MEMORY + accepted
+        self._accepted = self._accepted * MEMORY + accepted
         if accepted == drafted:
             self.length, self._refusals = min(self.limits.n_max, self.length * 2), 0
         elif accepted > 0:
@@ -88,8 +88,8 @@ class Drafter:
             self._pause = min(MAX_PAUSE, 1 << self._refusals)
 
     def _rate(self) -> float:
-        """The share of draft tokens kept, recent ones weighing most (one of two to start with)."""
-        return (self._kept + 1.0) / (self._seen + 2.0)
+        """The share of draft tokens accepted, recent ones weighing most (one of two to start with)."""
+        return (self._accepted + 1.0) / (self._seen + 2.0)
 
     def _affordable(self, needed: float) -> int:
         """The longest draft whose last token is still likelier to be kept than `needed` (0: none).

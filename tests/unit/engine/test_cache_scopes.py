@@ -1,4 +1,4 @@
-"""Cache scopes on the counting fake: a tenant's cells, kept states and files resume its own prompts only."""
+"""Cache scopes on the counting fake: a tenant's cells, saved states and files resume its own prompts only."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 from app.engine.cache import slot_files
 from app.engine.cache.disk_cache import DiskCache
-from app.engine.cache.kept_state import Kept
 from app.engine.cache.prefix_blocks import BLOCK, block_hashes
+from app.engine.cache.saved_state import SavedState
 from app.engine.cache.slot_files import SlotFile
 from tests.unit.engine.fake_context import FakeContext, job
 from tests.unit.engine.test_batcher import Run
@@ -53,7 +53,9 @@ def test_a_kept_state_is_given_back_to_its_scope_only() -> None:
 def test_the_disk_tier_keeps_each_scopes_file_and_finds_it_for_that_scope_only(tmp_path: Path) -> None:
     cache = DiskCache(tmp_path, 1 << 20, "fp")
     for scope in ("alice", "bob"):  # the same tokens: two files, not one
-        cache.put(Kept(tuple(HISTORY), scope.encode(), tuple(block_hashes(HISTORY, scope)), scope=scope))
+        cache.put(
+            SavedState(tuple(HISTORY), scope.encode(), tuple(block_hashes(HISTORY, scope)), scope=scope)
+        )
     cache.close()
     assert len(list(tmp_path.glob("fp/*.kv"))) == 2
     reopened = DiskCache(tmp_path, 1 << 20, "fp")

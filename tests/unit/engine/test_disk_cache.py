@@ -10,20 +10,22 @@ import pytest
 
 from app.engine.cache import disk_cache
 from app.engine.cache.disk_cache import DiskCache
-from app.engine.cache.kept_state import Kept
 from app.engine.cache.prefix_blocks import BLOCK, block_hashes
+from app.engine.cache.saved_state import SavedState
 from app.engine.checkpoints import Checkpoint
 
 
-def kept(tokens: list[int], state: bytes = b"S" * 100, live_from: int = 0, checkpoints: tuple = ()) -> Kept:
-    return Kept(tuple(tokens), state, tuple(block_hashes(tokens)), live_from, checkpoints)
+def saved(
+    tokens: list[int], state: bytes = b"S" * 100, live_from: int = 0, checkpoints: tuple = ()
+) -> SavedState:
+    return SavedState(tuple(tokens), state, tuple(block_hashes(tokens)), live_from, checkpoints)
 
 
 def stored(folder: Path) -> list[Path]:
     return sorted(folder.glob("*/*.kv"))
 
 
-def written(cache: DiskCache, *states: Kept) -> None:
+def written(cache: DiskCache, *states: SavedState) -> None:
     for state in states:
         cache.put(state)
     cache.flush()
@@ -32,7 +34,7 @@ def written(cache: DiskCache, *states: Kept) -> None:
 def test_a_state_written_by_one_cache_is_found_by_the_next(tmp_path: Path) -> None:
     history = list(range(1000, 1000 + 3 * BLOCK))
     first = DiskCache(tmp_path, 1 << 20, "fp_a")
-    written(first, kept(history, b"cells", 2 * BLOCK, (Checkpoint(BLOCK, b"window"),)))
+    written(first, saved(history, b"cells", 2 * BLOCK, (Checkpoint(BLOCK, b"window"),)))
     first.close()
     second = DiskCache(tmp_path, 1 << 20, "fp_a")
     # The next turn: the history, then more. Its live range starts at 2 blocks, a checkpoint at 1.
@@ -52,7 +54,7 @@ def test_a_state_written_by_one_cache_is_found_by_the_next(tmp_path: Path) -> No
 
 def test_another_models_folder_is_not_read_and_its_states_are_not_used(tmp_path: Path) -> None:
     tokens = list(range(2 * BLOCK))
-    written(DiskCache(tmp_path, 1 << 20, "fp_a"), kept(tokens))
+    written(DiskCache(tmp_path, 1 << 20, "fp_a"), saved(tokens))
     assert DiskCache(tmp_path, 1 << 20, "fp_b").find(tokens + [1], beat=0) is None
 
 
@@ -61,7 +63,7 @@ def test_a_corrupt_or_foreign_file_is_skipped_with_a_log_line(
 ) -> None:
     tokens = list(range(2 * BLOCK))
     writer = DiskCache(tmp_path, 1 << 20, "fp_a")
-    written(writer, kept(tokens, b"A" * 64), kept([9] * (2 * BLOCK), b"B" * 64))
+    written(writer, saved(tokens, b"A" * 64), saved([9] * (2 * BLOCK), b"B" * 64))
     corrupt, foreign = stored(tmp_path)
     corrupt.write_bytes(corrupt.read_bytes()[:-1] + b"!")  # a byte of the state changed
     foreign.write_bytes(foreign.read_bytes().replace(b'"fp_a"', b'"fp_z"'))
@@ -76,7 +78,7 @@ def test_a_corrupt_or_foreign_file_is_skipped_with_a_log_line(
 
 
 def test_the_folder_stays_within_its_limit_least_recently_used_out(tmp_path: Path) -> None:
-    states = [kept([n] * (2 * BLOCK), bytes(4000)) for n in range(4)]
+    states = [saved([n] * (2 * BLOCK), bytes(4000)) for n in range(4)]
     cache = DiskCache(tmp_path, 10_000, "fp_a")  # room for two files of about 4.6 kB
     written(cache, states[0], states[1])
     os.utime(stored(tmp_path)[0], ns=(1, 1))
@@ -86,16 +88,16 @@ def test_the_folder_stays_within_its_limit_least_recently_used_out(tmp_path: Pat
     assert len(stored(tmp_path)) == 2 and sum(p.stat().st_size for p in stored(tmp_path)) <= 10_000
     assert cache.find(list(states[0].tokens) + [1], beat=0) is not None
     assert cache.find(list(states[1].tokens) + [1], beat=0) is None  # the least recently used went
-    written(cache, kept([7] * (2 * BLOCK), bytes(20_000)))  # larger than the whole tier: not written
+    written(cache, saved([7] * (2 * BLOCK), bytes(20_000)))  # larger than the whole tier: not written
     assert len(stored(tmp_path)) == 2
 
 
 def test_a_state_already_within_a_stored_one_is_not_written_again(tmp_path: Path) -> None:
     tokens = list(range(3 * BLOCK))
     cache = DiskCache(tmp_path, 1 << 20, "fp_a")
-    written(cache, kept(tokens), kept(tokens[: 2 * BLOCK]), kept(tokens))
+    written(cache, saved(tokens), saved(tokens[: 2 * BLOCK]), saved(tokens))
     assert len(stored(tmp_path)) == 1
-    written(cache, kept(tokens + [1] * BLOCK))  # a longer one replaces it
+    written(cache, saved(tokens + [1] * BLOCK))  # a longer one replaces it
     assert len(stored(tmp_path)) == 1
     assert cache.find(tokens + [1] * BLOCK + [2], beat=0)[1] == 4 * BLOCK  # type: ignore[index]
 

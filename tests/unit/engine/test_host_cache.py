@@ -7,8 +7,8 @@ import pytest
 from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings
 from app.engine.cache.host_cache import HostCache
-from app.engine.cache.kept_state import Kept, holds_media, longest
 from app.engine.cache.prefix_blocks import block_hashes
+from app.engine.cache.saved_state import SavedState, holds_media, longest
 from app.engine.sequence import Sequence
 from tests.unit.engine.fake_context import FakeContext, job
 from tests.unit.engine.test_batcher import Run
@@ -106,13 +106,13 @@ def test_a_pinned_state_stays_over_others_until_its_time_is_up(monkeypatch: pyte
 def test_a_kept_state_past_an_image_is_worth_restoring_for_less_than_a_block() -> None:
     # 30 text tokens, an image's 20 positions (its negative placeholder), 5 tokens after it.
     with_image = [*range(1, 31), *[-7] * 20, *range(31, 36)]
-    held = Kept(tuple(with_image), b"", tuple(block_hashes(with_image)))
+    held = SavedState(tuple(with_image), b"", tuple(block_hashes(with_image)))
     assert longest([held], [*with_image, 40, 41], beat=30, scope="") == (
         held,
         55,
     )  # the image need not be encoded again
     text = [*range(1, 56)]
-    plain = Kept(tuple(text), b"", tuple(block_hashes(text)))
+    plain = SavedState(tuple(text), b"", tuple(block_hashes(text)))
     # 25 text tokens more: not worth a restore
     assert longest([plain], [*text, 40], beat=30, scope="") is None
     assert holds_media([5, -7, 6]) and not holds_media(text)

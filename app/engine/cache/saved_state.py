@@ -15,7 +15,7 @@ from app.engine.sequence import Sequence
 
 
 @dataclass(frozen=True)
-class Kept:
+class SavedState:
     """One sequence's cells as they were: the tokens they held, llama.cpp's saved state, and where
     that state can be resumed (its live range and checkpoints, for memories that cannot be cut)."""
 
@@ -30,7 +30,7 @@ class Kept:
 
     @property
     def key(self) -> tuple[str, tuple[float, ...], tuple[int, ...]]:
-        """Kept states are told apart by their scope and scales, then their tokens."""
+        """Saved states are told apart by their scope and scales, then their tokens."""
         return self.scope, self.adapters, self.tokens
 
     @property
@@ -42,7 +42,7 @@ class Kept:
         return len(self.state) + sum(len(c.state) for c in self.checkpoints)
 
 
-def capture(model: BatchContext, sequence: Sequence) -> Kept:
+def capture(model: BatchContext, sequence: Sequence) -> SavedState:
     """The state of `sequence`'s cells and checkpoints, copied out of llama.cpp."""
     tokens = tuple(sequence.cached)
     memory = model.memory_kind
@@ -52,8 +52,8 @@ def capture(model: BatchContext, sequence: Sequence) -> Kept:
     blocks = tuple(block_hashes(tokens, sequence.scope))
     length, until = sequence.pinned
     pinned_until = until if len(tokens) >= length else 0.0
-    checkpoints, scales = sequence.checkpoints.kept, sequence.adapters
-    return Kept(tokens, state, blocks, live_from, checkpoints, scales, pinned_until, sequence.scope)
+    checkpoints, scales = sequence.checkpoints.held, sequence.adapters
+    return SavedState(tokens, state, blocks, live_from, checkpoints, scales, pinned_until, sequence.scope)
 
 
 class Held(Protocol):

@@ -28,20 +28,20 @@ def _store(config: Config, under_gunicorn: bool) -> Any:
 def _unloaded_from(state: Any, count: Any) -> Any:
     """What a pool worker's unload (or a start-up worker's sleep) changes: `count(model, reason)`, its
     row of figures cleared, and nothing of its cache left to route by (`state`: its WorkerState)."""
-    board, slot = state.shared.board, state.me.slot
+    board, seat = state.shared.board, state.me.seat
 
     def unloaded(model: str, reason: str) -> None:
         count(model, reason)
-        last_load = board.read(slot).load_seconds  # its figures start over; what its last load took stays
-        board.clear(slot)
-        board.record_load_seconds(slot, last_load)
-        state.shared.prefixes.clear(slot)
+        last_load = board.read(seat).load_seconds  # its figures start over; what its last load took stays
+        board.clear(seat)
+        board.record_load_seconds(seat, last_load)
+        state.shared.prefixes.clear(seat)
 
     return unloaded
 
 
-def _adapters_by_slot(state: Any, base: Config, registry: Any) -> Any:
-    """For the metrics: each live worker's slot and the ids of its model's LoRA adapters, by place
+def _adapters_by_seat(state: Any, base: Config, registry: Any) -> Any:
+    """For the metrics: each live worker's seat and the ids of its model's LoRA adapters, by place
     ("" for an empty one); None outside gunicorn."""
     if state is None:
         return None
@@ -51,7 +51,7 @@ def _adapters_by_slot(state: Any, base: Config, registry: Any) -> Any:
         models = registry.overlay(base).models
         held = [peer for peer in table.peers() if peer.live and 0 <= peer.model < len(models)]
         return {
-            peer.slot: tuple(lora.id if lora.loaded else "" for lora in models[peer.model].loras)
+            peer.seat: tuple(lora.id if lora.loaded else "" for lora in models[peer.model].loras)
             for peer in held
         }
 
@@ -115,8 +115,8 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
                 state.me.publish,
                 state.me.became_ready,
                 state.shared.board,
-                state.me.slot,
-                prefix_board.publisher(state.shared.prefixes, state.me.slot),
+                state.me.seat,
+                prefix_board.publisher(state.shared.prefixes, state.me.seat),
             )
             if state is not None
             else EngineFigures()
@@ -150,8 +150,8 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
             slept = (_unloaded_from(state, metrics.model_slept), metrics.model_woke)
             app.extensions["sleeper"] = Sleeper(app, config, make_engine, state.me, slept)
     if state is not None:
-        worker_board.sample_greenlets(state.shared.board, state.me.slot)
-        adapter_load.install(state.shared.board, state.me.slot)
+        worker_board.sample_greenlets(state.shared.board, state.me.seat)
+        adapter_load.install(state.shared.board, state.me.seat)
     app.extensions["engine"] = engine
     app.extensions["store"] = _store(config, under_gunicorn=worker is not None)
     if config.cache_disk_mb and worker is not None:  # a stopping worker's cells, for the next server
@@ -167,7 +167,7 @@ def create_app(config: Config | None = None, engine: Any = None) -> Flask:
         store_errors.trace_calls(tracing.init_app(app, config, tracing.provider_tracer(config)))
     api.init_app(app)
     metrics.init_app(
-        app, None if state is None else state.shared.board, _adapters_by_slot(state, base, adapters)
+        app, None if state is None else state.shared.board, _adapters_by_seat(state, base, adapters)
     )
     if config.ui:
         from app import ui

@@ -19,7 +19,7 @@ from flask import Flask, current_app
 
 from app.serving.drain import DrainFlag
 from app.serving.key_limits import KeyLimits
-from app.serving.peers import SLOTS, PeerTable, Worker
+from app.serving.peers import SEATS, PeerTable, Worker
 from app.serving.prefix_board import PrefixBoard
 from app.serving.waiting_line import WaitingLine
 from app.telemetry.worker_board import WorkerBoard
@@ -27,7 +27,7 @@ from app.telemetry.worker_board import WorkerBoard
 
 @dataclass(frozen=True)
 class SharedState:
-    """The master's shared memory, one region per concern, each with a row per worker slot."""
+    """The master's shared memory, one region per concern, each with a row per worker seat."""
 
     table: PeerTable  # each worker's load, model and readiness; its relay socket
     board: WorkerBoard  # the status page's figures
@@ -40,20 +40,20 @@ class SharedState:
     def create(cls) -> SharedState:
         return cls(
             PeerTable(),
-            WorkerBoard(SLOTS),
-            KeyLimits(SLOTS),
-            PrefixBoard(SLOTS),
+            WorkerBoard(SEATS),
+            KeyLimits(SEATS),
+            PrefixBoard(SEATS),
             DrainFlag(),
-            WaitingLine(SLOTS),
+            WaitingLine(SEATS),
         )
 
-    def forget(self, slot: int) -> None:
-        """Master, when the worker in `slot` has exited: its slot free, its rows and counts cleared."""
-        self.table.release(slot)
-        self.board.clear(slot)
-        self.prefixes.clear(slot)
-        self.line.clear(slot)
-        self.limits.clear_worker(slot)  # a killed worker's generations are over
+    def forget(self, seat: int) -> None:
+        """Master, when the worker in `seat` has exited: its seat free, its rows and counts cleared."""
+        self.table.release(seat)
+        self.board.clear(seat)
+        self.prefixes.clear(seat)
+        self.line.clear(seat)
+        self.limits.clear_worker(seat)  # a killed worker's generations are over
 
 
 @dataclass(frozen=True)

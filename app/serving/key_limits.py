@@ -49,7 +49,7 @@ def duration(seconds: float) -> str:
 
 
 class KeyLimits:
-    """The shared counts, for `workers` worker slots (the peer table's) and up to MAX_KEYS names."""
+    """The shared counts, for `workers` worker seats (the peer table's) and up to MAX_KEYS names."""
 
     def __init__(self, workers: int) -> None:
         self._workers = workers
@@ -67,7 +67,7 @@ class KeyLimits:
             requests = self._window(row, "requests", second)
             tokens = self._window(row, "tokens", second)
             used_requests, used_tokens = sum(requests.values()), sum(tokens.values())
-            running = sum(self._running(worker_slot, row) for worker_slot in range(self._workers))
+            running = sum(self._running(worker_seat, row) for worker_seat in range(self._workers))
             verdict = Verdict(True)
             if key.concurrency is not None and running >= key.concurrency:
                 verdict = Verdict(False, f"{key.concurrency} generations at once", 1)
@@ -106,7 +106,7 @@ class KeyLimits:
         """Generations of `key` at once, over all workers."""
         with self._locked():
             row = self._row(key.name)
-            return sum(self._running(worker_slot, row) for worker_slot in range(self._workers))
+            return sum(self._running(worker_seat, row) for worker_seat in range(self._workers))
 
     def clear_worker(self, worker: int) -> None:
         """Master, when a worker has exited: the generations it held are over."""

@@ -24,21 +24,21 @@ from dataclasses import dataclass
 
 from app.settings.models import POOL
 
-SLOTS = 64  # room for every worker, old and new, during a reload (SIGHUP)
+SEATS = 64  # room for every worker, old and new, during a reload (SIGHUP)
 # pid, load (choices holding or waiting for a sequence), capacity (sequences), model (its
 # index in LLM_MODELS, or POOL), ready (1 once its model has loaded), pool (1 for an on-demand
 # pool worker), used (when its model last served a request, CLOCK_MONOTONIC milliseconds),
 # asleep (1 while its start-up model sleeps: weights and KV freed until a request wakes it)
 _ENTRY = struct.Struct("qqqqqqqq")
 
-_RESERVED = -1  # pid of a slot whose worker is being forked
+_RESERVED = -1  # pid of a seat whose worker is being forked
 
 
 @dataclass(frozen=True)
 class Peer:
     """What one worker has published."""
 
-    slot: int
+    seat: int
     pid: int
     load: int
     capacity: int
@@ -55,7 +55,7 @@ class Peer:
 
     @property
     def live(self) -> bool:
-        return self.pid > 0  # not a reserved or free slot
+        return self.pid > 0  # not a reserved or free seat
 
     @property
     def room(self) -> int:
@@ -66,28 +66,28 @@ class PeerTable:
     """Per-worker pid, load, model and readiness in memory shared by the master and every worker."""
 
     def __init__(self) -> None:
-        self._memory = mmap.mmap(-1, SLOTS * _ENTRY.size)  # MAP_SHARED | MAP_ANONYMOUS
+        self._memory = mmap.mmap(-1, SEATS * _ENTRY.size)  # MAP_SHARED | MAP_ANONYMOUS
         self.rundir = tempfile.mkdtemp(prefix="llm-server-")
         self.secret = secrets.token_hex(16)  # marks requests relayed between this server's workers
 
     def claim(self, model: int = 0) -> int:
-        """Master, before fork: reserve the first free slot for the worker about to start, holding
+        """Master, before fork: reserve the first free seat for the worker about to start, holding
         `model` (POOL: a pool worker, which loads on-demand models)."""
-        for slot in range(SLOTS):
-            if self._read(slot)[0] == 0:
-                self._write(slot, _RESERVED, 0, 0, model, False, model == POOL)
-                return slot
-        raise RuntimeError(f"more than {SLOTS} gunicorn workers at once")
+        for seat in range(SEATS):
+            if self._read(seat)[0] == 0:
+                self._write(seat, _RESERVED, 0, 0, model, False, model == POOL)
+                return seat
+        raise RuntimeError(f"more than {SEATS} gunicorn workers at once")
 
-    def release(self, slot: int) -> None:
-        """Master, when a worker has exited: free its slot and remove its socket."""
-        self._write(slot, 0, 0, 0, 0, False, False)
+    def release(self, seat: int) -> None:
+        """Master, when a worker has exited: free its seat and remove its socket."""
+        self._write(seat, 0, 0, 0, 0, False, False)
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.socket_path(slot))
+            os.unlink(self.socket_path(seat))
 
     def publish(  # noqa: PLR0913 - one argument per field of the entry
         self,
-        slot: int,
+        seat: int,
         load: int,
         capacity: int,
         model: int,
@@ -98,11 +98,11 @@ class PeerTable:
     ) -> None:
         """Worker: its load now, how many sequences it has, its model, whether it is loaded, whether it
         is a pool worker, when its model last served, and whether its model sleeps."""
-        self._write(slot, os.getpid(), load, capacity, model, ready, pool, used, asleep)
+        self._write(seat, os.getpid(), load, capacity, model, ready, pool, used, asleep)
 
     def peers(self) -> list[Peer]:
-        """Every slot in use (live workers, and workers being forked)."""
-        return [peer for slot in range(SLOTS) if (peer := Peer(slot, *self._read(slot))).pid != 0]
+        """Every seat in use (live workers, and workers being forked)."""
+        return [peer for seat in range(SEATS) if (peer := Peer(seat, *self._read(seat))).pid != 0]
 
     def holding(self) -> list[int]:
         """The model of every worker outside the pool, live or about to start."""
@@ -112,23 +112,23 @@ class PeerTable:
         """How many pool workers live or are about to start."""
         return sum(1 for peer in self.peers() if peer.pool)
 
-    def socket_path(self, slot: int) -> str:
-        """Where the worker in `slot` listens for relayed requests."""
-        return os.path.join(self.rundir, f"worker-{slot}.sock")
+    def socket_path(self, seat: int) -> str:
+        """Where the worker in `seat` listens for relayed requests."""
+        return os.path.join(self.rundir, f"worker-{seat}.sock")
 
     def close(self) -> None:
         """Master, on exit: remove the sockets' directory."""
         shutil.rmtree(self.rundir, ignore_errors=True)
 
-    def _read(self, slot: int) -> tuple[int, int, int, int, bool, bool, int, bool]:
+    def _read(self, seat: int) -> tuple[int, int, int, int, bool, bool, int, bool]:
         pid, load, capacity, model, ready, pool, used, asleep = _ENTRY.unpack_from(
-            self._memory, slot * _ENTRY.size
+            self._memory, seat * _ENTRY.size
         )
         return pid, load, capacity, model, bool(ready), bool(pool), used, bool(asleep)
 
-    def _write(self, slot: int, *entry: int) -> None:
+    def _write(self, seat: int, *entry: int) -> None:
         """pid, load, capacity, model, ready, pool[, used[, asleep]]."""
-        _ENTRY.pack_into(self._memory, slot * _ENTRY.size, *(list(entry) + [0] * (8 - len(entry))))
+        _ENTRY.pack_into(self._memory, seat * _ENTRY.size, *(list(entry) + [0] * (8 - len(entry))))
 
 
 @dataclass
@@ -136,7 +136,7 @@ class Worker:
     """This process's place in the table."""
 
     table: PeerTable
-    slot: int
+    seat: int
     model: int = 0  # its index in LLM_MODELS, or POOL
     capacity: int = 0  # sequences; 0 until the app has read its settings
     ready: bool = False
@@ -147,7 +147,7 @@ class Worker:
     def publish(self, load: int) -> None:
         """Tell the peers how loaded this worker is."""
         self.table.publish(
-            self.slot, load, self.capacity, self.model, self.ready, self.pool, self.used, self.asleep
+            self.seat, load, self.capacity, self.model, self.ready, self.pool, self.used, self.asleep
         )
 
     def touch(self) -> None:
@@ -161,7 +161,7 @@ class Worker:
 
     def listen(self) -> socket.socket:
         """The private Unix socket peers relay requests to (a gevent socket once patched)."""
-        path = self.table.socket_path(self.slot)
+        path = self.table.socket_path(self.seat)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

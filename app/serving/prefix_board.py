@@ -20,26 +20,26 @@ ENTRIES = 8192  # hashes per worker (64 KiB): 8 sequences of 64k tokens, or 256 
 
 
 class PrefixBoard:
-    """Per worker slot, rows of block hashes (0: empty), one row per sequence of that worker."""
+    """Per worker seat, rows of block hashes (0: empty), one row per sequence of that worker."""
 
-    def __init__(self, slots: int) -> None:
-        self._memory = mmap.mmap(-1, slots * ENTRIES * 8)  # MAP_SHARED | MAP_ANONYMOUS: shared through fork
-        self._hashes = np.frombuffer(self._memory, dtype=np.uint64).reshape(slots, ENTRIES)
+    def __init__(self, seats: int) -> None:
+        self._memory = mmap.mmap(-1, seats * ENTRIES * 8)  # MAP_SHARED | MAP_ANONYMOUS: shared through fork
+        self._hashes = np.frombuffer(self._memory, dtype=np.uint64).reshape(seats, ENTRIES)
 
-    def publish(self, slot: int, row: int, rows: int, hashes: list[int]) -> None:
+    def publish(self, seat: int, row: int, rows: int, hashes: list[int]) -> None:
         """Row `row` of `rows` (the worker's sequences) now holds these blocks; the first ones if too many."""
         width = ENTRIES // rows
-        line = self._hashes[slot, row * width : (row + 1) * width]
+        line = self._hashes[seat, row * width : (row + 1) * width]
         first = hashes[:width]
         line[len(first) :] = 0
         line[: len(first)] = np.asarray(first, dtype=np.uint64)
 
-    def clear(self, slot: int) -> None:
+    def clear(self, seat: int) -> None:
         """Master, when a worker has exited: its cache went with it."""
-        self._hashes[slot, :] = 0
+        self._hashes[seat, :] = 0
 
-    def cached_tokens(self, slot: int, prompt_blocks: list[int]) -> int:
-        """How many leading tokens of a prompt (given as its block hashes) the worker in `slot` holds.
+    def cached_tokens(self, seat: int, prompt_blocks: list[int]) -> int:
+        """How many leading tokens of a prompt (given as its block hashes) the worker in `seat` holds.
 
         A block's hash is chained through every block before it, so the furthest block present
         says the whole prefix up to it is held; the blocks before it may be left out of a row (a
@@ -47,10 +47,10 @@ class PrefixBoard:
         """
         if not prompt_blocks:
             return 0
-        present = np.flatnonzero(np.isin(np.asarray(prompt_blocks, dtype=np.uint64), self._hashes[slot]))
+        present = np.flatnonzero(np.isin(np.asarray(prompt_blocks, dtype=np.uint64), self._hashes[seat]))
         return (int(present[-1]) + 1) * BLOCK if len(present) else 0
 
 
-def publisher(board: PrefixBoard, slot: int) -> Callable[[int, int, list[int]], None]:
-    """What the worker in `slot` calls as its sequences' cells change."""
-    return lambda row, rows, hashes: board.publish(slot, row, rows, hashes)
+def publisher(board: PrefixBoard, seat: int) -> Callable[[int, int, list[int]], None]:
+    """What the worker in `seat` calls as its sequences' cells change."""
+    return lambda row, rows, hashes: board.publish(seat, row, rows, hashes)

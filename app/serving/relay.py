@@ -86,8 +86,8 @@ def to_model_holder(request: Request, model: int, config: Config, worker: Worker
     """Relay `request` to the ready worker holding `model` with the most room; None if there is none."""
     if worker is None or is_relayed(request, worker):
         return None
-    slot = routing.model_holder(routing.snapshot_of(worker), model)
-    return None if slot is None else _relay(request, config, worker.table, slot)
+    seat = routing.model_holder(routing.snapshot_of(worker), model)
+    return None if seat is None else _relay(request, config, worker.table, seat)
 
 
 def to_awake_peer(request: Request, model: int, config: Config, worker: Worker | None) -> Response | None:
@@ -95,8 +95,8 @@ def to_awake_peer(request: Request, model: int, config: Config, worker: Worker |
     room (routing.awake_peer decides); None to wake the model here."""
     if worker is None or is_relayed(request, worker):
         return None
-    slot = routing.awake_peer(routing.snapshot_of(worker), model)
-    return None if slot is None else _relay(request, config, worker.table, slot)
+    seat = routing.awake_peer(routing.snapshot_of(worker), model)
+    return None if seat is None else _relay(request, config, worker.table, seat)
 
 
 def to_cached_peer(
@@ -113,14 +113,14 @@ def to_cached_peer(
     if worker is None or board is None or is_relayed(request, worker) or not engine.config.route_by_cache:
         return None
     blocks = block_hashes(prompt, scope)
-    chosen = routing.warmer_peer(routing.snapshot_of(worker), lambda slot: board.cached_tokens(slot, blocks))
+    chosen = routing.warmer_peer(routing.snapshot_of(worker), lambda seat: board.cached_tokens(seat, blocks))
     if chosen is None:
         return None
-    slot, cached, here = chosen
-    relayed = _relay(request, engine.config, worker.table, slot)
+    seat, cached, here = chosen
+    relayed = _relay(request, engine.config, worker.table, seat)
     if relayed is not None:
         log.info(
-            "sent to worker slot %d, whose cache holds %d prompt tokens (this one: %d)", slot, cached, here
+            "sent to worker slot %d, whose cache holds %d prompt tokens (this one: %d)", seat, cached, here
         )
     return relayed
 
@@ -143,26 +143,26 @@ def to_keyed_peer(
         return None
     blocks = block_hashes(prompt, scope)
     scoped = f"{scope}\0{key}" if scope else key
-    slot = routing.keyed_peer(routing.snapshot_of(worker), scoped, lambda at: board.cached_tokens(at, blocks))
-    if slot is None:
+    seat = routing.keyed_peer(routing.snapshot_of(worker), scoped, lambda at: board.cached_tokens(at, blocks))
+    if seat is None:
         return None
-    relayed = _relay(request, engine.config, worker.table, slot)
+    relayed = _relay(request, engine.config, worker.table, seat)
     if relayed is not None:
-        log.info("sent to worker slot %d, its prompt_cache_key's home", slot)
+        log.info("sent to worker slot %d, its prompt_cache_key's home", seat)
     return relayed
 
 
-def to_worker(request: Request, config: Config, worker: Worker, slot: int) -> Response | None:
-    """Relay `request` to the worker in `slot` (one a route named: its slots, its sequences)."""
-    return None if is_relayed(request, worker) else _relay(request, config, worker.table, slot)
+def to_worker(request: Request, config: Config, worker: Worker, seat: int) -> Response | None:
+    """Relay `request` to the worker in `seat` (one a route named: its slots, its sequences)."""
+    return None if is_relayed(request, worker) else _relay(request, config, worker.table, seat)
 
 
 def to_idle_peer(request: Request, engine: LoadingEngine[Any], worker: Worker | None) -> Response | None:
     """Relay `request` to a worker with a free sequence if this one has none; None to serve it here."""
     if worker is None or is_relayed(request, worker):
         return None
-    slot = routing.freer_peer(routing.snapshot_of(worker), engine.has_room)
-    return None if slot is None else _relay(request, engine.config, worker.table, slot)
+    seat = routing.freer_peer(routing.snapshot_of(worker), engine.has_room)
+    return None if seat is None else _relay(request, engine.config, worker.table, seat)
 
 
 def migrator(request: Request, engine: Engine, worker: Worker | None) -> Callable[[], None] | None:
@@ -173,14 +173,14 @@ def migrator(request: Request, engine: Engine, worker: Worker | None) -> Callabl
     forward = forward_of(request)
 
     def try_peer() -> None:
-        slot = routing.freer_peer(routing.snapshot_of(worker), has_room=False)
-        if slot is None:
+        seat = routing.freer_peer(routing.snapshot_of(worker), has_room=False)
+        if seat is None:
             return
-        opened = _open(forward, engine.config, worker.table, slot)
+        opened = _open(forward, engine.config, worker.table, seat)
         if opened is None:
             return
         if opened[1].status == 200:
-            log.info("queued request moved to worker slot %d, which has a free sequence", slot)
+            log.info("queued request moved to worker slot %d, which has a free sequence", seat)
             raise Migrated(*opened)
         opened[1].read()  # the peer got busy meanwhile (a 429): stay in our queue
         opened[0].close()
@@ -188,16 +188,16 @@ def migrator(request: Request, engine: Engine, worker: Worker | None) -> Callabl
     return try_peer
 
 
-def _relay(request: Request, config: Config, table: peers.PeerTable, slot: int) -> Response | None:
-    """The response of the worker in `slot` to `request`, as ours; None if it cannot be reached."""
-    opened = _open(request, config, table, slot)
+def _relay(request: Request, config: Config, table: peers.PeerTable, seat: int) -> Response | None:
+    """The response of the worker in `seat` to `request`, as ours; None if it cannot be reached."""
+    opened = _open(request, config, table, seat)
     return None if opened is None else _as_response(request.environ, *opened)
 
 
 def order(
-    worker: Worker, slot: int, path: str, body: object, authorization: str | None, config: Config
+    worker: Worker, seat: int, path: str, body: object, authorization: str | None, config: Config
 ) -> tuple[int, bytes]:
-    """Send the worker in `slot` an operator's request (`path` with a JSON `body`): its status and body.
+    """Send the worker in `seat` an operator's request (`path` with a JSON `body`): its status and body.
 
     E.g. /models/load: the order is an ordinary request, relayed, so the worker acts on itself;
     it carries the client's key, which this worker has checked.
@@ -205,7 +205,7 @@ def order(
     headers = {"Content-Type": "application/json"}
     if authorization:
         headers["Authorization"] = authorization
-    opened = _open(_Forward("POST", path, json.dumps(body).encode(), headers), config, worker.table, slot)
+    opened = _open(_Forward("POST", path, json.dumps(body).encode(), headers), config, worker.table, seat)
     if opened is None:
         return 503, b""
     connection, response = opened
@@ -223,11 +223,11 @@ def forward_of(request: Request) -> _Forward:
 
 
 def open_forward(
-    forward: _Forward, config: Config, table: peers.PeerTable, slot: int
+    forward: _Forward, config: Config, table: peers.PeerTable, seat: int
 ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse] | None:
-    """Send `forward` to the worker of `table` in `slot` (this one's own socket too); None if it
+    """Send `forward` to the worker of `table` in `seat` (this one's own socket too); None if it
     cannot be reached."""
-    return _open(forward, config, table, slot)
+    return _open(forward, config, table, seat)
 
 
 @dataclass
@@ -241,13 +241,13 @@ class _Forward:
 
 
 def _open(
-    request: Request | _Forward, config: Config, table: peers.PeerTable, slot: int
+    request: Request | _Forward, config: Config, table: peers.PeerTable, seat: int
 ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse] | None:
-    """Send the request to the worker of `table` in `slot`; None if it cannot be reached."""
+    """Send the request to the worker of `table` in `seat`; None if it cannot be reached."""
     # Silence from the peer lasts at most the queue wait plus one generation (streams also
     # send keep-alives); past that, the peer is stuck and the relay gives up.
     timeout = config.queue_timeout + (config.max_generation_seconds or 3600) + 30
-    connection = _UnixConnection(table.socket_path(slot), timeout=timeout)
+    connection = _UnixConnection(table.socket_path(seat), timeout=timeout)
     body = request.body if isinstance(request, _Forward) else request.get_data()
     path = request.full_path.rstrip("?")
     headers = {
@@ -258,7 +258,7 @@ def _open(
         connection.request(request.method, path, body, headers)
         return connection, connection.getresponse()
     except OSError as exc:  # the peer has just exited or is restarting: serve it here
-        log.info("could not relay to worker slot %d (%s); serving here", slot, exc)
+        log.info("could not relay to worker slot %d (%s); serving here", seat, exc)
         connection.close()
         return None
 

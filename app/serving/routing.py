@@ -21,13 +21,13 @@ from app.settings.models import POOL
 class Snapshot:
     """The peer table as one worker sees it when a request arrives."""
 
-    slot: int  # this worker's slot
+    seat: int  # this worker's seat
     model: int  # the model this worker holds (its LLM_MODELS index, or POOL)
     peers: tuple[Peer, ...]
 
     def others_ready(self, model: int) -> list[Peer]:
         """The other live, ready workers holding `model`."""
-        return [p for p in self.peers if p.slot != self.slot and p.live and p.ready and p.model == model]
+        return [p for p in self.peers if p.seat != self.seat and p.live and p.ready and p.model == model]
 
     def holding(self, model: int) -> list[Peer]:
         """Every live worker holding `model` (this one included), ready or loading."""
@@ -36,27 +36,27 @@ class Snapshot:
 
 def snapshot_of(worker: Worker) -> Snapshot:
     """What `worker` sees of the table now (one read of the shared memory)."""
-    return Snapshot(worker.slot, worker.model, tuple(worker.table.peers()))
+    return Snapshot(worker.seat, worker.model, tuple(worker.table.peers()))
 
 
 def roomiest(snapshot: Snapshot, model: int) -> Peer | None:
-    """The other ready worker holding `model` with the most free sequences (lowest slot on a tie),
+    """The other ready worker holding `model` with the most free sequences (lowest seat on a tie),
     an awake one before one whose model sleeps (waking it costs a load)."""
     ready = snapshot.others_ready(model)
-    return max(ready, key=lambda p: (not p.asleep, p.room, -p.slot)) if ready else None
+    return max(ready, key=lambda p: (not p.asleep, p.room, -p.seat)) if ready else None
 
 
 def awake_peer(snapshot: Snapshot, model: int) -> int | None:
     """Where a request goes that landed on a worker whose model sleeps: another worker of `model`,
     awake, with a free sequence; None to wake the model here."""
     awake = [p for p in snapshot.others_ready(model) if not p.asleep and p.room > 0]
-    return max(awake, key=lambda p: (p.room, -p.slot)).slot if awake else None
+    return max(awake, key=lambda p: (p.room, -p.seat)).seat if awake else None
 
 
 def model_holder(snapshot: Snapshot, model: int) -> int | None:
     """Where a request for a model this worker does not hold goes: the roomiest ready holder."""
     peer = roomiest(snapshot, model)
-    return None if peer is None else peer.slot
+    return None if peer is None else peer.seat
 
 
 def freer_peer(snapshot: Snapshot, has_room: bool) -> int | None:
@@ -65,23 +65,23 @@ def freer_peer(snapshot: Snapshot, has_room: bool) -> int | None:
     if has_room:
         return None
     peer = roomiest(snapshot, snapshot.model)
-    return peer.slot if peer is not None and peer.room > 0 else None
+    return peer.seat if peer is not None and peer.room > 0 else None
 
 
 def warmer_peer(snapshot: Snapshot, cached_in: Callable[[int], int]) -> tuple[int, int, int] | None:
-    """(slot, its cached tokens, this worker's) of the peer whose cache holds a longer prefix of the
-    prompt than this worker's (`cached_in(slot)`), among those with a free sequence; None: stay.
+    """(seat, its cached tokens, this worker's) of the peer whose cache holds a longer prefix of the
+    prompt than this worker's (`cached_in(seat)`), among those with a free sequence; None: stay.
 
     A prefix block is 64 tokens evaluated (on a CPU, about a tenth of a second), a relay a
     local socket's round trip (about a millisecond), so any longer cached prefix is worth
     the hop; waiting for a sequence costs a whole answer, so only peers with room count.
     """
-    here = cached_in(snapshot.slot)
-    best: tuple[int, int, int] | None = None  # cached tokens, free sequences, slot
+    here = cached_in(snapshot.seat)
+    best: tuple[int, int, int] | None = None  # cached tokens, free sequences, seat
     for peer in snapshot.others_ready(snapshot.model):
-        cached = cached_in(peer.slot)
+        cached = cached_in(peer.seat)
         if peer.room > 0 and cached > here and (best is None or (cached, peer.room) > best[:2]):
-            best = (cached, peer.room, peer.slot)
+            best = (cached, peer.room, peer.seat)
     return None if best is None else (best[2], best[0], here)
 
 
@@ -97,39 +97,39 @@ def keyed_peer(snapshot: Snapshot, key: str, cached_in: Callable[[int], int]) ->
     ready = [peer for peer in snapshot.holding(snapshot.model) if peer.ready]
     if not ready:
         return None
-    home = max(ready, key=lambda peer: _weight(key, peer.slot))
-    if home.slot == snapshot.slot or home.room <= 0 or cached_in(home.slot) < cached_in(snapshot.slot):
+    home = max(ready, key=lambda peer: _weight(key, peer.seat))
+    if home.seat == snapshot.seat or home.room <= 0 or cached_in(home.seat) < cached_in(snapshot.seat):
         return None
-    return home.slot
+    return home.seat
 
 
-def _weight(key: str, slot: int) -> int:
-    digest = hashlib.blake2b(f"{slot}\0{key}".encode(), digest_size=8).digest()
+def _weight(key: str, seat: int) -> int:
+    digest = hashlib.blake2b(f"{seat}\0{key}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big")
 
 
 def rank(snapshot: Snapshot) -> int:
-    """This worker's place among the live workers of its model, by slot (llama-server's slot ids
+    """This worker's place among the live workers of its model, by seat (llama-server's slot ids
     go on from one worker's sequences to the next's)."""
-    slots = sorted(peer.slot for peer in snapshot.holding(snapshot.model))
-    return slots.index(snapshot.slot) if snapshot.slot in slots else 0
+    seats = sorted(peer.seat for peer in snapshot.holding(snapshot.model))
+    return seats.index(snapshot.seat) if snapshot.seat in seats else 0
 
 
 def ranked_peer(snapshot: Snapshot, place: int) -> int | None:
-    """The slot of the worker at `place` among the live workers of this one's model, if there is one."""
-    slots = sorted(peer.slot for peer in snapshot.holding(snapshot.model))
-    return slots[place] if 0 <= place < len(slots) else None
+    """The seat of the worker at `place` among the live workers of this one's model, if there is one."""
+    seats = sorted(peer.seat for peer in snapshot.holding(snapshot.model))
+    return seats[place] if 0 <= place < len(seats) else None
 
 
 def loader_for(
-    snapshot: Snapshot, model: int, pool_slot: int | None, line: Sequence[Waiter] = ()
+    snapshot: Snapshot, model: int, pool_seat: int | None, line: Sequence[Waiter] = ()
 ) -> int | None:
     """The pool worker that should load on-demand `model`; None to wait (it is loading, or no worker
     is free for it yet).
 
     Models load in the order of their oldest waiting request (`line`; a load nobody waits for, an
     operator's, comes after them): the first takes the first free worker, the next the next.
-    Free: one holding no model first (this worker, `pool_slot`, if it is one: no hop), then
+    Free: one holding no model first (this worker, `pool_seat`, if it is one: no hop), then
     those whose model has been idle longest (least recently used, never one serving requests,
     nor one whose model requests wait for).
     """
@@ -139,7 +139,7 @@ def loader_for(
     order = load_order(pool, line)
     place = order.index(model) if model in order else len(order)
     empty = sorted(
-        (peer.slot for peer in pool if peer.model == POOL), key=lambda slot: (slot != pool_slot, slot)
+        (peer.seat for peer in pool if peer.model == POOL), key=lambda seat: (seat != pool_seat, seat)
     )
     waited = {waiter.model for waiter in line}
     idle = [
@@ -147,7 +147,7 @@ def loader_for(
         for peer in pool
         if peer.model != POOL and peer.load == 0 and peer.idle_seconds >= SETTLE and peer.model not in waited
     ]
-    free = empty + [peer.slot for peer in sorted(idle, key=lambda peer: peer.used)]
+    free = empty + [peer.seat for peer in sorted(idle, key=lambda peer: peer.used)]
     return free[place] if place < len(free) else None
 
 
@@ -169,8 +169,8 @@ def first_in_line(line: Sequence[Waiter], model: int, arrival: int) -> bool:
 
 
 def ready_holder(snapshot: Snapshot, model: int) -> int | None:
-    """The slot of a worker holding `model` ready (this one included), if any."""
-    return next((peer.slot for peer in snapshot.holding(model) if peer.ready), None)
+    """The seat of a worker holding `model` ready (this one included), if any."""
+    return next((peer.seat for peer in snapshot.holding(model) if peer.ready), None)
 
 
 def loading(snapshot: Snapshot, model: int) -> bool:

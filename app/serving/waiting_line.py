@@ -28,7 +28,7 @@ PLACES = 256  # tickets per worker: requests one worker can keep waiting for on-
 class Ticket:
     """One waiting request's place in the line."""
 
-    slot: int  # its worker's slot in the peer table
+    seat: int  # its worker's seat in the peer table
     place: int
     model: int
     arrival: int  # CLOCK_MONOTONIC nanoseconds
@@ -36,7 +36,7 @@ class Ticket:
     @property
     def header(self) -> str:
         """What a relayed request carries, so that the worker serving it can mark it taken."""
-        return f"{self.slot}.{self.place}.{self.arrival}"
+        return f"{self.seat}.{self.place}.{self.arrival}"
 
 
 @dataclass(frozen=True)
@@ -48,54 +48,54 @@ class Waiter:
 
 
 class WaitingLine:
-    """Per worker slot, PLACES tickets: (model, arrival) written by their worker, taken by their server."""
+    """Per worker seat, PLACES tickets: (model, arrival) written by their worker, taken by their server."""
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, seats: int) -> None:
         self._memory = mmap.mmap(
-            -1, slots * PLACES * 8 * 3
+            -1, seats * PLACES * 8 * 3
         )  # MAP_SHARED | MAP_ANONYMOUS: shared through fork
-        cells = np.frombuffer(self._memory, dtype=np.int64).reshape(3, slots, PLACES)
+        cells = np.frombuffer(self._memory, dtype=np.int64).reshape(3, seats, PLACES)
         self._model, self._arrival, self._taken = cells[0], cells[1], cells[2]
-        self._slots = slots
+        self._seats = seats
 
-    def join(self, slot: int, model: int) -> Ticket | None:
-        """A ticket for a request of the worker in `slot` waiting for `model`; None if its row is full."""
-        free = np.flatnonzero(self._arrival[slot] == 0)
+    def join(self, seat: int, model: int) -> Ticket | None:
+        """A ticket for a request of the worker in `seat` waiting for `model`; None if its row is full."""
+        free = np.flatnonzero(self._arrival[seat] == 0)
         if not free.size:
             return None
         place, arrival = int(free[0]), time.monotonic_ns()
-        self._model[slot, place] = model
-        self._arrival[slot, place] = arrival  # last: a reader never sees a ticket without its model
-        return Ticket(slot, place, model, arrival)
+        self._model[seat, place] = model
+        self._arrival[seat, place] = arrival  # last: a reader never sees a ticket without its model
+        return Ticket(seat, place, model, arrival)
 
     def leave(self, ticket: Ticket) -> None:
         """The request is over (served, refused or gone): its place is free again."""
-        if self._arrival[ticket.slot, ticket.place] == ticket.arrival:
-            self._arrival[ticket.slot, ticket.place] = 0
+        if self._arrival[ticket.seat, ticket.place] == ticket.arrival:
+            self._arrival[ticket.seat, ticket.place] = 0
 
     def take(self, header: str | None) -> None:
         """The worker serving a relayed request marks its ticket (`Ticket.header`) taken: the next in
         line may go. Anything else in the header (a client's own, a stale ticket) changes nothing."""
         try:
-            slot, place, arrival = (int(part) for part in (header or "").split("."))
+            seat, place, arrival = (int(part) for part in (header or "").split("."))
         except ValueError:
             return
         if (
-            0 <= slot < self._slots
+            0 <= seat < self._seats
             and 0 <= place < PLACES
             and arrival
-            and self._arrival[slot, place] == arrival
+            and self._arrival[seat, place] == arrival
         ):
-            self._taken[slot, place] = arrival
+            self._taken[seat, place] = arrival
 
-    def waiters(self, slots: list[int], newer_than: float) -> list[Waiter]:
-        """Every ticket of the workers in `slots` not yet taken, that arrived after `newer_than` (a
+    def waiters(self, seats: list[int], newer_than: float) -> list[Waiter]:
+        """Every ticket of the workers in `seats` not yet taken, that arrived after `newer_than` (a
         CLOCK_MONOTONIC time in seconds: older tickets are stuck, and wait behind no one)."""
-        arrival, taken, model = self._arrival[slots], self._taken[slots], self._model[slots]
+        arrival, taken, model = self._arrival[seats], self._taken[seats], self._model[seats]
         waiting = (arrival > int(newer_than * 1e9)) & (taken != arrival)
         return [Waiter(int(m), int(a)) for m, a in zip(model[waiting], arrival[waiting], strict=True)]
 
-    def clear(self, slot: int) -> None:
+    def clear(self, seat: int) -> None:
         """Master, when a worker has exited: its requests went with it."""
-        self._arrival[slot, :] = 0
-        self._taken[slot, :] = 0
+        self._arrival[seat, :] = 0
+        self._taken[seat, :] = 0

@@ -32,8 +32,8 @@ def adapter_bits(scales: Sequence[float]) -> int:
 class AdapterLoad:
     """This worker's generations that apply adapters, and their bits on the board."""
 
-    def __init__(self, board: WorkerBoard, slot: int) -> None:
-        self._board, self._slot = board, slot
+    def __init__(self, board: WorkerBoard, seat: int) -> None:
+        self._board, self._seat = board, seat
         self._live: dict[int, tuple[Tracked, int]] = {}
 
     def track(self, generation: Tracked, bits: int) -> None:
@@ -53,7 +53,7 @@ class AdapterLoad:
                 running |= bits
             else:
                 waiting |= bits
-        self._board.record_adapters(self._slot, running, waiting)
+        self._board.record_adapters(self._seat, running, waiting)
 
     def _drop(self, key: int) -> None:
         if self._live.pop(key, None) is not None:
@@ -63,10 +63,10 @@ class AdapterLoad:
 _tracker: AdapterLoad | None = None  # this worker's (one per process, set at start-up under gunicorn)
 
 
-def install(board: WorkerBoard, slot: int) -> None:
-    """This worker's tracker, writing to its row `slot` of `board`."""
+def install(board: WorkerBoard, seat: int) -> None:
+    """This worker's tracker, writing to its row `seat` of `board`."""
     global _tracker  # noqa: PLW0603 - one per process, as prometheus_client's registry is
-    _tracker = AdapterLoad(board, slot)
+    _tracker = AdapterLoad(board, seat)
 
 
 def track(

@@ -12,7 +12,7 @@ from app.telemetry.worker_board import WorkerBoard
 
 
 class EngineFigures(EngineObserver):
-    """Records the engine's figures as Prometheus metrics and on the worker board (row `slot`);
+    """Records the engine's figures as Prometheus metrics and on the worker board (row `seat`);
     `publish` also hears each load change."""
 
     def __init__(
@@ -20,39 +20,39 @@ class EngineFigures(EngineObserver):
         publish: Callable[[int], object] | None = None,
         ready: Callable[[], object] | None = None,
         board: WorkerBoard | None = None,
-        slot: int = 0,
+        seat: int = 0,
         publish_blocks: Callable[[int, int, list[int]], object] | None = None,
     ) -> None:
         self._publish, self._ready, self._publish_blocks = publish, ready, publish_blocks
-        self._board, self._slot = board, slot
+        self._board, self._seat = board, seat
         self._busy_threads: tuple[int, int] | None = None  # the gauges' values, set only on a change
 
     def loaded(self, seconds: float) -> None:
         metrics.MODEL_LOAD.set(seconds)
         if self._board is not None:
-            self._board.record_load_seconds(self._slot, seconds)
+            self._board.record_load_seconds(self._seat, seconds)
         if self._ready is not None:
             self._ready()
 
     def kv_sized(self, memory: KvMemory) -> None:
         metrics.KV_CACHE_BYTES.set(memory.total_bytes)
         if self._board is not None:
-            self._board.record_kv(self._slot, memory.cells, memory.total_bytes)
+            self._board.record_kv(self._seat, memory.cells, memory.total_bytes)
 
     def memory_known(self, memory: MemoryKind, checkpoints: int, drafts_off: str) -> None:
         if self._board is not None:
             held = 0 if memory.plain else checkpoints
-            self._board.record_memory(self._slot, memory, held, bool(drafts_off))
+            self._board.record_memory(self._seat, memory, held, bool(drafts_off))
 
     def resumed(self, restores: int, full: int) -> None:
         metrics.CHECKPOINT_RESTORES.inc(restores)
         metrics.FULL_REPROCESSING.inc(full)
         if self._board is not None:
-            self._board.add_resumes(self._slot, restores, full)
+            self._board.add_resumes(self._seat, restores, full)
 
     def kv_in_use(self, cells: int) -> None:
         if self._board is not None:
-            self._board.record_kv_in_use(self._slot, cells)
+            self._board.record_kv_in_use(self._seat, cells)
 
     def drafted(self, drafted: int, accepted: int) -> None:
         metrics.SPEC_DRAFTS.inc()
@@ -60,7 +60,7 @@ class EngineFigures(EngineObserver):
         metrics.SPEC_ACCEPTED_TOKENS.inc(accepted)
         standard_names.drafted(drafted, accepted)
         if self._board is not None:
-            self._board.add_drafts(self._slot, drafted, accepted)
+            self._board.add_drafts(self._seat, drafted, accepted)
 
     def cached_blocks(self, seq_id: int, sequences: int, hashes: list[int]) -> None:
         if self._publish_blocks is not None:
@@ -71,7 +71,7 @@ class EngineFigures(EngineObserver):
         metrics.IN_FLIGHT.set(running)
         metrics.QUEUE_DEPTH.set(waiting)
         if self._board is not None:
-            self._board.record_load(self._slot, running, waiting)
+            self._board.record_load(self._seat, running, waiting)
         if self._publish is not None:
             self._publish(load)
 
@@ -86,4 +86,4 @@ class EngineFigures(EngineObserver):
         if reused:
             metrics.CACHED_PROMPT_TOKENS.inc(reused)
         if sampled and self._board is not None:
-            self._board.add_tokens(self._slot, sampled)
+            self._board.add_tokens(self._seat, sampled)

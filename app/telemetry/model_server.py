@@ -23,7 +23,7 @@ class ModelServerCollector(Collector):
     """Yields the protocol's gauges for the whole instance, read off `board` at each scrape."""
 
     def __init__(self, board: WorkerBoard, adapters: Mapping[int, Sequence[str]] | None = None) -> None:
-        """`adapters`: each live worker's slot and its model's LoRA adapters, in order (the bits' names)."""
+        """`adapters`: each live worker's seat and its model's LoRA adapters, in order (the bits' names)."""
         self._board, self._adapters = board, adapters or {}
 
     def collect(self) -> Iterator[Metric]:
@@ -55,8 +55,8 @@ class ModelServerCollector(Collector):
         worker holds at once (all of its model's loaded adapters)."""
         running: set[str] = set()
         waiting: set[str] = set()
-        for slot, names in self._adapters.items():
-            run_bits, wait_bits = self._board.adapters(slot)
+        for seat, names in self._adapters.items():
+            run_bits, wait_bits = self._board.adapters(seat)
             running.update(name for n, name in enumerate(names) if run_bits >> n & 1)
             waiting.update(name for n, name in enumerate(names) if wait_bits >> n & 1)
         info = GaugeMetricFamily(

@@ -11,9 +11,9 @@ from app.serving.key_limits import KeyLimits
 from app.settings.keys import ApiKey
 
 
-def _worker_slot() -> int:
+def _worker_seat() -> int:
     me = workers.this_worker()
-    return me.slot if me is not None else 0
+    return me.seat if me is not None else 0
 
 
 def _limited_key() -> ApiKey | None:
@@ -29,7 +29,7 @@ def _admit() -> None:
     if key is None or request.method != "POST" or relay.is_relayed(request, workers.this_worker()):
         return
     limits: KeyLimits = current_app.extensions["key_limits"]
-    verdict = limits.admit(_worker_slot(), key)
+    verdict = limits.admit(_worker_seat(), key)
     g.limit_headers = verdict.headers
     if not verdict.allowed:
         raise KeyLimitError(
@@ -46,7 +46,7 @@ def _attach(response: Response) -> Response:
         return response
     response.headers.update(g.pop("limit_headers", {}))
     limits: KeyLimits = current_app.extensions["key_limits"]
-    held, stats, worker = g.pop("limit_held", False), g.stats, _worker_slot()
+    held, stats, worker = g.pop("limit_held", False), g.stats, _worker_seat()
     batch_line = internal.of(request.environ) is not None  # a batch's tokens are not the key's live budget
 
     def settle(tokens: int) -> None:
@@ -70,7 +70,7 @@ def _attach(response: Response) -> Response:
 def _never_answered(_: BaseException | None) -> None:
     key = _limited_key()
     if key is not None and g.pop("limit_held", False):  # no response went out to release it
-        current_app.extensions["key_limits"].release(_worker_slot(), key)
+        current_app.extensions["key_limits"].release(_worker_seat(), key)
 
 
 def init_app(app: Flask) -> None:

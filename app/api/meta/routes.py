@@ -29,7 +29,7 @@ def ready_models() -> set[int]:
 
 
 def _holders() -> list[peers.Peer]:
-    """The live workers holding a model (outside gunicorn: this process alone, slot 0)."""
+    """The live workers holding a model (outside gunicorn: this process alone, seat 0)."""
     state = worker_state.current()
     if state is None:  # one process (tests with Flask's client): this engine alone
         engine, config = current_app.extensions["engine"], current_config()
@@ -55,7 +55,7 @@ def _model_object(index: int, holders: list[peers.Peer]) -> dict[str, Any]:
         "load": "on_demand" if spec.on_demand else "startup",
         "ttl": spec.ttl,
         "status": {"value": state},
-        "workers": [{"slot": p.slot, "pid": p.pid, "ready": p.ready, "asleep": p.asleep} for p in held],
+        "workers": [{"slot": p.seat, "pid": p.pid, "ready": p.ready, "asleep": p.asleep} for p in held],
         "modalities": capabilities_of(
             spec.mmproj
         ).as_json(),  # llama-server's /props names, from the projector
@@ -158,10 +158,10 @@ def workers() -> Response:
         for peer in state.shared.table.peers():
             if not peer.live:
                 continue  # being forked: nothing to show yet
-            figures = state.shared.board.read(peer.slot)
+            figures = state.shared.board.read(peer.seat)
             listed.append(
                 {
-                    "slot": peer.slot,
+                    "slot": peer.seat,
                     "pid": peer.pid,
                     "model": models[peer.model].id if 0 <= peer.model < len(models) else None,
                     "ready": peer.ready,

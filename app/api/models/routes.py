@@ -126,15 +126,15 @@ def set_adapters() -> Response:
         raise ServiceUnavailableError(f"No worker holding '{model}' is ready; retry shortly.")
     # Kept first: a worker starting the model meanwhile reads them; the holders are told next.
     global_scales.save(config.models[index], list(scales), pool.table())
-    mine = pool.this_slot()
+    mine = pool.this_seat()
     for peer in holders:
-        if peer.slot == mine:
+        if peer.seat == mine:
             _scale_here(scales)
             continue
         path = f"/lora-adapters?model={quote(config.models[index].id)}"
-        status, _ = relay.order(pool.me(), peer.slot, path, body, pool.key(), config)
+        status, _ = relay.order(pool.me(), peer.seat, path, body, pool.key(), config)
         if status != 200:
-            raise ServiceUnavailableError(f"Worker slot {peer.slot} did not take the scales; retry shortly.")
+            raise ServiceUnavailableError(f"Worker {peer.seat} did not take the scales; retry shortly.")
     return jsonify({"success": True})
 
 

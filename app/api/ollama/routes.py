@@ -270,7 +270,7 @@ def running() -> Response:
                 "context_length": config.for_model(peer.model).n_ctx,
                 "workers": [],
             }
-        listed[peer.model]["workers"].append({"slot": peer.slot, "pid": peer.pid})
+        listed[peer.model]["workers"].append({"slot": peer.seat, "pid": peer.pid})
     return jsonify({"models": list(listed.values())})
 
 

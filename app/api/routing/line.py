@@ -27,7 +27,7 @@ def join(index: int) -> Ticket | None:
     request.environ.pop(TICKET_ENVIRON, None)  # only the server's own ticket rides along
     if state is None:
         return None
-    ticket = state.shared.line.join(state.me.slot, index)
+    ticket = state.shared.line.join(state.me.seat, index)
     if ticket is None:
         raise ServiceUnavailableError(
             f"{PLACES} requests already wait on this worker for models loading on demand; retry shortly."
@@ -53,8 +53,8 @@ def take() -> None:
 def waiting(line: WaitingLine, snapshot: routing.Snapshot, timeout: float) -> list[Waiter]:
     """The tickets of the live workers in `snapshot` not yet taken; those older than the queue's
     `timeout` are stuck (their worker cannot be reading the line) and wait behind no one."""
-    slots = [peer.slot for peer in snapshot.peers if peer.live]
-    return line.waiters(slots, time.monotonic() - timeout - 1)
+    seats = [peer.seat for peer in snapshot.peers if peer.live]
+    return line.waiters(seats, time.monotonic() - timeout - 1)
 
 
 def the_line() -> WaitingLine | None:

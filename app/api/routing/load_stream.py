@@ -30,11 +30,11 @@ def keep_alive_until_loaded(
     request: Request,
     config: Config,
     table: PeerTable,
-    holder_slot: Callable[[], tuple[int | None, float]],
+    holder_seat: Callable[[], tuple[int | None, float]],
     loading: gevent.Greenlet,
     ended: Callable[[], object],
 ) -> Response:
-    """A streaming response: keep-alives until `holder_slot()` names a worker holding the model ready
+    """A streaming response: keep-alives until `holder_seat()` names a worker holding the model ready
     (it also says how soon to ask again) unless `loading`, the greenlet seeing to the load, ends
     saying why not; then that worker's answer to `request`. `ended` is called when the stream
     ends, however it ended."""
@@ -50,8 +50,8 @@ def keep_alive_until_loaded(
     def waited() -> Iterator[bytes]:
         last = time.monotonic()
         while True:
-            slot, again = holder_slot()
-            if slot is not None:
+            seat, again = holder_seat()
+            if seat is not None:
                 break
             if loading.dead and loading.value is not None:  # it could not: what stopped it
                 yield failure(forward.full_path, str(loading.value))
@@ -63,7 +63,7 @@ def keep_alive_until_loaded(
             if config.sse_keepalive and time.monotonic() - last >= config.sse_keepalive:
                 last = time.monotonic()
                 yield sse.KEEPALIVE
-        opened = relay.open_forward(forward, config, table, slot)
+        opened = relay.open_forward(forward, config, table, seat)
         if opened is None:
             yield failure(forward.full_path, "The worker holding the model went away; retry.")
             return

@@ -138,10 +138,10 @@ def _stream_once_loaded(
     seeing_to_it = gevent.spawn(copy_current_request_context(pool.load_until_held), index, deadline, left)
 
     def ready_in() -> tuple[int | None, float]:
-        slot = routing.ready_holder(routing.snapshot_of(worker), index)
-        if slot is not None and not line.my_turn(waiting, worker, ticket, config.queue_timeout):
+        seat = routing.ready_holder(routing.snapshot_of(worker), index)
+        if seat is not None and not line.my_turn(waiting, worker, ticket, config.queue_timeout):
             return None, line.TURN  # loaded: the requests that came first go to it first
-        return slot, load_stream.POLL
+        return seat, load_stream.POLL
 
     def ended() -> None:
         left.stop()

@@ -39,18 +39,18 @@ def load(index: int) -> None:
 
 
 def unload(index: int) -> list[int]:
-    """Unload model `index` from every pool worker holding it: the slots that could not (serving)."""
+    """Unload model `index` from every pool worker holding it: the seats that could not (serving)."""
     config, mine = current_config(), holder()
     busy: list[int] = []
     for peer in _holding(index):
-        if mine is not None and peer.slot == mine.worker.slot:
+        if mine is not None and peer.seat == mine.worker.seat:
             if not mine.unload("request"):
-                busy.append(peer.slot)
+                busy.append(peer.seat)
             continue
         named = {"model": config.models[index].id}
-        status, _ = relay.order(me(), peer.slot, "/models/unload", named, key(), config)
+        status, _ = relay.order(me(), peer.seat, "/models/unload", named, key(), config)
         if status != 200:
-            busy.append(peer.slot)
+            busy.append(peer.seat)
     return busy
 
 
@@ -69,7 +69,7 @@ def load_somewhere(index: int, deadline: float) -> bool:
     target = loader_for(index)
     if target is None:
         return False  # loading somewhere already, or no worker free yet: wait
-    if mine is not None and target == mine.worker.slot:
+    if mine is not None and target == mine.worker.seat:
         try:
             mine.load(index, max(0.0, deadline - time.monotonic()))
         except Busy:
@@ -106,7 +106,7 @@ def load_until_held(index: int, deadline: float, left: disconnect.HangUp | None 
 
 
 def _ready_in(index: int) -> int | None:
-    """The slot of a worker holding model `index` ready (this one included), if any."""
+    """The seat of a worker holding model `index` ready (this one included), if any."""
     return routing.ready_holder(_snapshot(), index)
 
 
@@ -115,11 +115,11 @@ def loading(index: int) -> bool:
 
 
 def loader_for(index: int) -> int | None:
-    """The slot of the pool worker that should load model `index`; None to wait instead."""
+    """The seat of the pool worker that should load model `index`; None to wait instead."""
     mine = holder()
     snapshot, waiting = _snapshot(), line.the_line()
     ticketed = [] if waiting is None else line.waiting(waiting, snapshot, current_config().queue_timeout)
-    return routing.loader_for(snapshot, index, None if mine is None else mine.worker.slot, ticketed)
+    return routing.loader_for(snapshot, index, None if mine is None else mine.worker.seat, ticketed)
 
 
 def _holding(index: int) -> list[peers.Peer]:
@@ -142,10 +142,10 @@ def me() -> peers.Worker:
     return worker
 
 
-def this_slot() -> int:
-    """This worker's slot in the peer table (-1 outside gunicorn)."""
+def this_seat() -> int:
+    """This worker's seat in the peer table (-1 outside gunicorn)."""
     worker = workers.this_worker()
-    return worker.slot if worker is not None else -1
+    return worker.seat if worker is not None else -1
 
 
 def table() -> peers.PeerTable:

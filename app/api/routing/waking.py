@@ -45,7 +45,7 @@ def awake_here(streams: bool) -> Response | None:
             waking = gevent.spawn(_woken, engine, config.timeout)
 
             def ready_in() -> tuple[int | None, float]:
-                return (worker.slot if engine.ready else None), load_stream.POLL
+                return (worker.seat if engine.ready else None), load_stream.POLL
 
             return load_stream.keep_alive_until_loaded(
                 request, config, worker.table, ready_in, waking, lambda: None

@@ -78,11 +78,11 @@ def _order_each(path: str, here: Callable[[Sleeper], bool]) -> int:
     for peer in me.table.peers():
         if not peer.live or peer.pool:
             continue
-        if peer.slot == me.slot:
+        if peer.seat == me.seat:
             mine = waking.sleeper()
             refused += mine is not None and not here(mine)
             continue
-        status, _ = relay.order(me, peer.slot, path, {}, pool.key(), config)
+        status, _ = relay.order(me, peer.seat, path, {}, pool.key(), config)
         refused += status != 200
     return refused
 

@@ -103,8 +103,8 @@ def _peers_rows() -> list[dict[str, Any]]:
     snapshot = routing.snapshot_of(worker)
     rows: list[dict[str, Any]] = []
     place = 0
-    while (slot := routing.ranked_peer(snapshot, place)) is not None:
-        answer = None if slot == snapshot.slot else relay.to_worker(request, current_config(), worker, slot)
+    while (seat := routing.ranked_peer(snapshot, place)) is not None:
+        answer = None if seat == snapshot.seat else relay.to_worker(request, current_config(), worker, seat)
         if answer is not None and answer.status_code == 200:  # a worker gone meanwhile: left out
             rows += answer.get_json()
         place += 1

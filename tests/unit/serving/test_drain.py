@@ -29,11 +29,11 @@ class Arbiter:
 def master() -> Any:
     flag = drain.DrainFlag()
     table = peers.PeerTable()
-    slot = table.claim()
-    table.publish(slot, load=2, capacity=4, model=0, ready=True)
+    seat = table.claim()
+    table.publish(seat, load=2, capacity=4, model=0, ready=True)
     arbiter = Arbiter()
     drain.install(arbiter, flag, table, grace=30)
-    return arbiter, table, slot, flag
+    return arbiter, table, seat, flag
 
 
 def test_sigterm_raises_the_flag_and_the_master_goes_on_while_work_remains(master: Any) -> None:
@@ -46,9 +46,9 @@ def test_sigterm_raises_the_flag_and_the_master_goes_on_while_work_remains(maste
 
 
 def test_the_master_stops_once_no_worker_holds_work(master: Any) -> None:
-    arbiter, table, slot, _ = master
+    arbiter, table, seat, _ = master
     arbiter.handle_term()
-    table.publish(slot, load=0, capacity=4, model=0, ready=True)
+    table.publish(seat, load=0, capacity=4, model=0, ready=True)
     with pytest.raises(StopIteration):
         arbiter.manage_workers()
     assert arbiter.stopped == []  # gunicorn's own graceful stop follows

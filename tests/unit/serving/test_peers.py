@@ -37,7 +37,7 @@ def test_the_table_reads_back_what_workers_publish(table: peers.PeerTable) -> No
     assert table.holding() == [0, 1, 1]  # reserved slots count: the master assigns models by them
     table.publish(chat, 1, 4, 0, True, asleep=True)
     table.publish(embed, 3, 4, 1, False)  # still loading its model
-    seen = {peer.slot: peer for peer in table.peers()}
+    seen = {peer.seat: peer for peer in table.peers()}
     assert (seen[chat].room, seen[chat].ready, seen[chat].model) == (3, True, 0)
     assert seen[chat].asleep and not seen[embed].asleep
     assert (seen[embed].room, seen[embed].ready, seen[embed].model) == (1, False, 1)
@@ -45,11 +45,11 @@ def test_the_table_reads_back_what_workers_publish(table: peers.PeerTable) -> No
 
 
 def test_worker_listens_on_its_own_socket_and_release_removes_it(table: peers.PeerTable) -> None:
-    slot = table.claim()
-    worker = peers.Worker(table, slot, capacity=4)
+    seat = table.claim()
+    worker = peers.Worker(table, seat, capacity=4)
     listener = worker.listen()
     try:
-        path = table.socket_path(slot)
+        path = table.socket_path(seat)
         assert os.path.dirname(path) == table.rundir
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
             client.connect(path)
@@ -59,12 +59,12 @@ def test_worker_listens_on_its_own_socket_and_release_removes_it(table: peers.Pe
         other = table.claim()
         assert routing.model_holder(_seen_from(table, other), 0) is None  # not ready: nobody sends it any
         worker.became_ready()
-        assert routing.model_holder(_seen_from(table, other), 0) == slot
+        assert routing.model_holder(_seen_from(table, other), 0) == seat
     finally:
         listener.close()
-    table.release(slot)
-    assert not os.path.exists(table.socket_path(slot))
+    table.release(seat)
+    assert not os.path.exists(table.socket_path(seat))
 
 
-def _seen_from(table: peers.PeerTable, slot: int) -> routing.Snapshot:
-    return routing.Snapshot(slot, 0, tuple(table.peers()))
+def _seen_from(table: peers.PeerTable, seat: int) -> routing.Snapshot:
+    return routing.Snapshot(seat, 0, tuple(table.peers()))

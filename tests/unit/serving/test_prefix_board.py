@@ -10,7 +10,7 @@ HISTORY = list(range(1, 5 * BLOCK + 1))  # five whole blocks
 
 
 def test_a_prompt_counts_up_to_the_furthest_block_a_worker_holds() -> None:
-    board = PrefixBoard(slots=2)
+    board = PrefixBoard(seats=2)
     hashes = block_hashes(HISTORY)
     board.publish(0, row=0, rows=4, hashes=hashes)
     assert board.cached_tokens(0, block_hashes(HISTORY + [7] * BLOCK)) == 5 * BLOCK
@@ -19,7 +19,7 @@ def test_a_prompt_counts_up_to_the_furthest_block_a_worker_holds() -> None:
 
 
 def test_blocks_a_memory_cannot_resume_into_are_not_counted() -> None:
-    board = PrefixBoard(slots=1)
+    board = PrefixBoard(seats=1)
     # A recurrent state with its checkpoint inside block 2: blocks 0, 1 and 3 are left out.
     held = resumable_only(block_hashes(HISTORY), Resumable(len(HISTORY), len(HISTORY), (2 * BLOCK + 10,)))
     board.publish(0, row=0, rows=1, hashes=held)

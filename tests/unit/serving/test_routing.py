@@ -13,11 +13,11 @@ from app.settings.models import POOL
 NOW_MS = int(time.monotonic() * 1000)
 
 
-def peer(slot: int, load: int = 0, capacity: int = 4, model: int = 0, ready: bool = True, **kw: int) -> Peer:
+def peer(seat: int, load: int = 0, capacity: int = 4, model: int = 0, ready: bool = True, **kw: int) -> Peer:
     """A live worker (pid = slot + 100) unless `pid` says otherwise."""
-    pid = kw.pop("pid", slot + 100)
+    pid = kw.pop("pid", seat + 100)
     pool, used, asleep = bool(kw.pop("pool", 0)), kw.pop("used", NOW_MS), bool(kw.pop("asleep", 0))
-    return Peer(slot, pid, load, capacity, model, ready, pool, used, asleep)
+    return Peer(seat, pid, load, capacity, model, ready, pool, used, asleep)
 
 
 def seen(me: int, *peers: Peer, model: int = 0) -> routing.Snapshot:
@@ -25,7 +25,7 @@ def seen(me: int, *peers: Peer, model: int = 0) -> routing.Snapshot:
 
 
 @pytest.mark.parametrize(
-    ("snapshot", "model", "slot"),
+    ("snapshot", "model", "seat"),
     [
         (seen(0, peer(0), peer(1, model=1)), 1, 1),  # the one holder of model 1
         (seen(0, peer(0), peer(1, model=1, ready=False)), 1, None),  # loading: not yet
@@ -37,13 +37,13 @@ def seen(me: int, *peers: Peer, model: int = 0) -> routing.Snapshot:
     ],
 )
 def test_a_model_held_elsewhere_goes_to_its_roomiest_holder(
-    snapshot: routing.Snapshot, model: int, slot: int | None
+    snapshot: routing.Snapshot, model: int, seat: int | None
 ) -> None:
-    assert routing.model_holder(snapshot, model) == slot
+    assert routing.model_holder(snapshot, model) == seat
 
 
 @pytest.mark.parametrize(
-    ("snapshot", "has_room", "slot"),
+    ("snapshot", "has_room", "seat"),
     [
         (seen(0, peer(0, 4), peer(1, 1)), True, None),  # room here: stay
         (seen(0, peer(0, 4), peer(1, 1)), False, 1),  # none here, a free sequence there
@@ -54,9 +54,9 @@ def test_a_model_held_elsewhere_goes_to_its_roomiest_holder(
     ],
 )
 def test_a_full_worker_hands_work_to_a_freer_peer(
-    snapshot: routing.Snapshot, has_room: bool, slot: int | None
+    snapshot: routing.Snapshot, has_room: bool, seat: int | None
 ) -> None:
-    assert routing.freer_peer(snapshot, has_room) == slot
+    assert routing.freer_peer(snapshot, has_room) == seat
 
 
 @pytest.mark.parametrize(
@@ -81,7 +81,7 @@ JUST_NOW = NOW_MS + 3_600_000  # idle for no time at all, however long the tests
 
 
 @pytest.mark.parametrize(
-    ("snapshot", "mine", "slot"),
+    ("snapshot", "mine", "seat"),
     [
         (seen(0, peer(0), peer(1, model=POOL, pool=1), peer(2, model=POOL, pool=1)), None, 1),  # empty first
         (seen(2, peer(1, model=POOL, pool=1), peer(2, model=POOL, pool=1)), 2, 2),  # this one: no hop
@@ -97,9 +97,9 @@ JUST_NOW = NOW_MS + 3_600_000  # idle for no time at all, however long the tests
     ],
 )
 def test_an_on_demand_model_loads_on_the_right_pool_worker(
-    snapshot: routing.Snapshot, mine: int | None, slot: int | None
+    snapshot: routing.Snapshot, mine: int | None, seat: int | None
 ) -> None:
-    assert routing.loader_for(snapshot, 3, mine) == slot
+    assert routing.loader_for(snapshot, 3, mine) == seat
 
 
 def test_ready_and_loading_holders_are_told_apart() -> None:
@@ -119,7 +119,7 @@ def test_a_request_naming_no_model_takes_the_first_that_fits(
 
 
 @pytest.mark.parametrize(
-    ("snapshot", "slot"),
+    ("snapshot", "seat"),
     [
         (seen(0, peer(0, asleep=1), peer(1, 1)), 1),  # awake with room: it serves, nothing wakes
         (seen(0, peer(0, asleep=1), peer(1, 4)), None),  # awake but full: wake this one
@@ -130,9 +130,9 @@ def test_a_request_naming_no_model_takes_the_first_that_fits(
     ],
 )
 def test_a_request_landing_on_a_sleeping_worker_goes_to_an_awake_one_with_room(
-    snapshot: routing.Snapshot, slot: int | None
+    snapshot: routing.Snapshot, seat: int | None
 ) -> None:
-    assert routing.awake_peer(snapshot, 0) == slot
+    assert routing.awake_peer(snapshot, 0) == seat
 
 
 def test_relays_prefer_an_awake_worker_to_a_roomier_sleeping_one() -> None:
@@ -144,7 +144,7 @@ def test_relays_prefer_an_awake_worker_to_a_roomier_sleeping_one() -> None:
 
 
 def test_a_prompt_cache_key_has_one_home_every_worker_agrees_on() -> None:
-    workers = [peer(slot) for slot in range(4)]
+    workers = [peer(seat) for seat in range(4)]
     homes = {}
     for key in (f"user-{n}" for n in range(40)):
         asked_from = {routing.keyed_peer(seen(me, *workers), key, lambda _: 0) for me in range(4)}
@@ -153,7 +153,7 @@ def test_a_prompt_cache_key_has_one_home_every_worker_agrees_on() -> None:
         homes[key] = home
     assert set(homes.values()) == {0, 1, 2, 3}  # keys spread over the workers
     # A worker leaving moves only the keys it was home to.
-    without_3 = [w for w in workers if w.slot != 3]
+    without_3 = [w for w in workers if w.seat != 3]
     for key, home in homes.items():
         moved = {routing.keyed_peer(seen(me, *without_3), key, lambda _: 0) for me in range(3)} - {None}
         assert home == 3 or moved == {home}
@@ -167,5 +167,5 @@ def test_a_keys_home_without_room_or_with_less_cached_is_passed_over() -> None:
     )
     assert routing.keyed_peer(seen(0, peer(0), peer(1)), key, lambda _: 0) == 1
     assert routing.keyed_peer(seen(0, peer(0), peer(1, 4)), key, lambda _: 0) is None  # full
-    assert routing.keyed_peer(seen(0, peer(0), peer(1)), key, lambda slot: 64 if slot == 0 else 0) is None
+    assert routing.keyed_peer(seen(0, peer(0), peer(1)), key, lambda seat: 64 if seat == 0 else 0) is None
     assert routing.keyed_peer(seen(0, peer(0), peer(1, ready=False)), key, lambda _: 0) is None  # loading

@@ -73,8 +73,8 @@ def test_the_line_is_shared_with_forked_workers() -> None:
     assert [waiter.model for waiter in line.waiters([0, 1], newer_than=0)] == [3]
 
 
-def pool(slot: int, model: int = POOL, ready: bool = True, load: int = 0, used: int = LONG_AGO_MS) -> Peer:
-    return Peer(slot, slot + 100, load, 2, model, ready, True, used)
+def pool(seat: int, model: int = POOL, ready: bool = True, load: int = 0, used: int = LONG_AGO_MS) -> Peer:
+    return Peer(seat, seat + 100, load, 2, model, ready, True, used)
 
 
 @pytest.mark.parametrize(
@@ -99,7 +99,7 @@ def test_models_load_in_the_order_of_their_oldest_waiting_request() -> None:
 
 
 @pytest.mark.parametrize(
-    ("peers", "model", "line", "slot"),
+    ("peers", "model", "line", "seat"),
     [
         # One worker free, two models waiting: the one asked for first takes it, the other waits.
         ((pool(1),), 4, [Waiter(4, 10), Waiter(5, 20)], 1),
@@ -114,6 +114,6 @@ def test_models_load_in_the_order_of_their_oldest_waiting_request() -> None:
     ],
 )
 def test_a_free_pool_worker_goes_to_the_model_first_in_line(
-    peers: tuple[Peer, ...], model: int, line: list[Waiter], slot: int | None
+    peers: tuple[Peer, ...], model: int, line: list[Waiter], seat: int | None
 ) -> None:
-    assert routing.loader_for(routing.Snapshot(0, 0, peers), model, None, line) == slot
+    assert routing.loader_for(routing.Snapshot(0, 0, peers), model, None, line) == seat

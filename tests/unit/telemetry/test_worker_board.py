@@ -10,7 +10,7 @@ from app.telemetry.worker_board import WINDOW, WorkerBoard, count_greenlets
 
 
 def test_tokens_add_up_within_the_minute_and_fall_out_after_it() -> None:
-    board = WorkerBoard(slots=2)
+    board = WorkerBoard(seats=2)
     board.add_tokens(0, 3, now=1000.2)
     board.add_tokens(0, 4, now=1000.9)  # the same second
     board.add_tokens(0, 5, now=1030.0)
@@ -22,14 +22,14 @@ def test_tokens_add_up_within_the_minute_and_fall_out_after_it() -> None:
 
 
 def test_a_bucket_reused_a_minute_later_starts_over() -> None:
-    board = WorkerBoard(slots=1)
+    board = WorkerBoard(seats=1)
     board.add_tokens(0, 7, now=500)
     board.add_tokens(0, 2, now=500 + WINDOW)  # the same bucket, a new second
     assert board.read(0, now=500 + WINDOW).tokens_last_minute == 2
 
 
 def test_rows_are_separate_and_a_cleared_row_starts_from_nothing() -> None:
-    board = WorkerBoard(slots=3)
+    board = WorkerBoard(seats=3)
     board.record_load(1, running=2, waiting=5)
     board.add_tokens(1, 9, now=10)
     assert board.read(2, now=10) == board.read(0, now=10)
@@ -39,7 +39,7 @@ def test_rows_are_separate_and_a_cleared_row_starts_from_nothing() -> None:
 
 
 def test_a_forked_worker_writes_where_the_parent_reads() -> None:
-    board = WorkerBoard(slots=2)
+    board = WorkerBoard(seats=2)
     pid = os.fork()
     if pid == 0:  # the worker
         board.record_load(1, running=1, waiting=0)
@@ -50,7 +50,7 @@ def test_a_forked_worker_writes_where_the_parent_reads() -> None:
 
 
 def test_greenlets_are_counted_and_kept_apart_from_the_load() -> None:
-    board = WorkerBoard(slots=1)
+    board = WorkerBoard(seats=1)
     before = count_greenlets()
     sleeping = [gevent.spawn(gevent.sleep, 5) for _ in range(3)]
     gevent.sleep(0)  # let them start
@@ -63,7 +63,7 @@ def test_greenlets_are_counted_and_kept_apart_from_the_load() -> None:
 
 
 def test_a_greenlet_count_tells_when_it_was_taken() -> None:
-    board = WorkerBoard(slots=2)
+    board = WorkerBoard(seats=2)
     assert board.read(1).greenlets_counted_at == 0  # not counted yet: nobody may take it for a count
     board.record_greenlets(1, 7, now=1234.5)
     board.record_load(1, running=2, waiting=0)

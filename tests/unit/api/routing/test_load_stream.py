@@ -55,11 +55,11 @@ def run(
     loading = gevent.spawn(lambda: outcome)
     loading.join()
 
-    def holder_slot() -> tuple[int | None, float]:
+    def holder_seat() -> tuple[int | None, float]:
         return (3 if next(polls) >= ready_after else None), load_stream.POLL
 
-    def open_forward(forward: object, config: object, table: object, slot: int) -> object:
-        assert slot == 3
+    def open_forward(forward: object, config: object, table: object, seat: int) -> object:
+        assert seat == 3
         return None if upstream is None else (Connection(), upstream)
 
     relayed.setattr(relay, "open_forward", open_forward)
@@ -69,7 +69,7 @@ def run(
     # A path for a request, a stand-in table: what keep_alive_until_loaded hands on, faked here.
     request, stand_in = cast(Any, path), cast(Any, table)
     response = load_stream.keep_alive_until_loaded(
-        request, config, stand_in, holder_slot, loading, lambda: ended.append(True)
+        request, config, stand_in, holder_seat, loading, lambda: ended.append(True)
     )
     assert response.mimetype == "text/event-stream" and response.status_code == 200
     pieces = [piece if isinstance(piece, bytes) else piece.encode() for piece in response.response if piece]

@@ -23,10 +23,8 @@ from app.api.llama import openapi as llama_doc
 from app.api.llama import routes as llama
 from app.api.lora import openapi as lora_doc
 from app.api.lora import routes as lora
-from app.api.meta import openapi as meta_doc
-from app.api.meta import routes as meta
-from app.api.models import openapi as models_doc
-from app.api.models import routes as models
+from app.api.model_admin import openapi as model_admin_doc
+from app.api.model_admin import routes as model_admin
 from app.api.ollama import openapi as ollama_doc
 from app.api.ollama import routes as ollama
 from app.api.rerank import openapi as rerank_doc
@@ -37,6 +35,8 @@ from app.api.sleep import openapi as sleep_doc
 from app.api.sleep import routes as sleep
 from app.api.slots import openapi as slots_doc
 from app.api.slots import routes as slots
+from app.api.status import openapi as status_doc
+from app.api.status import routes as status
 from app.api.tokens import openapi as tokens_doc
 from app.api.tokens import routes as tokens
 from app.api.tools import openapi as tools_doc
@@ -66,8 +66,8 @@ FAMILIES = (
     Family(audio, audio_doc),
     Family(rerank, rerank_doc),
     Family(tokens, tokens_doc),
-    Family(meta, meta_doc),
-    Family(models, models_doc),
+    Family(status, status_doc),
+    Family(model_admin, model_admin_doc),
     Family(lora, lora_doc),
     Family(sleep, sleep_doc),
     Family(slots, slots_doc),

@@ -62,7 +62,7 @@ BREAKS = [
     ("api/chat/routes.py", "from app.api.responses import routes", _FAMILIES),
     ("api/anthropic/presenter.py", "from app.api.chat import objects", _FAMILIES),
     ("api/http/sse.py", "from app.api.chat import objects", _FAMILIES),
-    ("api/meta/routes.py", "from app.api import families", _FAMILIES),
+    ("api/status/routes.py", "from app.api import families", _FAMILIES),
     # The shared rooms in order: HTTP plumbing under prompting, under the loop and the routing.
     ("api/http/body.py", "from app.api.routing import on_demand", _FAMILIES),
     ("api/prompting/tools.py", "from app.api.generation import planning", _FAMILIES),

@@ -20,8 +20,8 @@ from app.api.http import shown
 from app.api.http.body import check_accept, generating_engine, model_index, parse_json
 from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
 from app.api.http.openapi import documented
-from app.api.models import openapi as doc
-from app.api.models.schemas import lora_list_schema, model_order_schema
+from app.api.model_admin import openapi as doc
+from app.api.model_admin.schemas import lora_list_schema, model_order_schema
 from app.api.requests.generation import AdapterScale
 from app.api.routing import pool, waking
 from app.api.routing.front import routed
@@ -29,7 +29,7 @@ from app.serving import global_scales, relay
 from app.serving.model_holder import Busy, LoadFailed
 from app.settings.current import current_config
 
-bp = Blueprint("models", __name__)
+bp = Blueprint("model_admin", __name__)
 
 
 @bp.post("/models/load")

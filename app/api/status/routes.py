@@ -13,14 +13,14 @@ from app.api.generation.memory_view import memory_json, speculative_json
 from app.api.http import shown
 from app.api.http.errors import ModelNotFoundError, ServiceUnavailableError
 from app.api.http.openapi import documented
-from app.api.meta import openapi as doc
+from app.api.status import openapi as doc
 from app.engine.multimodal.projector import capabilities_of
 from app.serving import peers
 from app.settings.config import Config
 from app.settings.current import current_config
 from app.telemetry import worker_board
 
-bp = Blueprint("meta", __name__)
+bp = Blueprint("status", __name__)
 
 
 def ready_models() -> set[int]:

@@ -1,9 +1,9 @@
-"""The models family in the OpenAPI document: llama-server's /models/load, /models/unload, /lora-adapters."""
+"""The model_admin family in the OpenAPI document: llama-server's /models/load and /unload, /lora-adapters."""
 
 from __future__ import annotations
 
 from app.api.http.openapi import Component, json_doc, operation
-from app.api.models.schemas import ModelOrderSchema
+from app.api.model_admin.schemas import ModelOrderSchema
 
 SUCCESS = {"type": "object", "required": ["success"], "properties": {"success": {"const": True}}}
 ADAPTERS = {

@@ -28,7 +28,11 @@ from app.engine.batcher import Batcher
 from app.engine.batcher_settings import BatcherSettings
 from app.engine.model import LoadedModel
 from app.engine.sequence import Job
-from app.engine.types import GenerationRequest, Sampling
+from app.engine.types import Sampling
+try:
+    from app.engine.types import ChoicePlan
+except ImportError:  # a checkout from before the rename
+    from app.engine.types import GenerationRequest as ChoicePlan
 try:
     from app.engine.context import ContextShape
 except ImportError:
@@ -49,8 +53,8 @@ for turn in range(rounds):
     delivery = []
     for i in range(sequences):
         prompt = model.tokenizer.text(f"Request {turn * sequences + i}: a long story about the number {i}.")
-        request = GenerationRequest(prompt, tokens, Sampling(temperature=0.8, seed=i), ignore_eos=True)
-        batcher._take(Job(Client(), request), delivery)
+        plan = ChoicePlan(prompt, tokens, Sampling(temperature=0.8, seed=i), ignore_eos=True)
+        batcher._take(Job(Client(), plan), delivery)
     started = time.perf_counter()
     while batcher._busy():
         batcher.step(delivery)

@@ -175,25 +175,25 @@ class Batcher:
             return True
         try:
             target = self._admit(job)
-            if job.request.progress and target.holding().leader is None:  # it starts from what was cached
+            if job.plan.progress and target.holding().leader is None:  # it starts from what was cached
                 delivery.append((job.generation, target.progress_chunk()))
         except Exception:  # noqa: BLE001 - e.g. a sampler llama.cpp refused to build
-            failed = Chunk(finish_reason="error", index=job.request.index, error=traceback.format_exc())
+            failed = Chunk(finish_reason="error", index=job.plan.index, error=traceback.format_exc())
             delivery.append((job.generation, failed))
         return True
 
     def _admit(self, job: Job) -> Sequence:
         """Give the choice a sequence, with as much of its prompt as is cached anywhere; that sequence."""
-        prompt, runs = job.request.prompt_tokens, job.request.media
+        prompt, runs = job.plan.prompt_tokens, job.plan.media
         # Scoring a prompt needs every one of its tokens evaluated: nothing reused or shared.
-        scoring = job.request.prompt_logprobs
+        scoring = job.plan.prompt_logprobs
         if runs:
             media.check_prompt(prompt, runs)
             if scoring:
                 raise ValueError("prompt log-probabilities are not given for prompts with media")
         # Cells evaluated with other LoRA scales hold other values, and cells of another cache scope
         # another tenant's prompt: neither is ever reused, shared or led.
-        adapters, scope = job.request.adapters or (), job.request.cache_scope
+        adapters, scope = job.plan.adapters or (), job.plan.cache_scope
         missing = [n for n, scale in enumerate(adapters) if scale and not self.model.has_adapter(n)]
         if missing:  # its file failed to load here, though it loaded on the worker that checked it
             raise ValueError(f"the LoRA adapter at index {missing[0]} is not loaded on this worker")
@@ -216,10 +216,10 @@ class Batcher:
         target = self.sequences[placement.seq_id]
         self._tick += 1
         deadline = time.monotonic() + self.settings.max_seconds if self.settings.max_seconds else float("inf")
-        sampler: Sampler = self.model.sampler(job.request, self._end_tokens)
-        if job.request.thinking_budget is not None:
-            sampler = BudgetedSampler(sampler, job.request.thinking_budget, self.model.tokenizer)
-        drafter = draft_step.drafter_for(job.request, self.settings.drafts, self.draft_model, self.memory)
+        sampler: Sampler = self.model.sampler(job.plan, self._end_tokens)
+        if job.plan.thinking_budget is not None:
+            sampler = BudgetedSampler(sampler, job.plan.thinking_budget, self.model.tokenizer)
+        drafter = draft_step.drafter_for(job.plan, self.settings.drafts, self.draft_model, self.memory)
         leader = None if scoring else shared_prompt.leader_for(alike, prompt)
         if leader is not None:  # it will share the leader's cells once they are evaluated
             target.drop_cache(self.model)

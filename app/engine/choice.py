@@ -1,4 +1,4 @@
-"""A choice while the batcher holds it: its request, what is left of its prompt, what it has made."""
+"""A choice while the batcher holds it: its plan, what is left of its prompt, what it has made."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ from app.engine.context import Sampler
 from app.engine.generation import Generation
 from app.engine.speculative.history import Drafter
 from app.engine.text_assembly import TextAssembler
-from app.engine.types import GenerationRequest, TokenLogprob
+from app.engine.types import ChoicePlan, TokenLogprob
 
 
 @dataclass(eq=False)
 class Job:
-    """A choice handed to the batcher: the request, and the generation whose client waits for it.
+    """A choice handed to the batcher: its plan, and the generation whose client waits for it.
 
     The batcher's thread reads only `generation.cancelled`; the rest of it lives on the hub.
     """
 
     generation: Generation
-    request: GenerationRequest
+    plan: ChoicePlan
 
 
 NO_DRAFT = np.zeros(0, dtype=np.int32)  # a choice with nothing proposed this step
@@ -55,8 +55,8 @@ class Choice:
     generating_since: float = 0.0  # when its first token was sampled (monotonic)
 
     @property
-    def request(self) -> GenerationRequest:
-        return self.job.request
+    def plan(self) -> ChoicePlan:
+        return self.job.plan
 
     @property
     def prefilling(self) -> bool:

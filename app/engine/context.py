@@ -15,7 +15,7 @@ import numpy as np
 from app.engine.batch import TokenBatch
 from app.engine.media import MediaRun
 from app.engine.memory import MemoryKind
-from app.engine.types import GenerationRequest, TokenLogprob
+from app.engine.types import ChoicePlan, TokenLogprob
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,8 @@ class BatchContext(Protocol):
     def load_state(self, seq_id: int, state: bytes, partial: bool = False) -> None:
         """Put a state saved by `save_state` into sequence `seq_id` (empty, unless `partial`)."""
 
-    def sampler(self, request: GenerationRequest, end_tokens: list[int]) -> Sampler:
-        """A sampler for one choice of `request` (ending tokens banned while `min_tokens` asks)."""
+    def sampler(self, plan: ChoicePlan, end_tokens: list[int]) -> Sampler:
+        """A sampler for the choice `plan` plans (ending tokens banned while `min_tokens` asks)."""
 
     def logprob(self, row: int, token: int, top: int) -> TokenLogprob:
         """`token`'s log-probability in row `row` of the last decode, and the `top` likeliest."""

@@ -12,7 +12,7 @@ from app.engine.sequence import Sequence
 from app.engine.speculative.draft_model import DraftModel, ModelDrafter
 from app.engine.speculative.history import Drafter, NgramDrafter
 from app.engine.speculative.prediction import PredictionDrafter
-from app.engine.types import DraftLimits, GenerationRequest
+from app.engine.types import ChoicePlan, DraftLimits
 
 log = logging.getLogger("app.engine.batcher")
 
@@ -20,7 +20,7 @@ PREDICTION_LIMITS = DraftLimits(16)  # a prediction's drafts when the server dra
 
 
 def drafter_for(
-    request: GenerationRequest,
+    plan: ChoicePlan,
     default: DraftLimits | None,
     draft_model: DraftModel | None,
     memory: MemoryKind,
@@ -29,24 +29,24 @@ def drafter_for(
     memory that cannot drop refused draft tokens (a recurrent state), for a prompt with media, or
     for a choice whose context may shift (drafts would pass its end).
     With a draft model loaded, it drafts; else the choice's own n-grams do."""
-    limits = request.drafts if request.drafts is not None else default
-    if request.prediction and (limits is None or limits.n_max <= 0):
+    limits = plan.drafts if plan.drafts is not None else default
+    if plan.prediction and (limits is None or limits.n_max <= 0):
         limits = PREDICTION_LIMITS  # asked for by the request itself, whatever the server's setting
     # Drafts come from the prompt's tokens (n-grams, or a draft model reading them): media have none.
     if (
         limits is None
         or limits.n_max <= 0
-        or request.max_tokens < 2
+        or plan.max_tokens < 2
         or not memory.rolls_back
-        or request.media
-        or request.shift is not None
+        or plan.media
+        or plan.shift is not None
     ):
         return None
-    room = len(request.prompt_tokens) + request.max_tokens
-    if request.prediction:  # the client's guess drafts before any model or n-gram could
-        return PredictionDrafter(request.prompt_tokens, room, limits, request.prediction)
+    room = len(plan.prompt_tokens) + plan.max_tokens
+    if plan.prediction:  # the client's guess drafts before any model or n-gram could
+        return PredictionDrafter(plan.prompt_tokens, room, limits, plan.prediction)
     kind = ModelDrafter if draft_model is not None else NgramDrafter
-    return kind(request.prompt_tokens, room, limits)
+    return kind(plan.prompt_tokens, room, limits)
 
 
 def propose(
@@ -67,13 +67,13 @@ def propose(
         if s.seq_id not in generating or drafter is None or room - total <= 0:
             continue
         # No further than the choice may still generate: one token is sampled besides.
-        left = min(room - total, choice.request.max_tokens - choice.count - 1)
+        left = min(room - total, choice.plan.max_tokens - choice.count - 1)
         if left <= 0:
             continue
         if isinstance(drafter, NgramDrafter):
             choice.draft = drafter.propose(left, needed)
             total += len(choice.draft)
-        elif length := abs(drafter.plan(left, needed)):
+        elif length := abs(drafter.draft_length(left, needed)):
             wanted.append((s.seq_id, drafter.history, length))
             total += length
     if wanted and draft_model is not None:

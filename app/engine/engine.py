@@ -25,7 +25,7 @@ from app.engine.memory import MemoryKind, describe, drafts_off
 from app.engine.model import LoadedModel
 from app.engine.observer import EngineObserver
 from app.engine.speculative.draft_model import DraftModel
-from app.engine.types import DraftLimits, GenerationRequest
+from app.engine.types import ChoicePlan, DraftLimits
 from app.settings.config import Config
 from app.settings.models import LoraSpec
 
@@ -52,7 +52,7 @@ class Engine(LoadingEngine[LoadedModel]):
         self.parallel = config.parallel
         self.admitted = 0  # requests held: generating or waiting
         self._free = config.parallel  # sequences not promised to a choice
-        self._waiting: deque[tuple[Generation, GenerationRequest]] = deque()
+        self._waiting: deque[tuple[Generation, ChoicePlan]] = deque()
         self._queued = 0  # requests waiting for their first sequence
         self._batcher: Batcher | None = None
         self._last_load: tuple[int, int, int] | None = None  # as last told to the observer
@@ -83,7 +83,7 @@ class Engine(LoadingEngine[LoadedModel]):
         """A new request would start at once."""
         return self._free > 0 and not self._waiting
 
-    def submit(self, requests: list[GenerationRequest], low_priority: bool = False) -> Generation:
+    def submit(self, plans: list[ChoicePlan], low_priority: bool = False) -> Generation:
         """Admit a request's choices in arrival order, or refuse at once if too many wait already.
 
         Low priority (batch lines) waits behind every interactive request, and an interactive
@@ -98,30 +98,30 @@ class Engine(LoadingEngine[LoadedModel]):
             )
         if self.adapter_list is not None:
             self.adopt_adapters(self.adapter_list())
-        requests = [self._with_adapters(request) for request in requests]
-        generation = Generation(requests, self.release, self.config.sse_keepalive, self.config.queue_timeout)
+        plans = [self._with_adapters(plan) for plan in plans]
+        generation = Generation(plans, self.release, self.config.sse_keepalive, self.config.queue_timeout)
         generation.low_priority = low_priority
         self.admitted += 1
         if must_wait:
             generation.queued = True
             self._queued += 1
         if must_wait and not low_priority:
-            self._preempt(len(requests))
+            self._preempt(len(plans))
         # Interactive choices ahead of batch lines, then by priority (a request's `priority`, lower
         # first); a running choice is never pre-empted for a higher priority, only batch lines are.
         keys = [(item[0].low_priority, item[1].priority) for item in self._waiting]
-        at = scheduling.queue_position(keys, (low_priority, requests[0].priority))
-        for offset, request in enumerate(requests):
-            self._waiting.insert(at + offset, (generation, request))
+        at = scheduling.queue_position(keys, (low_priority, plans[0].priority))
+        for offset, plan in enumerate(plans):
+            self._waiting.insert(at + offset, (generation, plan))
         self._dispatch()
         return generation
 
-    def _with_adapters(self, request: GenerationRequest) -> GenerationRequest:
-        """The request with its LoRA scales settled: its own, else the global ones, without trailing
+    def _with_adapters(self, plan: ChoicePlan) -> ChoicePlan:
+        """The plan with its LoRA scales settled: its own, else the global ones, without trailing
         zeros (adapters loaded since do not change what its cells hold); all 0 is ()."""
-        scales = request.adapters if request.adapters is not None else tuple(self.lora_scales)
+        scales = plan.adapters if plan.adapters is not None else tuple(self.lora_scales)
         last = max((n for n, scale in enumerate(scales) if scale), default=-1)
-        return replace(request, adapters=tuple(scales[: last + 1]))
+        return replace(plan, adapters=tuple(scales[: last + 1]))
 
     def adopt_adapters(self, loras: Sequence[LoraSpec]) -> gevent.event.AsyncResult | None:
         """Make the model's adapters those of `loras` (a place loaded or empty as each says), between
@@ -207,7 +207,7 @@ class Engine(LoadingEngine[LoadedModel]):
     def _dispatch(self) -> None:
         """Give free sequences to waiting choices, first come first served."""
         while self._free > 0 and self._waiting and self._batcher is not None:
-            generation, request = self._waiting.popleft()
+            generation, plan = self._waiting.popleft()
             if generation.closed or generation.cancelled:
                 continue
             self._free -= 1
@@ -218,7 +218,7 @@ class Engine(LoadingEngine[LoadedModel]):
                     generation.queued = False
                     self._queued -= 1
                 generation.mark_started()
-            self._batcher.submit(Job(generation, request))
+            self._batcher.submit(Job(generation, plan))
         self._load_changed()
 
     def _load_changed(self) -> None:

@@ -59,9 +59,9 @@ def _add_prompt_chunk(
     if first in choice.stops:  # the cells hold the prompt up to here: keep what cannot be cut
         s.checkpoint(model)
     # A chunk ends where a checkpoint is taken or a medium starts (the batcher evaluates media whole).
-    pauses = [*choice.stops, *media.starts(choice.request.media)]
+    pauses = [*choice.stops, *media.starts(choice.plan.media)]
     tokens = s.take_prompt(scheduling.chunk_size(share, [p - first for p in pauses]))
-    every = choice.request.prompt_logprobs
+    every = choice.plan.prompt_logprobs
     done = len(choice.pending) == 0
     last = batch.add_run(tokens, first, s.seq_id, logits_last=done, logits_all=every)
     filled.taken.append((s, choice, tokens))

@@ -11,7 +11,7 @@ import gevent.event
 import gevent.queue
 
 from app.engine.errors import QueueTimeoutError
-from app.engine.types import Chunk, GenerationRequest
+from app.engine.types import ChoicePlan, Chunk
 
 log = logging.getLogger(__name__)
 
@@ -32,14 +32,14 @@ class Generation:
 
     def __init__(
         self,
-        requests: list[GenerationRequest],
+        plans: list[ChoicePlan],
         release: Callable[[Generation], object],
         keepalive: float,
         queue_timeout: float,
     ) -> None:
         """`release` is called once, when it closes; `keepalive`: seconds of silence before a `None`
         (0: never); `queue_timeout`: seconds it may wait for a first sequence."""
-        self.requests = requests
+        self.plans = plans
         self.cancelled = False
         self.started = False  # a first choice has a sequence
         self.queued = False  # counted among the requests waiting for one
@@ -64,7 +64,7 @@ class Generation:
             yield from self._wait_for_start()
             if self.cancelled:
                 return
-            open_choices = len(self.requests)
+            open_choices = len(self.plans)
             while not self._finished:
                 try:
                     chunk = self._queue.get(timeout=self._idle)

@@ -23,7 +23,7 @@ from app.engine.memory import MemoryKind
 from app.engine.multimodal.projector import Projector
 from app.engine.sampling.sampler import SequenceSampler, logprob_at
 from app.engine.tokenizer import Tokenizer
-from app.engine.types import GenerationRequest, TokenLogprob
+from app.engine.types import ChoicePlan, TokenLogprob
 
 log = logging.getLogger("app.engine.engine")
 
@@ -248,8 +248,8 @@ class LoadedModel:
         if llama_cpp.llama_state_seq_set_data_ext(self.ctx, buffer, len(state), seq_id, flags) != len(state):
             raise RuntimeError(f"llama.cpp could not restore a saved state into sequence {seq_id}")
 
-    def sampler(self, request: GenerationRequest, end_tokens: list[int]) -> SequenceSampler:
-        return SequenceSampler(request, self.ctx, self.model.vocab, self.n_vocab, end_tokens)
+    def sampler(self, plan: ChoicePlan, end_tokens: list[int]) -> SequenceSampler:
+        return SequenceSampler(plan, self.ctx, self.model.vocab, self.n_vocab, end_tokens)
 
     def logprob(self, row: int, token: int, top: int) -> TokenLogprob:
         return logprob_at(self.ctx, row, self.n_vocab, token, top, self.tokenizer.piece)

@@ -29,7 +29,7 @@ class Sequence:
     last_used: int = 0
     choice: Choice | None = None
     adapters: tuple[float, ...] = ()  # the LoRA scales its cells were evaluated with (): the base model
-    scope: str = ""  # whose prompt its cells hold (GenerationRequest.cache_scope)
+    scope: str = ""  # whose prompt its cells hold (ChoicePlan.cache_scope)
     checkpoints: Checkpoints = field(default_factory=lambda: Checkpoints(0))
     # A prefix of its cells a client asked to keep (tokens), and until when (time.monotonic()).
     pinned: tuple[int, float] = (0, 0.0)
@@ -70,16 +70,16 @@ class Sequence:
         drafter: Drafter | None,
     ) -> Choice:
         """Take a choice whose first `reused` prompt tokens are already in this sequence's cache."""
-        prompt = job.request.prompt_tokens
+        prompt = job.plan.prompt_tokens
         self.cached, self.last_used = list(prompt[:reused]), tick
-        self.adapters, self.scope = job.request.adapters or (), job.request.cache_scope
-        pin = job.request.pin
+        self.adapters, self.scope = job.plan.adapters or (), job.plan.cache_scope
+        pin = job.plan.pin
         if pin is not None and pin.tokens > 0:
             self.pinned = (pin.tokens, time.monotonic() + pin.seconds)
         elif reused < self.pinned[0]:  # the pinned prefix is no longer all in its cells
             self.pinned = (0, 0.0)
         pending = np.asarray(prompt[reused:], dtype=np.int32)
-        assembler = TextAssembler(job.request.stop, job.request.n_indent)
+        assembler = TextAssembler(job.plan.stop, job.plan.n_indent)
         self.choice = Choice(job, sampler, deadline, reused, pending, assembler, drafter=drafter)
         return self.choice
 
@@ -94,7 +94,7 @@ class Sequence:
         """Prompt logprobs: rows `first_row`.. hold the distributions after prompt tokens `first`..;
         each gives the next prompt token's log-probability, read before the next decode."""
         choice = self.holding()
-        prompt, top = choice.request.prompt_tokens, choice.request.logprobs or 0
+        prompt, top = choice.plan.prompt_tokens, choice.plan.logprobs or 0
         if first == 0:  # the first prompt token: nothing predicted it
             choice.prompt_entries = [TokenLogprob(prompt[0], model.tokenizer.piece(prompt[0]), None, ())]
         for offset in range(size):
@@ -105,15 +105,15 @@ class Sequence:
     def progress_chunk(self) -> Chunk:
         """How far its prompt is evaluated (the tokens in its cells now), for `return_progress`."""
         choice = self.holding()
-        total = len(choice.request.prompt_tokens)
+        total = len(choice.plan.prompt_tokens)
         elapsed = int((time.monotonic() - choice.begun) * 1000)
         done = PromptProgress(total, choice.reused, min(len(self.cached), total), elapsed)
-        return Chunk("", None, 0, index=choice.request.index, progress=done)
+        return Chunk("", None, 0, index=choice.plan.index, progress=done)
 
     def prompt_chunk(self) -> Chunk:
         """The prompt's log-probabilities, once it is evaluated (sent before any generated text)."""
         choice = self.holding()
-        return Chunk("", None, 0, index=choice.request.index, prompt_logprobs=tuple(choice.prompt_entries))
+        return Chunk("", None, 0, index=choice.plan.index, prompt_logprobs=tuple(choice.prompt_entries))
 
     def sample(self, model: BatchContext) -> tuple[list[Chunk], int]:
         """Sample at the choice's row, then on through the step's draft while the sampler agrees.
@@ -172,27 +172,27 @@ class Sequence:
     def advance(self, token: int, model: BatchContext, row: int) -> Chunk | None:
         """Take a token sampled at `row`: text to send, or the choice's last chunk."""
         choice = self.holding()
-        request = choice.request
+        plan = choice.plan
         choice.row = -1
-        if model.tokenizer.is_end_of_generation(token) and not request.ignore_eos:
+        if model.tokenizer.is_end_of_generation(token) and not plan.ignore_eos:
             return self.finish("stop")
         choice.count += 1
         if choice.count == 1:
             choice.generating_since = time.monotonic()
-        if choice.count >= request.min_tokens and not request.ignore_eos:
+        if choice.count >= plan.min_tokens and not plan.ignore_eos:
             choice.sampler.allow_end()
-        if request.logprobs is not None:
-            choice.held_logprobs.append(model.logprob(row, token, request.logprobs))
-        choice.assembler.armed = choice.count > request.min_tokens
+        if plan.logprobs is not None:
+            choice.held_logprobs.append(model.logprob(row, token, plan.logprobs))
+        choice.assembler.armed = choice.count > plan.min_tokens
         text = choice.assembler.feed(model.tokenizer.piece(token))
         if choice.assembler.stopped:  # a stop string; or a line short of n_indent: a limit, as llama-server's
             return self.finish("length" if choice.assembler.cut_short else "stop", text)
         choice.last_token = token
-        if choice.count >= request.max_tokens or _out_of_time(choice, text):
+        if choice.count >= plan.max_tokens or _out_of_time(choice, text):
             return self.finish("length", text)
         if not text:
             return None
-        chunk = Chunk(text, None, choice.count, index=request.index, logprobs=tuple(choice.held_logprobs))
+        chunk = Chunk(text, None, choice.count, index=plan.index, logprobs=tuple(choice.held_logprobs))
         choice.held_logprobs = []
         return chunk
 
@@ -209,7 +209,7 @@ class Sequence:
             tail,
             reason,
             choice.count,
-            index=choice.request.index,
+            index=choice.plan.index,
             logprobs=logprobs,
             error=error,
             cached_tokens=choice.reused,
@@ -224,7 +224,7 @@ class Sequence:
 def _out_of_time(choice: Choice, text: str) -> bool:
     """Past the choice's deadline (LLM_MAX_GENERATION_SECONDS); or, with llama-server's
     t_max_predict_ms, generating for longer than it when a newline comes."""
-    now, limit = time.monotonic(), choice.request.t_max_predict_ms
+    now, limit = time.monotonic(), choice.plan.t_max_predict_ms
     if now > choice.deadline:
         return True
     return bool(limit) and "\n" in text and (now - choice.generating_since) * 1000 > limit

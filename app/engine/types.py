@@ -74,7 +74,7 @@ class DraftLimits:
 
 
 @dataclass(frozen=True)
-class GenerationRequest:
+class ChoicePlan:
     """What the engine needs to generate one choice: the prompt's tokens and how to sample."""
 
     prompt_tokens: list[int]

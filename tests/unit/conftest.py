@@ -15,7 +15,7 @@ from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 from app import create_app
 from app.engine.scheduling import common_prefix
 from app.engine.tokenizer import FALLBACK_TEMPLATE, render_chat
-from app.engine.types import Chunk, GenerationRequest
+from app.engine.types import ChoicePlan, Chunk
 from app.settings.config import Config
 
 MODEL_ID = "test-model"
@@ -62,10 +62,10 @@ class FakeTokenizer:
 
 @dataclass
 class FakeEngine:
-    """Replays queued chunks and records every request it is given."""
+    """Replays queued chunks and records every plan it is given."""
 
     chunks: list[Chunk] = field(default_factory=lambda: [Chunk("Hello"), Chunk(" there", "stop", 2)])
-    requests: list[GenerationRequest] = field(default_factory=list)
+    plans: list[ChoicePlan] = field(default_factory=list)
     tokenizer: FakeTokenizer = field(default_factory=FakeTokenizer)
     ready: bool = True
     load_error: str | None = None
@@ -80,9 +80,9 @@ class FakeEngine:
         found = [(common_prefix(tokens, prompt), tokens) for tokens in self.cached]
         return max(found, key=lambda each: each[0], default=None)
 
-    def submit(self, requests: list[GenerationRequest], low_priority: bool = False) -> FakeGeneration:
-        self.requests.extend(requests)
-        return FakeGeneration(list(self.chunks), requests)
+    def submit(self, plans: list[ChoicePlan], low_priority: bool = False) -> FakeGeneration:
+        self.plans.extend(plans)
+        return FakeGeneration(list(self.chunks), plans)
 
 
 @dataclass
@@ -90,7 +90,7 @@ class FakeGeneration:
     """The Generation interface over a fixed list of chunks."""
 
     chunks: list[Chunk]
-    requests: list[GenerationRequest]
+    plans: list[ChoicePlan]
     closed: int = 0
     cancelled: bool = False
     submitted_at: float = 0.0

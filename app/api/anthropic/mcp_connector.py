@@ -131,7 +131,7 @@ class _Message:
             job = plan_chat(self.engine.tokenizer, step, self.inputs, prompt_param="messages",
                             bound=window.bound(config))  # fmt: skip
             prompt = job.prompt
-            generation = self.engine.submit(job.requests)
+            generation = self.engine.submit(job.plans)
             stats.next_step(len(prompt.tokens))
             generation.on_close(disconnect.watch(environ, generation.cancel))
             result, blocks, offset = ChoiceResult(0), BlockStream(prompt.reader), len(self.content)

@@ -52,7 +52,7 @@ def create_message() -> Response:
     chat, prompt, fitted = job.chat, job.prompt, job.fitted
     pinned = _pinned(tokenizer, fitted, asked.marked, config)
     # A stream's message_start waits for the prompt's start, which says what the cache held.
-    requests = [replace(each, progress=chat.stream) for each in job.requests]
+    requests = [replace(each, progress=chat.stream) for each in job.plans]
     if pinned:  # the host cache keeps the pinned prefix over others a while
         pin = PinnedPrefix(pinned, asked.pin_seconds)
         requests = [replace(each, pin=pin) for each in requests]

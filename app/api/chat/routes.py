@@ -59,7 +59,7 @@ def create_chat_completion() -> Response:
     presenter = CompletionPresenter(header, options, wants_logprobs=chat.logprobs)
     locate = prompt_places.locator(engine.tokenizer, chat, inputs.config)
     reply = generate(
-        engine, chat.stream, job.requests, presenter, job.prompt_tokens, chat.prompt_cache_key, locate
+        engine, chat.stream, job.plans, presenter, job.prompt_tokens, chat.prompt_cache_key, locate
     )
     return overflow.reported(reply, job.fitted)
 

@@ -20,7 +20,7 @@ from app.api.prompting.overflow import Fitted
 from app.api.prompting.structured_output import AnswerGrammar
 from app.api.requests.chat import ChatRequest
 from app.engine.tokenizer import Tokenizer
-from app.engine.types import GenerationRequest
+from app.engine.types import ChoicePlan
 
 # A family's rule for the room an answer gets once the prompt's size is known: the request as it
 # then stands (Anthropic's: max_tokens cut to the window; Ollama's: num_predict to its num_ctx).
@@ -30,11 +30,11 @@ Bound = Callable[[ChatRequest, int], ChatRequest]
 @dataclass(frozen=True)
 class ChatJob:
     """The request as planned: the conversation as it fits, its prompt, the answer's grammar, the
-    engine's requests (one per choice), and whether the family's bound cut the answer's room."""
+    engine's plans (one per choice), and whether the family's bound cut the answer's room."""
 
     fitted: Fitted
     answer: AnswerGrammar
-    requests: list[GenerationRequest]
+    plans: list[ChoicePlan]
     bounded: bool = False
 
     @property
@@ -75,7 +75,7 @@ def plan_chat(
         fitted, bounded = replace(fitted, chat=within), within != fitted.chat
     chat, prompt = fitted.chat, fitted.prompt
     answer = structured_output.answer_grammar(chat, prompt.profile, fences=fences)
-    requests = plan_choices(
+    plans = plan_choices(
         chat,
         [prompt.tokens],
         inputs,
@@ -88,4 +88,4 @@ def plan_chat(
         media=prompt.media,
         prediction=prediction,
     )
-    return ChatJob(fitted, answer, requests, bounded)
+    return ChatJob(fitted, answer, plans, bounded)

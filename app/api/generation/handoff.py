@@ -15,11 +15,11 @@ from flask import Response, g, request
 
 from app import workers
 from app.engine.engine import Engine
-from app.engine.types import GenerationRequest
+from app.engine.types import ChoicePlan
 from app.serving import relay
 
 
-def to_peer(engine: Engine, requests: list[GenerationRequest], cache_key: str | None) -> Response | None:
+def to_peer(engine: Engine, requests: list[ChoicePlan], cache_key: str | None) -> Response | None:
     """A peer's answer to the request, when one should serve it; None to generate here."""
     state = workers.current()
     me, board = (state.me, state.shared.prefixes) if state is not None else (None, None)

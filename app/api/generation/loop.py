@@ -22,7 +22,7 @@ from app.api.prompting.prompt_places import Locate
 from app.engine.engine import Engine
 from app.engine.errors import EngineError, QueueFullError, QueueTimeoutError
 from app.engine.generation import Generation
-from app.engine.types import Chunk, GenerationRequest, TokenLogprob
+from app.engine.types import ChoicePlan, Chunk, TokenLogprob
 from app.serving import disconnect, internal, relay
 from app.telemetry import adapter_load
 from app.telemetry.request_stats import RequestStats
@@ -70,7 +70,7 @@ class ChoiceResult:
 def generate(
     engine: Engine,
     streams: bool,
-    requests: list[GenerationRequest],
+    requests: list[ChoicePlan],
     presenter: Presenter,
     prompt_tokens: int,
     cache_key: str | None = None,
@@ -107,12 +107,12 @@ def generate(
     return response
 
 
-def collect(engine: Engine, requests: list[GenerationRequest]) -> list[ChoiceResult]:
+def collect(engine: Engine, requests: list[ChoicePlan]) -> list[ChoiceResult]:
     """Generate every choice on this worker and wait for all of them: one step of a loop the server
     runs itself (the Responses API's MCP tools). HungUp if the client leaves meanwhile."""
     generation = engine.submit(requests)
     generation.on_close(disconnect.watch(request.environ, generation.cancel))
-    results = {r.index: ChoiceResult(r.index) for r in generation.requests}
+    results = {r.index: ChoiceResult(r.index) for r in generation.plans}
     try:
         for chunk in chunks(generation, g.stats):
             if chunk is not None:
@@ -161,7 +161,7 @@ def _raise_if_failed(chunk: Chunk) -> None:
 
 def _whole(generation: Generation, stats: RequestStats, presenter: Presenter) -> Response:
     """Wait for every choice, then answer with the presenter's JSON object."""
-    results = {r.index: ChoiceResult(r.index) for r in generation.requests}
+    results = {r.index: ChoiceResult(r.index) for r in generation.plans}
     try:
         for chunk in chunks(generation, stats):
             if chunk is not None:

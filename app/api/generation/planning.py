@@ -1,4 +1,4 @@
-"""A typed request turned into the engine's requests: max_tokens, sampling, logit bias, one per choice.
+"""A typed request turned into the engine's plans: max_tokens, sampling, logit bias, one per choice.
 
 Pure decisions over the request and `PlanInputs`, what the edge read from where it arrived (the
 server's settings, the model's memory, the key, the priority header): nothing here reads Flask's
@@ -17,7 +17,7 @@ from app.api.http.fields import PRIORITIES
 from app.api.requests.generation import AdapterScale, GenerationOptions
 from app.engine.media import MediaRun
 from app.engine.memory import MemoryKind
-from app.engine.types import ContextShift, DraftLimits, GenerationRequest, ThinkingBudget
+from app.engine.types import ChoicePlan, ContextShift, DraftLimits, ThinkingBudget
 from app.settings.config import Config
 from app.settings.models import ModelSpec
 
@@ -34,7 +34,7 @@ class PlanInputs:
 
 def plan(
     options: GenerationOptions, prompt_tokens: list[int], inputs: PlanInputs, *, prompt_param: str
-) -> GenerationRequest:
+) -> ChoicePlan:
     """Decide max_tokens and sampling, refusing what cannot fit the context before any byte is sent."""
     config = inputs.config
     if not prompt_tokens:  # nothing to generate from (the views give text prompts a first token)
@@ -64,7 +64,7 @@ def plan(
             f"min_tokens is {options.min_tokens}, above the {max_tokens} tokens this request may generate.",
             param="min_tokens",
         )
-    return GenerationRequest(
+    return ChoicePlan(
         prompt_tokens,
         max_tokens,
         options.sampling,
@@ -170,7 +170,7 @@ def plan_choices(
     prompt_logprobs: bool = False,
     media: tuple[MediaRun, ...] = (),
     prediction: tuple[int, ...] = (),
-) -> list[GenerationRequest]:
+) -> list[ChoicePlan]:
     """One request per choice: `n` for each prompt, indexed prompt by prompt, as OpenAI orders them.
 
     With a seed, choice j of a prompt uses seed + j, so identical requests give identical choices.

@@ -98,7 +98,7 @@ def chat() -> Response:
         asked.named, job.prompt_tokens, prompt.reader, chat=True, logprobs=chat.logprobs
     )
     locate = prompt_places.locator(engine.tokenizer, chat, inputs.config)
-    answer = generate(engine, chat.stream, job.requests, presenter, job.prompt_tokens, locate=locate)
+    answer = generate(engine, chat.stream, job.plans, presenter, job.prompt_tokens, locate=locate)
     return overflow.reported(answer, job.fitted)
 
 
@@ -118,7 +118,7 @@ def generate_text() -> Response:
     presenter = OllamaPresenter(
         asked.named, job.prompt_tokens, job.prompt.reader, chat=False, logprobs=job.chat.logprobs
     )
-    return generate(engine, job.chat.stream, job.requests, presenter, job.prompt_tokens)
+    return generate(engine, job.chat.stream, job.plans, presenter, job.prompt_tokens)
 
 
 def _prompt(tokenizer: Tokenizer, asked: OllamaRequest, config: Config) -> ChatPrompt:

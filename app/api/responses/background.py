@@ -25,7 +25,7 @@ from app.api.responses.history import Recorder
 from app.api.responses.presenter import ResponsesPresenter
 from app.engine.engine import Engine
 from app.engine.errors import EngineError
-from app.engine.types import Chunk, GenerationRequest
+from app.engine.types import ChoicePlan, Chunk
 from app.serving import detached
 from app.settings.config import Config
 from app.settings.current import current_config
@@ -47,7 +47,7 @@ _written: dict[str, threading.Event] = {}  # runs in this process: set when even
 def start(
     engine: Engine,
     stream: bool,
-    requests: list[GenerationRequest],
+    requests: list[ChoicePlan],
     presenter: ResponsesPresenter,
     recorder: Recorder,
 ) -> Response:
@@ -137,7 +137,7 @@ class _Run:
         presenter.on_event = self._add
 
     def run(self, generation: Any) -> None:
-        stats = RequestStats(prompt_tokens=len(generation.requests[0].prompt_tokens))
+        stats = RequestStats(prompt_tokens=len(generation.plans[0].prompt_tokens))
         try:
             self._events(self.presenter.events(self._watched(chunks(generation, stats), generation)))
         finally:

@@ -122,7 +122,7 @@ class _Run:
             self.pending, self.approvals = [], 0
             if cancelled():
                 raise HungUp
-            generation = self.engine.submit(planned.requests)
+            generation = self.engine.submit(planned.plans)
             stats.next_step(planned.prompt_tokens)
             if environ is not None:
                 generation.on_close(disconnect.watch(environ, generation.cancel))

@@ -69,11 +69,11 @@ def create_response() -> Response:
         sealed=sealed,
     )
     if asked.background:
-        started = background.start(engine, asked.stream, planned.requests, presenter, recorder)
+        started = background.start(engine, asked.stream, planned.plans, presenter, recorder)
         return overflow.reported(started, planned.fitted)
     locate = prompt_places.locator(engine.tokenizer, chat, inputs.config)
     answer = generate(
-        engine, chat.stream, planned.requests, presenter, len(prompt.tokens), chat.prompt_cache_key, locate
+        engine, chat.stream, planned.plans, presenter, len(prompt.tokens), chat.prompt_cache_key, locate
     )
     return overflow.reported(answer, planned.fitted)
 
@@ -92,7 +92,7 @@ def compact_response() -> Response:
     planned = plan_chat(engine.tokenizer, summarising, plan_inputs(), prompt_param="input")
     prompt = planned.prompt
     presenter = compaction.CompactionPresenter(items, len(prompt.tokens), prompt.reader, sealing.current())
-    return generate(engine, False, planned.requests, presenter, len(prompt.tokens))
+    return generate(engine, False, planned.plans, presenter, len(prompt.tokens))
 
 
 @bp.post("/v1/responses/input_tokens")

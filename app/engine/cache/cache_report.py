@@ -35,7 +35,7 @@ class CacheReport:
             count += 1
             choice = s.choice
             if choice is not None:
-                tokens = choice.request.prompt_tokens
+                tokens = choice.plan.prompt_tokens
                 # Its cells will hold the prompt; where they resume is known once evaluated: until
                 # then, at its checkpoints (those it keeps, those it will take) and its end.
                 points = s.checkpoints.positions + choice.stops

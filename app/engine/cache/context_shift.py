@@ -54,6 +54,6 @@ def shift_due(holding: list[tuple[Sequence, Choice]], generating: set[int], mode
     """Shift the generating sequences whose next token would fill the context, where their request allows."""
     n_ctx = model.shape.n_ctx
     for s, choice in holding:
-        request = choice.request
-        if s.seq_id in generating and request.shift is not None and due(s, n_ctx):
-            shift(model, s, request.shift, len(request.prompt_tokens), n_ctx, model.tokenizer.adds_bos)
+        plan = choice.plan
+        if s.seq_id in generating and plan.shift is not None and due(s, n_ctx):
+            shift(model, s, plan.shift, len(plan.prompt_tokens), n_ctx, model.tokenizer.adds_bos)

@@ -17,8 +17,8 @@ def leader_for(sequences: Iterable[Sequence], prompt: list[int]) -> Sequence | N
     """
     for s in sequences:
         choice = s.choice
-        if choice is not None and choice.prefilling and choice.request.prompt_tokens == prompt:
-            return None if choice.request.prompt_logprobs else s
+        if choice is not None and choice.prefilling and choice.plan.prompt_tokens == prompt:
+            return None if choice.plan.prompt_logprobs else s
     return None
 
 
@@ -49,4 +49,4 @@ def orphan_followers(sequences: Iterable[Sequence], gone: Sequence) -> None:
         choice = s.choice
         if choice is not None and choice.leader == gone.seq_id:
             choice.leader = None
-            choice.pending = np.asarray(choice.request.prompt_tokens, dtype=np.int32)
+            choice.pending = np.asarray(choice.plan.prompt_tokens, dtype=np.int32)

@@ -42,7 +42,7 @@ def _evaluate(
     """Evaluate the run at the choice's next position, or end the choice if it cannot be; False if the
     run is not encoded yet (sent to the encoder if it was not)."""
     first = len(s.cached)
-    run = media.run_at(choice.request.media, first)
+    run = media.run_at(choice.plan.media, first)
     if run is None:
         raise RuntimeError(f"sequence {s.seq_id}: a media placeholder at {first} starts no run")
     if first not in choice.encoded:

@@ -11,7 +11,7 @@ import llama_cpp
 import numpy as np
 
 from app.engine.sampling import sampler_chain
-from app.engine.types import GenerationRequest, TokenLogprob
+from app.engine.types import ChoicePlan, TokenLogprob
 
 log = logging.getLogger(__name__)
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
@@ -28,22 +28,18 @@ class SequenceSampler:
     token would stall every sequence of the batch.
     """
 
-    def __init__(
-        self, request: GenerationRequest, ctx: Any, vocab: Any, n_vocab: int, end_tokens: list[int]
-    ) -> None:
+    def __init__(self, plan: ChoicePlan, ctx: Any, vocab: Any, n_vocab: int, end_tokens: list[int]) -> None:
         """A sampler drawing from `ctx`'s logits over `vocab` (llama.cpp's pointers) of `n_vocab` tokens."""
         self._ctx = ctx
         self._n_vocab = n_vocab
         self._end = end_tokens[0] if end_tokens else llama_cpp.llama_vocab_eos(vocab)
         # ignore_eos and min_tokens ban the end-of-generation tokens by a bias at the head
         # of the chain, as llama-server does; min_tokens lifts the ban after that many.
-        self.ends_banned = request.ignore_eos or request.min_tokens > 0
-        self.chain = sampler_chain.build(
-            request, n_vocab, vocab, end_tokens if self.ends_banned else [], _bias
-        )
+        self.ends_banned = plan.ignore_eos or plan.min_tokens > 0
+        self.chain = sampler_chain.build(plan, n_vocab, vocab, end_tokens if self.ends_banned else [], _bias)
         self.grammar = None
-        if request.grammar:
-            self.grammar = _grammar_sampler(vocab, request.grammar, request.grammar_triggers)
+        if plan.grammar:
+            self.grammar = _grammar_sampler(vocab, plan.grammar, plan.grammar_triggers)
             if not self.grammar:
                 llama_cpp.llama_sampler_free(self.chain)
                 raise ValueError("llama.cpp could not build the request's grammar")

@@ -19,7 +19,7 @@ from typing import Any
 import llama_cpp
 
 from app.engine.types import SAMPLER_NAMES as NAMES
-from app.engine.types import GenerationRequest, Sampling
+from app.engine.types import ChoicePlan, Sampling
 
 DEFAULT_ORDER = (
     "penalties",
@@ -35,16 +35,14 @@ DEFAULT_ORDER = (
 BEFORE_GREEDY = ("penalties", "dry")  # what still applies at temperature 0
 
 
-def build(
-    request: GenerationRequest, n_vocab: int, vocab: Any, banned: list[int], bias: Callable[..., Any]
-) -> Any:
-    """The chain for `request` (its owner frees it); `banned` end tokens first, then `request`'s bias."""
-    sampling = request.sampling
+def build(plan: ChoicePlan, n_vocab: int, vocab: Any, banned: list[int], bias: Callable[..., Any]) -> Any:
+    """The chain for `plan` (its owner frees it); `banned` end tokens first, then `plan`'s bias."""
+    sampling = plan.sampling
     chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
     if banned:
         _add(chain, bias(n_vocab, dict.fromkeys(banned, float("-inf"))))  # first, so allow_end can remove it
-    if request.logit_bias:
-        _add(chain, bias(n_vocab, request.logit_bias))
+    if plan.logit_bias:
+        _add(chain, bias(n_vocab, plan.logit_bias))
     seed = (sampling.seed if sampling.seed is not None else random.getrandbits(32)) & 0xFFFFFFFF
     order = [NAMES[name] for name in sampling.samplers] if sampling.samplers is not None else DEFAULT_ORDER
     greedy = sampling.temperature <= 0
@@ -56,7 +54,7 @@ def build(
     for name in order:
         if greedy and name not in BEFORE_GREEDY and name not in shaping:
             continue
-        sampler = _sampler(name, request, n_vocab, vocab, seed)
+        sampler = _sampler(name, plan, n_vocab, vocab, seed)
         if sampler is not None:
             _add(chain, sampler)
     if greedy:
@@ -84,23 +82,23 @@ def _add(chain: Any, sampler: Any) -> None:
     llama_cpp.llama_sampler_chain_add(chain, sampler)
 
 
-def _window(last_n: int, request: GenerationRequest) -> int:
+def _window(last_n: int, plan: ChoicePlan) -> int:
     """A window of tokens: -1 is the whole of this sequence's context (its prompt and its answer)."""
-    return len(request.prompt_tokens) + request.max_tokens if last_n < 0 else last_n
+    return len(plan.prompt_tokens) + plan.max_tokens if last_n < 0 else last_n
 
 
-def _primed(sampler: Any, request: GenerationRequest, last_n: int) -> Any:
+def _primed(sampler: Any, plan: ChoicePlan, last_n: int) -> Any:
     """`sampler` having seen the prompt's last `last_n` tokens: a repetition of the prompt counts too."""
-    for token in request.prompt_tokens[-last_n:] if last_n else ():
+    for token in plan.prompt_tokens[-last_n:] if last_n else ():
         llama_cpp.llama_sampler_accept(sampler, token)
     return sampler
 
 
-def _sampler(name: str, request: GenerationRequest, n_vocab: int, vocab: Any, seed: int) -> Any:
+def _sampler(name: str, plan: ChoicePlan, n_vocab: int, vocab: Any, seed: int) -> Any:
     """One sampler of the chain, or None when its settings leave it off."""
-    s: Sampling = request.sampling
+    s: Sampling = plan.sampling
     if name == "penalties":
-        window = _window(s.repeat_last_n, request)
+        window = _window(s.repeat_last_n, plan)
         if not window or (
             s.repeat_penalty == 1.0 and s.presence_penalty == 0.0 and s.frequency_penalty == 0.0
         ):
@@ -108,9 +106,9 @@ def _sampler(name: str, request: GenerationRequest, n_vocab: int, vocab: Any, se
         sampler = llama_cpp.llama_sampler_init_penalties(
             n_vocab, window, s.repeat_penalty, s.frequency_penalty, s.presence_penalty
         )
-        return _primed(sampler, request, window)
+        return _primed(sampler, plan, window)
     if name == "dry":
-        window = _window(s.dry_penalty_last_n, request)
+        window = _window(s.dry_penalty_last_n, plan)
         if s.dry_multiplier <= 0 or not window:
             return None
         breakers = [text.encode() for text in s.dry_sequence_breakers]
@@ -118,7 +116,7 @@ def _sampler(name: str, request: GenerationRequest, n_vocab: int, vocab: Any, se
         sampler = llama_cpp.llama_sampler_init_dry(
             vocab, s.dry_multiplier, s.dry_base, s.dry_allowed_length, window, array, len(breakers)
         )
-        return _primed(sampler, request, window)
+        return _primed(sampler, plan, window)
     if name == "infill":  # fill-in-the-middle: the chances of tokens with a common prefix, added up
         return llama_cpp.llama_sampler_init_infill(vocab)
     if name == "temperature":

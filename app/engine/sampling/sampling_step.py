@@ -16,17 +16,17 @@ def after_decode(
     sequence with logits its next tokens; returns (tokens sampled, draft tokens accepted)."""
     shared_prompt.hand_to_followers(sequences, model)
     for s, choice, _ in filled.taken:
-        if choice.request.progress and s.choice is choice:
+        if choice.plan.progress and s.choice is choice:
             delivery.append((choice.job.generation, s.progress_chunk()))
     for s, choice, row, first, size in filled.scored:
         s.note_prompt_rows(model, row, first, size)
         if choice.row >= 0:  # the whole prompt is in: its log-probabilities go first
             delivery.append((choice.job.generation, s.prompt_chunk()))
-            if choice.request.max_tokens == 0:  # scoring only
+            if choice.plan.max_tokens == 0:  # scoring only
                 delivery.append((choice.job.generation, s.finish("length")))
     sampled = accepted = 0
     for s, choice in [(s, s.choice) for s in sequences if s.choice is not None]:
-        if choice.row >= 0 and choice.request.max_tokens == 0:  # the prompt only (an editor's warm-up)
+        if choice.row >= 0 and choice.plan.max_tokens == 0:  # the prompt only (an editor's warm-up)
             delivery.append((choice.job.generation, s.finish("length")))
             shared_prompt.orphan_followers(sequences, s)
         elif choice.row >= 0:

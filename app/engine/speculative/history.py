@@ -55,7 +55,7 @@ class Drafter:
         """The prompt and every token generated so far."""
         return self._tokens[: self._size]
 
-    def plan(self, room: int, accept_rate_needed: float) -> int:
+    def draft_length(self, room: int, accept_rate_needed: float) -> int:
         """How many tokens to draft this step (0: none; a negative -1: a one-token try only).
 
         `accept_rate_needed`: the share of draft tokens that must be kept for drafting to

@@ -64,7 +64,7 @@ def test_chat_reads_reasoning_text_and_calls_and_asks_for_a_lazy_grammar(
     (call,) = message["tool_calls"]
     assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
     assert choice["finish_reason"] == "tool_calls"
-    request = engine.requests[0]
+    request = engine.plans[0]
     assert request.grammar and "<tool_call>" in request.grammar
     assert any("<tool_call>" in pattern for pattern in request.grammar_triggers)  # auto: lazy
 
@@ -242,10 +242,10 @@ def test_malformed_tools_in_messages_and_responses_are_400s_in_their_shapes(clie
 def test_under_auto_a_json_answer_keeps_its_own_grammar(client: FlaskClient, engine: FakeEngine) -> None:
     body = {"messages": ASK, "tools": [WEATHER], "response_format": {"type": "json_object"}}
     assert client.post("/v1/chat/completions", json=body).status_code == 200
-    request = engine.requests[-1]
+    request = engine.plans[-1]
     assert request.grammar and "<tool_call>" not in request.grammar and not request.grammar_triggers
     forced = client.post("/v1/chat/completions", json={**body, "tool_choice": "required"})
-    assert forced.status_code == 200 and "<tool_call>" in (engine.requests[-1].grammar or "")
+    assert forced.status_code == 200 and "<tool_call>" in (engine.plans[-1].grammar or "")
 
 
 def test_deepseek_legacy_keeps_the_thinking_in_the_content_and_splits_it_too(client: FlaskClient) -> None:

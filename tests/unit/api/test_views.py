@@ -33,12 +33,12 @@ def test_chat_completion_object(client: FlaskClient, engine: FakeEngine) -> None
         "total_tokens": 5,
         "prompt_tokens_details": {"cached_tokens": 0},
     }
-    assert engine.requests[0].sampling.seed == -1
+    assert engine.plans[0].sampling.seed == -1
 
 
 def test_sampling_defaults_and_overrides_reach_the_engine(client: FlaskClient, engine: FakeEngine) -> None:
     client.post("/v1/completions", json={"prompt": "a b", "temperature": None, "top_k": 5, "stop": "x"})
-    request = engine.requests[0]
+    request = engine.plans[0]
     assert request.sampling.temperature == 0.8 and request.sampling.top_k == 5
     assert request.stop == ["x"] and request.prompt_tokens == [1, 1]
     assert request.max_tokens == 64 - 2  # the rest of the context
@@ -163,8 +163,8 @@ def test_default_and_ceiling_of_max_tokens(engine: FakeEngine) -> None:
         make_config(LLM_DEFAULT_MAX_TOKENS="10", LLM_MAX_TOKENS_LIMIT="20"), engine=engine
     ).test_client()
     client.post("/v1/completions", json={"prompt": "a"})
-    assert engine.requests[-1].max_tokens == 10
+    assert engine.plans[-1].max_tokens == 10
     client.post("/v1/completions", json={"prompt": "a", "max_tokens": 20})
-    assert engine.requests[-1].max_tokens == 20
+    assert engine.plans[-1].max_tokens == 20
     error = error_of(client.post("/v1/completions", json={"prompt": "a", "max_tokens": 21}), 400)
     assert error["param"] == "max_tokens" and "limit of 20" in error["message"]

@@ -27,7 +27,7 @@ from app.engine.context import ContextShape
 from app.engine.generation import Generation
 from app.engine.media import MediaRun
 from app.engine.memory import MemoryKind
-from app.engine.types import GenerationRequest, TokenLogprob
+from app.engine.types import ChoicePlan, TokenLogprob
 
 END = 0
 
@@ -230,7 +230,7 @@ class FakeContext:
         assert not self.cells.get(seq_id), "llama.cpp restores into an empty sequence"
         self.cells[seq_id] = {position: token for position, token in saved["cells"]}
 
-    def sampler(self, request: GenerationRequest, end_tokens: list[int]) -> CountingSampler:
+    def sampler(self, request: ChoicePlan, end_tokens: list[int]) -> CountingSampler:
         assert end_tokens == [END]
         sampler = CountingSampler(self)
         self.samplers.append(sampler)
@@ -269,5 +269,5 @@ def _open_gate() -> threading.Event:
 
 def job(prompt: list[int], max_tokens: int = 3, index: int = 0, **fields: Any) -> Job:
     """A choice of a request with `prompt`, and the generation that owns it (never iterated here)."""
-    request = GenerationRequest(prompt, max_tokens, index=index, **fields)
+    request = ChoicePlan(prompt, max_tokens, index=index, **fields)
     return Job(Generation([request], lambda _: None, keepalive=0, queue_timeout=60), request)

@@ -187,7 +187,7 @@ def test_choices_of_one_request_evaluate_their_prompt_once() -> None:
     prompt_rows = [r for r in run.context.decodes[0]]
     assert [(r.seq_id, r.token) for r in prompt_rows] == [(0, 30), (0, 31), (0, 32)]
     assert [source for source, *_ in run.context.shares] == [0, 0]  # the followers take the leader's cells
-    assert [run.text(c, c.request.index) for c in choices] == ["<33><34>"] * 3
+    assert [run.text(c, c.plan.index) for c in choices] == ["<33><34>"] * 3
 
 
 def test_scoring_a_prompt_sends_its_logprobs_then_ends_without_generating() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.engine.choice import Job
 from app.engine.engine import Engine
-from app.engine.types import GenerationRequest
+from app.engine.types import ChoicePlan
 from tests.unit.conftest import make_config
 
 
@@ -25,8 +25,8 @@ def engine_of(parallel: int) -> tuple[Engine, RecordingBatcher]:
     return engine, batcher
 
 
-def request() -> list[GenerationRequest]:
-    return [GenerationRequest(prompt_tokens=[1, 2, 3], max_tokens=4)]
+def request() -> list[ChoicePlan]:
+    return [ChoicePlan(prompt_tokens=[1, 2, 3], max_tokens=4)]
 
 
 def test_interactive_requests_wait_ahead_of_batch_lines() -> None:
@@ -62,10 +62,9 @@ def test_interactive_requests_never_preempt_each_other() -> None:
     assert not first.cancelled and not first.preempted
 
 
-def prioritised(priority: int, choices: int = 1) -> list[GenerationRequest]:
+def prioritised(priority: int, choices: int = 1) -> list[ChoicePlan]:
     return [
-        GenerationRequest(prompt_tokens=[1, 2, 3], max_tokens=4, priority=priority, index=i)
-        for i in range(choices)
+        ChoicePlan(prompt_tokens=[1, 2, 3], max_tokens=4, priority=priority, index=i) for i in range(choices)
     ]
 
 

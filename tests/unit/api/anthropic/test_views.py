@@ -15,7 +15,7 @@ def test_a_whole_message_from_the_engine_s_chunks(client: FlaskClient, engine: F
     message = client.post("/v1/messages", json={**HELLO, "stop_sequences": ["\n\n"]}).get_json()
     assert message["type"] == "message" and message["content"] == [{"type": "text", "text": "Hello there"}]
     assert message["stop_reason"] == "end_turn" and message["usage"]["output_tokens"] == 2
-    (request,) = engine.requests
+    (request,) = engine.plans
     assert request.max_tokens == 16 and request.stop == ["\n\n"]
 
 

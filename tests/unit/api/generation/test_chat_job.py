@@ -34,9 +34,9 @@ def conversation(turns: int, **fields: object) -> ChatRequest:
 def test_a_job_is_one_request_per_choice_with_its_grammar_and_needs_no_app() -> None:
     chat = conversation(1, n=3, seed=7, response_format={"type": "json_object"}, max_tokens=5)
     job = plan_chat(TOKENIZER, chat, INPUTS, prompt_param="messages")
-    assert [r.index for r in job.requests] == [0, 1, 2]
-    assert [r.sampling.seed for r in job.requests] == [7, 8, 9]
-    assert all(r.grammar and r.prompt_tokens == job.prompt.tokens for r in job.requests)
+    assert [r.index for r in job.plans] == [0, 1, 2]
+    assert [r.sampling.seed for r in job.plans] == [7, 8, 9]
+    assert all(r.grammar and r.prompt_tokens == job.prompt.tokens for r in job.plans)
     assert job.answer.param == "response_format" and job.prompt_tokens == len(job.prompt.tokens)
     assert not job.bounded and job.fitted.dropped_messages == 0
 
@@ -59,7 +59,7 @@ def test_a_family_bound_shapes_the_answer_room_once_the_prompt_is_known() -> Non
 
     job = plan_chat(TOKENIZER, conversation(1, max_tokens=500), INPUTS, prompt_param="messages", bound=bound)
     assert seen == [job.prompt_tokens] and job.bounded
-    assert job.requests[0].max_tokens == 64 - job.prompt_tokens
+    assert job.plans[0].max_tokens == 64 - job.prompt_tokens
     unbound = plan_chat(TOKENIZER, conversation(1, max_tokens=5), INPUTS, prompt_param="messages",
                         bound=lambda chat, _: chat)  # fmt: skip
     assert not unbound.bounded
@@ -69,10 +69,10 @@ def test_a_prompt_the_family_made_is_taken_as_it_is() -> None:
     made = plan_chat(TOKENIZER, conversation(1), INPUTS, prompt_param="messages").prompt
     given = replace(made, tokens=[5, 6, 7])
     job = plan_chat(TOKENIZER, conversation(1, temperature=0.0), INPUTS, prompt_param="prompt", given=given)
-    assert job.requests[0].prompt_tokens == [5, 6, 7] and job.prompt is given
-    assert job.requests[0].sampling == Sampling(temperature=0.0)
+    assert job.plans[0].prompt_tokens == [5, 6, 7] and job.prompt is given
+    assert job.plans[0].sampling == Sampling(temperature=0.0)
 
 
 def test_predicted_tokens_reach_every_choice() -> None:
     job = plan_chat(TOKENIZER, conversation(1, n=2), INPUTS, prompt_param="messages", prediction=(4, 2))
-    assert [r.prediction for r in job.requests] == [(4, 2), (4, 2)]
+    assert [r.prediction for r in job.plans] == [(4, 2), (4, 2)]

@@ -30,7 +30,7 @@ def test_each_encoding_reads_as_the_plain_body(client: FlaskClient, engine: Fake
     ]:
         response = post(client, body, encoding)
         assert response.status_code == 200, (encoding, response.get_data(as_text=True))
-    assert len(engine.requests) == 4
+    assert len(engine.plans) == 4
 
 
 def test_a_body_that_inflates_past_the_limit_is_a_413_and_bad_data_a_400(client: FlaskClient) -> None:

@@ -15,7 +15,7 @@ def test_a_whole_response_from_the_engine_s_chunks(client: FlaskClient, engine: 
     answer = client.post("/v1/responses", json=body).get_json()
     assert answer["object"] == "response" and answer["model"] == MODEL_ID and answer["status"] == "completed"
     assert answer["output"][0]["content"][0]["text"] == "Hello there"
-    (request,) = engine.requests
+    (request,) = engine.plans
     assert request.max_tokens == 9 and request.sampling.temperature == 0
 
 

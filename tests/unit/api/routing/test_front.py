@@ -69,7 +69,7 @@ def test_an_unknown_model_is_refused_in_front_of_the_view(
     response = client.post(path, json=body)
     assert response.status_code == 404
     assert error in response.get_data(as_text=True)
-    assert engine.requests == []
+    assert engine.plans == []
 
 
 def test_what_the_front_cannot_read_is_left_to_the_view(client: FlaskClient, engine: FakeEngine) -> None:
@@ -85,4 +85,4 @@ def test_what_the_front_cannot_read_is_left_to_the_view(client: FlaskClient, eng
     # Ollama's load idiom (nothing to answer) is answered by whichever worker takes it, unrouted.
     loaded = client.post("/api/generate", json={"model": "test-model"})
     assert loaded.status_code == 200 and loaded.get_json()["done_reason"] == "load"
-    assert engine.requests == []
+    assert engine.plans == []

@@ -14,7 +14,6 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, jsonify, request
 
-from app import workers
 from app.api.generation.planning import adapter_scales
 from app.api.http import shown
 from app.api.http.body import check_accept, generating_engine, model_index, parse_json
@@ -23,9 +22,9 @@ from app.api.http.openapi import documented
 from app.api.model_admin import openapi as doc
 from app.api.model_admin.schemas import lora_list_schema, model_order_schema
 from app.api.requests.generation import AdapterScale
-from app.api.routing import pool, waking
+from app.api.routing import orders, pool, waking
 from app.api.routing.front import routed
-from app.serving import global_scales, relay
+from app.serving import global_scales
 from app.serving.model_holder import Busy, LoadFailed
 from app.settings.current import current_config
 
@@ -38,7 +37,7 @@ def load() -> Response:
     """Load an on-demand model (if no worker holds it); `{"success": true}` once it is ready."""
     index = model_index(parse_json(model_order_schema)["model"])
     if current_config().models[index].on_demand:
-        if relay.is_relayed(request, workers.this_worker()):
+        if orders.relayed():
             try:
                 pool.load_here(index)
             except Busy as exc:
@@ -63,12 +62,11 @@ def unload() -> Response:
             '"load": "on_demand" unload.',
             param="model",
         )
-    if relay.is_relayed(request, workers.this_worker()):
-        mine = pool.holder()
-        if mine is not None and mine.index == index and not mine.unload("request"):
+    if orders.relayed():
+        if not pool.unload_here(index):
             raise ModelBusyError(f"The model '{spec.id}' serves requests on this worker.")
         return jsonify({"success": True})
-    busy = pool.unload(index)
+    busy = orders.unload(index)
     if busy:
         raise ModelBusyError(
             f"The model '{spec.id}' serves requests on {len(busy)} worker(s); unload it once they are done."
@@ -113,33 +111,27 @@ def set_adapters() -> Response:
     index = model_index(request.args.get("model"), "generate")
     scales = adapter_scales([AdapterScale(e["id"], e["scale"]) for e in asked], config.models[index])
     assert scales is not None, "a list was given"
-    if relay.is_relayed(
-        request, workers.this_worker()
-    ):  # another worker's order: this worker holds the model
+    if orders.relayed():  # another worker's order: this worker holds the model
         if index != config.model_index:
             raise ServiceUnavailableError("This worker no longer holds that model; retry shortly.")
         _scale_here(scales)
         return jsonify({"success": True})
-    holders = [p for p in pool.table().peers() if p.live and p.ready and p.model == index]
+    model = config.models[index].id
+    holders = [p for p in pool.holding(index) if p.ready]
     if not holders:
-        model = config.models[index].id
         raise ServiceUnavailableError(f"No worker holding '{model}' is ready; retry shortly.")
-    # Kept first: a worker starting the model meanwhile reads them; the holders are told next.
+    # Saved first: a worker starting the model meanwhile reads them; the holders are told next.
     global_scales.save(config.models[index], list(scales), pool.table())
-    mine = pool.this_seat()
-    for peer in holders:
-        if peer.seat == mine:
-            _scale_here(scales)
-            continue
-        path = f"/lora-adapters?model={quote(config.models[index].id)}"
-        status, _ = relay.order(pool.me(), peer.seat, path, body, pool.key(), config)
-        if status != 200:
-            raise ServiceUnavailableError(f"Worker {peer.seat} did not take the scales; retry shortly.")
+    path = f"/lora-adapters?model={quote(model)}"
+    refused = orders.each(holders, path, body, lambda: _scale_here(scales))
+    if refused:
+        raise ServiceUnavailableError(f"Worker(s) {refused} did not take the scales; retry shortly.")
     return jsonify({"success": True})
 
 
-def _scale_here(scales: Sequence[float]) -> None:
+def _scale_here(scales: Sequence[float]) -> bool:
     """This worker's engine takes the scales now; a sleeping model reads them (saved) when it wakes."""
     mine = waking.sleeper()
     if mine is None or not mine.asleep:
         generating_engine().lora_scales = list(scales)
+    return True

@@ -48,7 +48,7 @@ from app.api.ollama.schemas import (
 )
 from app.api.prompting import conversation, overflow, prompt_places
 from app.api.prompting.conversation import ChatPrompt
-from app.api.routing import on_demand, pool
+from app.api.routing import on_demand, orders, pool
 from app.api.routing.front import routed
 from app.chat_formats.answer import AnswerReader
 from app.engine.media import MediaRun
@@ -168,7 +168,7 @@ def _load_or_unload(asked: OllamaRequest, empty: dict[str, Any]) -> Response:
     done = {"model": asked.named, "created_at": now(), "done": True}
     if asked.keep_alive == 0:
         if spec.on_demand:
-            pool.unload(index)  # those serving requests stay until idle
+            orders.unload(index)  # those serving requests stay until idle
         reason = "unload"
     else:
         if spec.on_demand:

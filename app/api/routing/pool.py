@@ -38,28 +38,18 @@ def load(index: int) -> None:
         raise ServiceUnavailableError(stopped)
 
 
-def unload(index: int) -> list[int]:
-    """Unload model `index` from every pool worker holding it: the seats that could not (serving)."""
-    config, mine = current_config(), holder()
-    busy: list[int] = []
-    for peer in _holding(index):
-        if mine is not None and peer.seat == mine.worker.seat:
-            if not mine.unload("request"):
-                busy.append(peer.seat)
-            continue
-        named = {"model": config.models[index].id}
-        status, _ = relay.order(me(), peer.seat, "/models/unload", named, key(), config)
-        if status != 200:
-            busy.append(peer.seat)
-    return busy
-
-
 def load_here(index: int) -> None:
     """This pool worker loads model `index` (a relayed order); Busy or LoadFailed if it cannot."""
     mine = holder()
     if mine is None:
         raise Busy("this worker holds its model for good (it is not an on-demand worker)")
     mine.load(index, current_config().queue_timeout)
+
+
+def unload_here(index: int) -> bool:
+    """This worker no longer holds model `index` (False: it serves requests with it)."""
+    mine = holder()
+    return mine is None or mine.index != index or mine.unload("request")
 
 
 def load_somewhere(index: int, deadline: float) -> bool:
@@ -122,7 +112,8 @@ def loader_for(index: int) -> int | None:
     return routing.loader_for(snapshot, index, None if mine is None else mine.worker.seat, ticketed)
 
 
-def _holding(index: int) -> list[peers.Peer]:
+def holding(index: int) -> list[peers.Peer]:
+    """The workers holding model `index` (ready, or loading it)."""
     return _snapshot().holding(index)
 
 
@@ -140,12 +131,6 @@ def me() -> peers.Worker:
     if worker is None:
         raise ServiceUnavailableError("Models load on demand only under gunicorn.")
     return worker
-
-
-def this_seat() -> int:
-    """This worker's seat in the peer table (-1 outside gunicorn)."""
-    worker = workers.this_worker()
-    return worker.seat if worker is not None else -1
 
 
 def table() -> peers.PeerTable:

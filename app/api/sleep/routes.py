@@ -14,12 +14,10 @@ from collections.abc import Callable
 
 from flask import Blueprint, Response, jsonify, request
 
-from app import workers
 from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
 from app.api.http.openapi import documented
-from app.api.routing import pool, waking
+from app.api.routing import orders, waking
 from app.api.sleep import openapi as doc
-from app.serving import relay
 from app.serving.sleep import Sleeper
 from app.settings.current import current_config
 
@@ -34,13 +32,13 @@ def sleep() -> Response:
     level = request.args.get("level", "1")
     if level not in LEVELS:
         raise InvalidRequestError(f"level must be 1 or 2, not {level!r}.", param="level")
-    if _relayed():
+    if orders.relayed():
         if not _mine().sleep("request"):
             raise ModelBusyError("This worker's model serves requests.")
         return jsonify({"success": True})
-    busy = _order_each("/sleep", lambda mine: mine.sleep("request"))
+    busy = orders.each(orders.startup_workers(), "/sleep", {}, _here(lambda mine: mine.sleep("request")))
     if busy:
-        raise ModelBusyError(f"{busy} worker(s) serve requests and stay awake; the others sleep.")
+        raise ModelBusyError(f"{len(busy)} worker(s) serve requests and stay awake; the others sleep.")
     return jsonify({"success": True})
 
 
@@ -48,13 +46,15 @@ def sleep() -> Response:
 @documented(doc.WAKE_UP)
 def wake_up() -> Response:
     """Wake every start-up worker's model; answers once each is loaded and ready."""
-    if _relayed():
+    if orders.relayed():
         if not _wake(_mine()):
             raise ServiceUnavailableError("This worker's model did not load again; see the server log.")
         return jsonify({"success": True})
-    failed = _order_each("/wake_up", _wake)
+    failed = orders.each(orders.startup_workers(), "/wake_up", {}, _here(_wake))
     if failed:
-        raise ServiceUnavailableError(f"{failed} worker(s) did not load their model again (see the log).")
+        raise ServiceUnavailableError(
+            f"{len(failed)} worker(s) did not load their model again (see the log)."
+        )
     return jsonify({"success": True})
 
 
@@ -62,7 +62,7 @@ def wake_up() -> Response:
 @documented(doc.IS_SLEEPING)
 def is_sleeping() -> Response:
     """Whether every start-up worker's model sleeps (vLLM's `{"is_sleeping": bool}`)."""
-    startup = [peer for peer in pool.table().peers() if peer.live and not peer.pool]
+    startup = orders.startup_workers()
     return jsonify({"is_sleeping": bool(startup) and all(peer.asleep for peer in startup)})
 
 
@@ -71,24 +71,14 @@ def _wake(mine: Sleeper) -> bool:
     return mine.engine.wait_ready(current_config().timeout)
 
 
-def _order_each(path: str, here: Callable[[Sleeper], bool]) -> int:
-    """Act on this worker (`here(sleeper)`) and order every other start-up worker: how many refused."""
-    config, me = current_config(), pool.me()
-    refused = 0
-    for peer in me.table.peers():
-        if not peer.live or peer.pool:
-            continue
-        if peer.seat == me.seat:
-            mine = waking.sleeper()
-            refused += mine is not None and not here(mine)
-            continue
-        status, _ = relay.order(me, peer.seat, path, {}, pool.key(), config)
-        refused += status != 200
-    return refused
+def _here(act: Callable[[Sleeper], bool]) -> Callable[[], bool]:
+    """`act` on this worker's sleeper, if it has one (a pool worker's models unload by themselves)."""
 
+    def here() -> bool:
+        mine = waking.sleeper()
+        return mine is None or act(mine)
 
-def _relayed() -> bool:
-    return relay.is_relayed(request, workers.this_worker())
+    return here
 
 
 def _mine() -> Sleeper:

@@ -15,16 +15,15 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from app import workers
 from app.api.http import cache_scope, store_access
 from app.api.http.body import generating_engine, parse_body
 from app.api.http.errors import InvalidRequestError, NotSupportedError, ServerError
 from app.api.http.openapi import documented
+from app.api.routing import ranked
 from app.api.routing.front import routed
 from app.api.slots import openapi as doc
 from app.api.slots.schemas import slot_file_schema, valid_filename
 from app.engine.cache.slot_files import SlotFileError, SlotRefusedError
-from app.serving import relay, routing
 from app.settings.current import current_config
 
 bp = Blueprint("slots", __name__)
@@ -38,13 +37,15 @@ def list_slots() -> Response:
     """Every worker's sequences of the model as llama-server's slots: id, context, busy or not,
     tokens cached (this worker's, then each other's, asked over the relay)."""
     engine, config = generating_engine(), current_config()
-    first = _rank() * config.parallel
+    first = ranked.rank() * config.parallel
     rows = [
         {"id": first + seq_id, "n_ctx": config.n_ctx, "speculative": config.spec_type != "none",
          "is_processing": busy, "n_prompt_tokens": cached}
         for seq_id, busy, cached in engine.slots(cache_scope.request_scope(None))
     ]  # fmt: skip
-    return jsonify(sorted(rows + _peers_rows(), key=lambda row: row["id"]))
+    for answer in ranked.others():  # each other worker's own slots
+        rows += answer.get_json() if answer.status_code == 200 else []
+    return jsonify(sorted(rows, key=lambda row: row["id"]))
 
 
 @bp.post("/slots/<int:id_slot>")
@@ -59,8 +60,11 @@ def slot_action(id_slot: int) -> Response:
     if action not in ACTIONS:
         raise InvalidRequestError("Invalid action: save, restore or erase.", param="action")
     place, seq_id = divmod(id_slot, config.parallel)
-    if place != _rank():
-        return _relayed_to(place)
+    if place != ranked.rank():  # another worker's sequence: its answer
+        answer = ranked.at(place)
+        if answer is None:
+            raise InvalidRequestError("Invalid slot ID", param="id_slot")
+        return answer
     filename = None
     if action != "erase":
         filename = parse_body(slot_file_schema)["filename"]
@@ -87,37 +91,3 @@ def _folder(root: str) -> Path:
     folder = Path(root) / "keys" / owner
     folder.mkdir(parents=True, exist_ok=True)
     return folder
-
-
-def _rank() -> int:
-    worker = workers.this_worker()
-    return 0 if worker is None else routing.rank(routing.snapshot_of(worker))
-
-
-def _peers_rows() -> list[dict[str, Any]]:
-    """The slots of the model's other workers (none when this request was relayed here: it asks
-    for this worker's own)."""
-    worker = workers.this_worker()
-    if worker is None or relay.is_relayed(request, worker):
-        return []
-    snapshot = routing.snapshot_of(worker)
-    rows: list[dict[str, Any]] = []
-    place = 0
-    while (seat := routing.ranked_peer(snapshot, place)) is not None:
-        answer = None if seat == snapshot.seat else relay.to_worker(request, current_config(), worker, seat)
-        if answer is not None and answer.status_code == 200:  # a worker gone meanwhile: left out
-            rows += answer.get_json()
-        place += 1
-    return rows
-
-
-def _relayed_to(place: int) -> Response:
-    """The answer of the worker whose sequences hold slot ids from place * LLM_PARALLEL."""
-    worker = workers.this_worker()
-    if worker is None or relay.is_relayed(request, worker):
-        raise InvalidRequestError("Invalid slot ID", param="id_slot")
-    slot = routing.ranked_peer(routing.snapshot_of(worker), place)
-    answer = None if slot is None else relay.to_worker(request, current_config(), worker, slot)
-    if answer is None:
-        raise InvalidRequestError("Invalid slot ID", param="id_slot")
-    return answer

@@ -18,14 +18,9 @@ from flask import Blueprint, Flask, Response, g, jsonify
 from flask.blueprints import BlueprintSetupState
 from marshmallow import Schema
 
-from app.api.generation.chat_job import plan_chat
 from app.api.generation.embed import embedded
-from app.api.generation.loop import generate
-from app.api.generation.served import plan_inputs
-from app.api.http import media
 from app.api.http.body import (
     check_model,
-    generating_engine,
     load_request,
     model_index,
     parse_body,
@@ -34,9 +29,9 @@ from app.api.http.body import (
 )
 from app.api.http.errors import ContextLengthError, InvalidRequestError
 from app.api.http.openapi import documented
-from app.api.ollama import catalog, conversion, errors
+from app.api.ollama import catalog, errors, serving
 from app.api.ollama import openapi as doc
-from app.api.ollama.presenter import NS, OllamaPresenter, now
+from app.api.ollama.presenter import NS, now
 from app.api.ollama.request import OllamaRequest
 from app.api.ollama.schemas import (
     chat_schema,
@@ -46,14 +41,8 @@ from app.api.ollama.schemas import (
     served_name,
     show_schema,
 )
-from app.api.prompting import conversation, overflow, prompt_places
-from app.api.prompting.conversation import ChatPrompt
 from app.api.routing import on_demand, orders, pool
 from app.api.routing.front import routed
-from app.chat_formats.answer import AnswerReader
-from app.engine.media import MediaRun
-from app.engine.tokenizer import Tokenizer
-from app.settings.config import Config
 from app.settings.current import config_of, current_config
 
 bp = Blueprint("ollama", __name__)
@@ -84,22 +73,7 @@ def chat() -> Response:
     asked = _answerable(chat_schema, lambda asked: bool(asked.chat.messages), EMPTY_MESSAGE)
     if isinstance(asked, Response):
         return asked
-    engine, inputs = generating_engine(), plan_inputs()
-    job = plan_chat(
-        engine.tokenizer,
-        asked.chat,
-        inputs,
-        prompt_param="messages",
-        window=asked.num_ctx,
-        bound=conversion.context_bound(asked.num_ctx, inputs.config),
-    )
-    chat, prompt = job.chat, job.prompt
-    presenter = OllamaPresenter(
-        asked.named, job.prompt_tokens, prompt.reader, chat=True, logprobs=chat.logprobs
-    )
-    locate = prompt_places.locator(engine.tokenizer, chat, inputs.config)
-    answer = generate(engine, chat.stream, job.plans, presenter, job.prompt_tokens, locate=locate)
-    return overflow.reported(answer, job.fitted)
+    return serving.chat(asked)
 
 
 @bp.post("/api/generate")
@@ -110,37 +84,7 @@ def generate_text() -> Response:
     asked = _answerable(generate_schema, lambda asked: bool(asked.prompt or asked.suffix), EMPTY_RESPONSE)
     if isinstance(asked, Response):
         return asked
-    engine, inputs = generating_engine(), plan_inputs()
-    tokenizer, config = engine.tokenizer, inputs.config
-    given = _prompt(tokenizer, asked, config)
-    bound = conversion.context_bound(asked.num_ctx, config)
-    job = plan_chat(tokenizer, asked.chat, inputs, prompt_param="prompt", given=given, bound=bound)
-    presenter = OllamaPresenter(
-        asked.named, job.prompt_tokens, job.prompt.reader, chat=False, logprobs=job.chat.logprobs
-    )
-    return generate(engine, job.chat.stream, job.plans, presenter, job.prompt_tokens)
-
-
-def _prompt(tokenizer: Tokenizer, asked: OllamaRequest, config: Config) -> ChatPrompt:
-    """Generate's prompt: filled in the middle (a suffix), the client's own (raw), else the template's."""
-    profile = conversation.template_profile(tokenizer, config.chat_format)
-    reader = AnswerReader(profile.format)
-    if asked.suffix:
-        if not tokenizer.supports_infill:
-            raise InvalidRequestError(
-                "suffix needs a model with fill-in-the-middle tokens; this one has none."
-            )
-        return ChatPrompt(asked.prompt, tokenizer.infill(asked.prompt, asked.suffix), reader, profile)
-    if asked.raw:
-        # As Ollama tokenizes every prompt: the model's BOS, and the special tokens in the text
-        # parsed, so a prompt the client templated itself reads as the template's own.
-        runs: tuple[MediaRun, ...] = ()
-        if media.has_media(asked.prompt):
-            tokens, runs = conversation.media_tokens(tokenizer, asked.prompt, config, "images")
-        else:
-            tokens = tokenizer.parsed(asked.prompt)
-        return ChatPrompt(asked.prompt, tokens, reader, profile, runs)
-    return conversation.prompt(tokenizer, asked.chat, config)  # the template's, never cut short
+    return serving.generated(asked)
 
 
 def _answerable(

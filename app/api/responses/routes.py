@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from flask import Blueprint, Response, jsonify
 
-from app.api.generation.chat_job import plan_chat
-from app.api.generation.loop import generate
-from app.api.generation.served import plan_inputs
-from app.api.http import sealing, skipped_tools, sse, store_access
-from app.api.http.body import generating_engine, parse_request
+from app.api.http import sse, store_access
+from app.api.http.body import parse_request
 from app.api.http.errors import InvalidRequestError
 from app.api.http.openapi import documented
-from app.api.prompting import conversation, overflow, prompt_places
-from app.api.responses import background, compaction, conversion, history, mcp_loop
+from app.api.responses import background, history, serving
 from app.api.responses import openapi as doc
-from app.api.responses.objects import ResponseHeader
-from app.api.responses.presenter import ResponsesPresenter
 from app.api.responses.request import ResponseRequest
 from app.api.responses.schemas import (
     compact_request_schema,
@@ -26,13 +18,10 @@ from app.api.responses.schemas import (
     response_request_schema,
     retrieve_query_schema,
 )
-from app.api.responses.tool_kinds import kinds_of
 from app.api.routing.front import routed
 from app.settings.current import current_config
 
 bp = Blueprint("responses", __name__)
-# The `include` that asks for each reasoning item sealed, for a client that keeps nothing here.
-ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 
 @bp.post("/v1/responses")
@@ -41,41 +30,7 @@ ENCRYPTED_REASONING = "reasoning.encrypted_content"
 def create_response() -> Response:
     """Answer the input items (after the stored turns they continue) with a Response, or its event stream."""
     asked = parse_request(response_request_schema, ResponseRequest)
-    engine, inputs = generating_engine(), plan_inputs()
-    kinds = kinds_of(asked.tools)
-    skipped_tools.skip(kinds.skipped)
-    before = history.history(asked)
-    if any(tool["type"] == "mcp" for tool in asked.tools):
-        return mcp_loop.respond(engine, asked, before, inputs)
-    whole = replace(asked, input=(*before, *asked.input))
-    chat = conversion.as_chat(whole)
-    # The truncation in force, echoed on the response: as asked, else the server's policy.
-    truncation = "auto" if overflow.truncates(chat, inputs.config) else "disabled"
-    planned = plan_chat(engine.tokenizer, chat, inputs, prompt_param="input")
-    chat, prompt = planned.chat, planned.prompt
-    recorder = history.Recorder(asked)
-    header = ResponseHeader(
-        replace(asked, truncation=truncation), inputs.config.model_id, recorder.responses is not None,
-        recorder.conversation,
-    )  # fmt: skip
-    sealed = sealing.current().seal if ENCRYPTED_REASONING in asked.include else None
-    presenter = ResponsesPresenter(
-        header,
-        len(prompt.tokens),
-        prompt.reader,
-        on_final=recorder or None,
-        wants_logprobs=chat.logprobs,
-        kinds=kinds,
-        sealed=sealed,
-    )
-    if asked.background:
-        started = background.start(engine, asked.stream, planned.plans, presenter, recorder)
-        return overflow.reported(started, planned.fitted)
-    locate = prompt_places.locator(engine.tokenizer, chat, inputs.config)
-    answer = generate(
-        engine, chat.stream, planned.plans, presenter, len(prompt.tokens), chat.prompt_cache_key, locate
-    )
-    return overflow.reported(answer, planned.fitted)
+    return serving.respond(asked)
 
 
 @bp.post("/v1/responses/compact")
@@ -84,15 +39,7 @@ def create_response() -> Response:
 def compact_response() -> Response:
     """Shorten a conversation to its user messages and a sealed summary the served model writes."""
     asked = parse_request(compact_request_schema, ResponseRequest)
-    engine = generating_engine()
-    items = [*history.history(asked), *map(dict, asked.input)]
-    if not items:
-        raise InvalidRequestError("There is nothing to compact: input is empty.", param="input")
-    summarising = conversion.as_chat(compaction.summarising(asked, items))
-    planned = plan_chat(engine.tokenizer, summarising, plan_inputs(), prompt_param="input")
-    prompt = planned.prompt
-    presenter = compaction.CompactionPresenter(items, len(prompt.tokens), prompt.reader, sealing.current())
-    return generate(engine, False, planned.plans, presenter, len(prompt.tokens))
+    return serving.compacted(asked)
 
 
 @bp.post("/v1/responses/input_tokens")
@@ -101,9 +48,7 @@ def compact_response() -> Response:
 def count_input_tokens() -> Response:
     """How many tokens the input takes after the chat template, tools included."""
     asked = parse_request(input_tokens_request_schema, ResponseRequest)
-    whole = replace(asked, input=(*history.history(asked), *asked.input))  # a continued one counts whole
-    prompt = conversation.prompt(generating_engine().tokenizer, conversion.as_chat(whole), current_config())
-    return jsonify({"object": "response.input_tokens", "input_tokens": len(prompt.tokens)})
+    return jsonify({"object": "response.input_tokens", "input_tokens": serving.input_tokens(asked)})
 
 
 @bp.get("/v1/responses/<response_id>")

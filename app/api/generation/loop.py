@@ -107,23 +107,6 @@ def generate(
     return response
 
 
-def collect(engine: Engine, requests: list[ChoicePlan]) -> list[ChoiceResult]:
-    """Generate every choice on this worker and wait for all of them: one step of a loop the server
-    runs itself (the Responses API's MCP tools). HungUp if the client leaves meanwhile."""
-    generation = engine.submit(requests)
-    generation.on_close(disconnect.watch(request.environ, generation.cancel))
-    results = {r.index: ChoiceResult(r.index) for r in generation.plans}
-    try:
-        for chunk in chunks(generation, g.stats):
-            if chunk is not None:
-                results[chunk.index].add(chunk)
-    finally:
-        generation.close()
-    if generation.cancelled:
-        raise HungUp
-    return [results[i] for i in sorted(results)]
-
-
 class HungUp(Exception):  # noqa: N818 - a signal, not an error
     """The client has gone: nothing more is written."""
 

@@ -61,11 +61,11 @@ def create_batch() -> Response:
 @documented(doc.LIST)
 def list_batches() -> Response:
     query = store_access.query(batch_list_query_schema)
-    with store_access.reachable():
-        page = _batches().list(store_access.owner(), query.get("after"), query["limit"])
-    if page is None:
-        raise InvalidRequestError(f"No batch with id '{query['after']}'.", param="after")
-    return jsonify(store_access.listing(page.items, page.has_more))
+    after = query.get("after")
+    listed = store_access.page(
+        lambda owner: _batches().list(owner, after, query["limit"]), f"No batch with id '{after}'."
+    )
+    return jsonify(listed)
 
 
 @bp.get("/v1/batches/<batch_id>")

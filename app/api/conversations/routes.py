@@ -15,12 +15,13 @@ from app.api.conversations.schemas import (
 )
 from app.api.http import store_access
 from app.api.http.body import parse_json
-from app.api.http.errors import InvalidRequestError, NotFoundError
+from app.api.http.errors import NotFoundError
 from app.api.http.openapi import documented
 from app.api.prompting.items import new_id, with_id
 from app.store.conversations import ConversationStore
 
 bp = Blueprint("conversations", __name__)
+_NO_ITEM = "Item with id '{}' not found."
 
 
 def _conversations() -> ConversationStore:
@@ -94,21 +95,25 @@ def list_items(conversation_id: str) -> Response:
     """A page of a conversation's items, newest first unless `order` is asc."""
     query = store_access.query(items_query_schema)
     conversations, _ = _found(conversation_id)
-    with store_access.reachable():
-        page = conversations.items(conversation_id, query.get("after"), query["limit"], query["order"])
-    if page is None:
-        raise InvalidRequestError(f"No item with id '{query['after']}' in this conversation.", param="after")
-    return jsonify(store_access.listing(page.items, page.has_more))
+    after = query.get("after")
+    return jsonify(
+        store_access.page(
+            lambda _: conversations.items(conversation_id, after, query["limit"], query["order"]),
+            f"No item with id '{after}' in this conversation.",
+        )
+    )
 
 
 @bp.get("/v1/conversations/<conversation_id>/items/<item_id>")
 @documented(doc.ITEM)
 def get_item(conversation_id: str, item_id: str) -> Response:
     conversations, _ = _found(conversation_id)
-    with store_access.reachable():
-        item = conversations.item(conversation_id, item_id)
-    if item is None:
-        raise NotFoundError(f"Item with id '{item_id}' not found.", param="item_id")
+    item = store_access.found(
+        lambda _, item: conversations.item(conversation_id, item),
+        item_id,
+        _NO_ITEM.format(item_id),
+        "item_id",
+    )
     return jsonify(item)
 
 
@@ -120,5 +125,5 @@ def delete_item(conversation_id: str, item_id: str) -> Response:
     with store_access.reachable():
         removed = conversations.delete_item(conversation_id, item_id)
     if not removed:
-        raise NotFoundError(f"Item with id '{item_id}' not found.", param="item_id")
+        raise NotFoundError(_NO_ITEM.format(item_id), param="item_id")
     return jsonify(conversation)

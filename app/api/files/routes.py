@@ -65,13 +65,13 @@ def upload_file() -> Response:
 @documented(doc.LIST)
 def list_files() -> Response:
     query = store_access.query(file_list_query_schema)
-    with store_access.reachable():
-        page = _files().list(
-            store_access.owner(), query.get("purpose"), query.get("after"), query["limit"], query["order"]
+    after = query.get("after")
+    return jsonify(
+        store_access.page(
+            lambda owner: _files().list(owner, query.get("purpose"), after, query["limit"], query["order"]),
+            f"No file with id '{after}'.",
         )
-    if page is None:
-        raise InvalidRequestError(f"No file with id '{query['after']}'.", param="after")
-    return jsonify(store_access.listing(page.items, page.has_more))
+    )
 
 
 @bp.get("/v1/files/<file_id>")

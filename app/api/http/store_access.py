@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 from flask import current_app, g, request
 from marshmallow import Schema
 
-from app.api.http.errors import NotFoundError, ServiceUnavailableError
+from app.api.http.errors import InvalidRequestError, NotFoundError, ServiceUnavailableError
+from app.store.conversations import Page
 from app.store.errors import StoreUnavailableError
 from app.store.opening import Store
 
@@ -63,6 +64,16 @@ def query(schema: Schema) -> dict[str, Any]:
     return dict(
         schema.load({name: values if name == "include" else values[-1] for name, values in args.items()})
     )
+
+
+def page(listed: Callable[[str], Page | None], missing: str) -> dict[str, Any]:
+    """One page of a stored list (`listed(owner)`) as OpenAI's list endpoints answer it; a 400
+    saying `missing` when the page's `after` id is not in the list."""
+    with reachable():
+        found = listed(owner())
+    if found is None:
+        raise InvalidRequestError(missing, param="after")
+    return listing(found.items, found.has_more)
 
 
 def listing(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:

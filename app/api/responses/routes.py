@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, Response, jsonify
 
 from app.api.http import sse, store_access
@@ -20,6 +22,7 @@ from app.api.responses.schemas import (
 )
 from app.api.routing.front import routed
 from app.settings.current import current_config
+from app.store.responses import ResponseStore
 
 bp = Blueprint("responses", __name__)
 
@@ -57,10 +60,7 @@ def retrieve_response(response_id: str) -> Response:
     """A stored Response as its client last saw it; a background one's events with `stream=true`."""
     query = store_access.query(retrieve_query_schema)
     responses = history.found(response_id)
-    with store_access.reachable():
-        response = background.settled(
-            responses.get(store_access.owner(), response_id) or {}, current_config()
-        )
+    response = _settled(responses, response_id)
     if not query["stream"]:
         return jsonify(response)
     if not (response or {}).get("background"):
@@ -109,6 +109,10 @@ def cancel_response(response_id: str) -> Response:
                 param="response_id",
             )
         responses.cancel(store_access.owner(), response_id)
-        return jsonify(
-            background.settled(responses.get(store_access.owner(), response_id) or {}, current_config())
-        )
+    return jsonify(_settled(responses, response_id))
+
+
+def _settled(responses: ResponseStore, response_id: str) -> dict[str, Any]:
+    """The stored Response as a client should see it now (a run past its deadline has failed)."""
+    with store_access.reachable():
+        return background.settled(responses.get(store_access.owner(), response_id) or {}, current_config())

@@ -328,7 +328,11 @@ def test_an_empty_request_loads_the_model_and_keep_alive_0_unloads_it() -> None:
         loaded = client.generate(model="later", prompt="")  # Ollama's way to load a model
         assert (loaded.done, loaded.done_reason, loaded.response) == (True, "load", "")
         assert "later" in {model.model for model in client.ps().models}
-        answer = client.chat(model="later", messages=ask("Hi."), options={"num_predict": 4}, keep_alive="1s")
+        # Greedy, and asked for more than four tokens: a sampled answer may end before its fourth.
+        counting = ask("Count from one to twenty.")
+        answer = client.chat(
+            model="later", messages=counting, options={**GREEDY, "num_predict": 4}, keep_alive="1s"
+        )
         assert answer.done and answer.eval_count == 4
         # keep_alive: 1s: unloaded a second after it went idle (its entry has no ttl of its own).
         wait_until(lambda: "later" not in {m.model for m in client.ps().models}, 30, "the keep_alive unload")

@@ -132,3 +132,19 @@ def app(engine: FakeEngine) -> Flask:
 @pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
+
+
+@pytest.fixture
+def decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The field of every base64 media decode from here on (a body read twice decodes twice)."""
+    from app.api.http import media
+
+    decoded: list[str] = []
+    real = media.from_base64
+
+    def counted(data: str, field: str) -> bytes:
+        decoded.append(field)
+        return real(data, field)
+
+    monkeypatch.setattr(media, "from_base64", counted)
+    return decoded

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import base64
 
-import pytest
 from flask import Flask
 
 from app.api.anthropic.pins import MARK
 from app.api.anthropic.request import MessagesRequest
 from app.api.anthropic.schemas import messages_request_schema
-from app.api.http import media
 
 # The smallest PNG: one transparent pixel.
 PNG = base64.b64encode(
@@ -57,22 +55,14 @@ def test_a_request_without_breakpoints_pins_nothing() -> None:
     assert asked.pin_seconds == 300.0 and not asked.context_management
 
 
-def test_the_marked_conversation_is_made_only_when_asked(monkeypatch: pytest.MonkeyPatch, app: Flask) -> None:
+def test_the_marked_conversation_is_made_only_when_asked(decodes: list[str], app: Flask) -> None:
     # Making it loads the blocks again, images included (a URL would be fetched again): the view
     # asks for it only for a prompt without media, so parsing must not.
-    decoded: list[str] = []
-    real = media.from_base64
-
-    def counted(data: str, field: str) -> bytes:
-        decoded.append(field)
-        return real(data, field)
-
-    monkeypatch.setattr(media, "from_base64", counted)
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
     marked_text = {"type": "text", "text": "what is it?", "cache_control": {"type": "ephemeral"}}
     message = {"role": "user", "content": [image, marked_text]}
     with app.app_context():  # the media limits are the settings'
         asked = messages_request_schema.load({"model": "m", "max_tokens": 8, "messages": [message]})
-        assert len(decoded) == 1 and asked.marked is not None
+        assert len(decodes) == 1 and asked.marked is not None
         asked.marked()
-    assert len(decoded) == 2
+    assert len(decodes) == 2

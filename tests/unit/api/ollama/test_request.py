@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from app.api.http import media
 from app.api.ollama.schemas import chat_schema, generate_schema
 from tests.unit.api.anthropic.test_request import PNG
 from tests.unit.conftest import MODEL_ID
@@ -42,17 +40,9 @@ def test_a_generate_body_keeps_its_prompt_suffix_and_raw(app: Flask) -> None:
 
 
 def test_a_generate_body_is_parsed_once_its_images_decoded_once(
-    monkeypatch: pytest.MonkeyPatch, client: FlaskClient
+    decodes: list[str], client: FlaskClient
 ) -> None:
     # The view used to read the body for Ollama's load idiom, then parse it again to answer it.
-    decoded: list[str] = []
-    real = media.from_base64
-
-    def counted(data: str, field: str) -> bytes:
-        decoded.append(field)
-        return real(data, field)
-
-    monkeypatch.setattr(media, "from_base64", counted)
     body = {"model": MODEL_ID, "prompt": "what is it?", "images": [PNG], "stream": False}
     answered = client.post("/api/generate", json=body)
-    assert answered.status_code in (200, 400) and decoded == ["0"]  # the fake model may take no images
+    assert answered.status_code in (200, 400) and decodes == ["0"]  # the fake model may take no images

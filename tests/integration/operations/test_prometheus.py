@@ -18,6 +18,7 @@ pytestmark = pytest.mark.external
 
 DASHBOARD = ROOT / "deploy" / "grafana" / "llm-server.json"
 KEYS = "alice sk-alice-p1\nbob sk-bob-p2 rpm=6\n"
+SCRAPES = 'sum_over_time(up{job="llm-server"}[10m])'  # the scrapes that succeeded
 
 
 # Queries of vLLM's Grafana dashboard (examples/online_serving/prometheus_grafana/grafana.json),
@@ -105,7 +106,10 @@ def test_prometheus_scrapes_and_every_dashboard_query_answers(
         per_key = "sum(llm_key_prompt_tokens_total) + sum(llm_key_completion_tokens_total)"
         assert total(prom, per_key) == prompt + completion
         assert total(prom, 'sum(llm_key_requests_total{key="bob",status="429"})') >= 1
-        wait_until(lambda: total(prom, "count(llm_requests_total)") > 0, 10, "a second scrape")
+        # rate() answers only from two samples: a series the last requests made (the 400, late
+        # 429s) needs two more scrapes that succeeded, which a busy machine may take a while to get.
+        scraped = total(prom, SCRAPES)
+        wait_until(lambda: total(prom, SCRAPES) >= scraped + 2, 60, "two scrapes after the traffic")
         empty = [expr for expr in dashboard_queries() if not query(prom, expr)]
         assert not empty, f"dashboard queries without data: {empty}"
         # vLLM's and llama-server's names count what ours count, and vLLM's dashboard reads them.

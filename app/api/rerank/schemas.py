@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError, fields, validate
+from marshmallow import ValidationError, fields, post_load, validate
 
 from app.api.http.fields import StrictBoolean, StrictInteger
 from app.api.http.schemas import BaseSchema
+from app.api.rerank.request import RerankRequest
 
 MAX_DOCUMENTS = 1000
 
@@ -47,6 +48,16 @@ class RerankRequestSchema(BaseSchema):
     documents = DocumentsField(required=True)
     top_n = StrictInteger(allow_none=True, validate=validate.Range(min=1))
     return_documents = StrictBoolean(allow_none=True)
+
+    @post_load
+    def typed(self, data: dict[str, Any], **kwargs: Any) -> RerankRequest:
+        return RerankRequest(
+            query=data["query"],
+            documents=tuple(data["documents"]),
+            model=data.get("model"),
+            top_n=data.get("top_n"),
+            return_documents=bool(data.get("return_documents")),
+        )
 
 
 rerank_request_schema = RerankRequestSchema()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,13 @@ _FILE_TYPES = {
     26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16",
     36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4",
 }  # fmt: skip
+
+
+def served_name(name: str, served: Sequence[ModelSpec]) -> str:
+    """The served model an Ollama name means: `name:latest` is `name`, unless a model answers to it."""
+    if name.endswith(":latest") and not any(spec.answers_to(name) for spec in served):
+        return name.removesuffix(":latest")
+    return name
 
 
 def details(spec: ModelSpec) -> dict[str, Any]:

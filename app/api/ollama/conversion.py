@@ -102,7 +102,7 @@ def generate_request(body: dict[str, Any]) -> OllamaRequest:
 def _typed(body: dict[str, Any], conversation: list[dict[str, Any]]) -> OllamaRequest:
     return OllamaRequest(
         chat=as_chat(body, conversation),
-        named=body["named"],
+        named=body["model"],
         keep_alive=body.get("keep_alive"),
         thinks=body.get("think") not in (None, False),
         num_ctx=(body.get("options") or {}).get("num_ctx"),

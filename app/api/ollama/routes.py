@@ -8,42 +8,26 @@ from the server's configuration: pull, push, create, copy and delete answer 501 
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, cast
 
-import numpy as np
-from flask import Blueprint, Flask, Response, g, jsonify
+from flask import Blueprint, Flask, Response, jsonify
 from flask.blueprints import BlueprintSetupState
 from marshmallow import Schema
 
-from app.api.generation.embed import embedded
-from app.api.http.body import (
-    check_model,
-    load_request,
-    model_index,
-    parse_body,
-    parse_json,
-    vector_engine,
-)
-from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.http.body import check_model, load_request, model_index, parse_json
+from app.api.http.errors import InvalidRequestError
 from app.api.http.openapi import documented
-from app.api.ollama import catalog, errors, serving
+from app.api.ollama import catalog, embedding, errors, serving
 from app.api.ollama import openapi as doc
-from app.api.ollama.presenter import NS, now
-from app.api.ollama.request import OllamaRequest
-from app.api.ollama.schemas import (
-    chat_schema,
-    embed_schema,
-    embeddings_schema,
-    generate_schema,
-    served_name,
-    show_schema,
-)
+from app.api.ollama.presenter import now
+from app.api.ollama.request import OllamaEmbedRequest, OllamaRequest
+from app.api.ollama.schemas import chat_schema, embed_schema, embeddings_schema, generate_schema, show_schema
 from app.api.routing import on_demand, orders, pool
 from app.api.routing.front import routed
 from app.settings.current import config_of, current_config
+from app.settings.models import ModelSpec
 
 bp = Blueprint("ollama", __name__)
 errors.init_blueprint(bp)
@@ -57,7 +41,11 @@ EMPTY_RESPONSE = {"response": ""}  # generate's
 
 def _served(use: Literal["generate", "embed"]) -> Callable[[str | None], int]:
     """How the front reads an Ollama request's model (`name:latest` is the served `name`)."""
-    return lambda name: model_index(None if name is None else served_name(name), use)
+    return lambda name: model_index(None if name is None else catalog.served_name(name, _models()), use)
+
+
+def _models() -> Sequence[ModelSpec]:
+    return current_config().models
 
 
 def _nothing_to_answer(asked: str) -> Callable[[Mapping[str, Any]], bool]:
@@ -94,6 +82,7 @@ def _answerable(
     worker holding its model before the view); or the answer to one with nothing to answer
     (Ollama's load and unload, answered by whichever worker takes it, with `empty` content)."""
     request = load_request(schema, OllamaRequest, OFFERED)
+    request = request.served_as(catalog.served_name(request.named, _models()))
     if not something(request):
         return _load_or_unload(request, empty)
     check_model(request.model, "generate")
@@ -126,23 +115,7 @@ def _load_or_unload(asked: OllamaRequest, empty: dict[str, Any]) -> Response:
 @routed(use="embed", pick=_served("embed"))
 def embed() -> Response:
     """Unit vectors of the input(s); past the context, inputs are cut unless `truncate` is false."""
-    body = parse_body(embed_schema, use="embed")
-    started = time.monotonic()
-    texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
-    vectors = _vectors(texts, body["truncate"])
-    if isinstance(vectors, Response):
-        return vectors
-    if body.get("dimensions") not in (None, vectors.shape[1]):
-        raise InvalidRequestError(f"dimensions: this model makes {vectors.shape[1]}-dimensional embeddings.")
-    return jsonify(
-        {
-            "model": body["named"],
-            "embeddings": vectors.tolist(),
-            "total_duration": int((time.monotonic() - started + g.get("load_seconds", 0.0)) * NS),
-            "load_duration": int(g.get("load_seconds", 0.0) * NS),
-            "prompt_eval_count": g.stats.prompt_tokens,
-        }
-    )
+    return embedding.embed(_embedding(embed_schema))
 
 
 @bp.post("/api/embeddings")
@@ -150,28 +123,15 @@ def embed() -> Response:
 @routed(use="embed", pick=_served("embed"))
 def embeddings() -> Response:
     """The older single-prompt form: `{"embedding": [...]}`."""
-    body = parse_body(embeddings_schema, use="embed")
-    vectors = _vectors([body["prompt"]], truncate=True)
-    if isinstance(vectors, Response):
-        return vectors
-    return jsonify({"embedding": vectors[0].tolist()})
+    return embedding.embedding(_embedding(embeddings_schema))
 
 
-def _vectors(texts: list[str], truncate: bool) -> np.ndarray | Response:
-    engine = vector_engine()
-    tokenizer, n_ctx = engine.tokenizer, engine.n_ctx
-    inputs = []
-    for index, text in enumerate(texts):
-        tokens = tokenizer.tokenize(text, add_special=True, parse_special=True) or [0]
-        if len(tokens) > n_ctx:
-            if not truncate:
-                raise ContextLengthError(
-                    f"input[{index}] is {len(tokens)} tokens, past this model's context of {n_ctx} "
-                    "(truncate: false)."
-                )
-            tokens = tokens[:n_ctx]
-        inputs.append(tokens)
-    return embedded(engine, inputs)
+def _embedding(schema: Schema) -> OllamaEmbedRequest:
+    """The typed request, its model checked and its keep_alive noted (as chat's and generate's)."""
+    asked = load_request(schema, OllamaEmbedRequest, OFFERED)
+    check_model(catalog.served_name(asked.named, _models()), "embed")
+    on_demand.keep_alive(asked.keep_alive)
+    return asked
 
 
 @bp.get("/api/tags")
@@ -190,7 +150,7 @@ def show() -> Response:
     """A model's template, details, header values and capabilities (no worker need hold it)."""
     body = parse_json(show_schema)
     config = current_config()
-    index = model_index(body["model"])
+    index = model_index(catalog.served_name(body["model"], config.models))
     return jsonify(
         catalog.shown(config.models[index], config.for_model(index).n_ctx, bool(body.get("verbose")))
     )

@@ -12,8 +12,7 @@ from app.api.http.fields import StrictBoolean, StrictInteger, count, number
 from app.api.http.media import MediaError
 from app.api.http.schemas import BaseSchema
 from app.api.ollama import conversion
-from app.api.ollama.request import OllamaRequest
-from app.settings.current import current_config
+from app.api.ollama.request import OllamaEmbedRequest, OllamaRequest
 
 
 class FormatField(fields.Field[str | dict[str, Any]]):
@@ -154,26 +153,18 @@ class OllamaToolSchema(BaseSchema):
 
 
 class ModelNamed(BaseSchema):
-    """A request naming a model, as Ollama's clients write it: `name:tag` (`:latest` is the id itself)."""
+    """A request naming a model, as Ollama's clients write it: `name:tag` (the view resolves `:latest`,
+    catalog.served_name; answers echo the name as written, as Ollama's do)."""
 
     model = fields.String(required=True, validate=validate.Length(min=1, max=256))
 
     @post_load
-    def untagged(self, data: dict[str, Any], **kwargs: Any) -> Any:
-        data["named"] = data["model"]  # answers echo the name as the client wrote it, as Ollama's do
-        data["model"] = served_name(data["model"])
+    def loaded(self, data: dict[str, Any], **kwargs: Any) -> Any:
         return self.typed(data)
 
     def typed(self, data: dict[str, Any]) -> Any:
         """What the loaded fields become (a subclass's typed request; here, the fields)."""
         return data
-
-
-def served_name(name: str) -> str:
-    """The served model an Ollama name means: `name:latest` is `name`, unless a model answers to it."""
-    if name.endswith(":latest") and not any(spec.answers_to(name) for spec in current_config().models):
-        return name.removesuffix(":latest")
-    return name
 
 
 class GenerationBase(ModelNamed):
@@ -237,11 +228,25 @@ class EmbedSchema(ModelNamed):
         ):
             raise ValidationError("must be a string or a non-empty list of strings", "input")
 
+    def typed(self, data: dict[str, Any]) -> OllamaEmbedRequest:
+        given = data["input"]
+        return OllamaEmbedRequest(
+            named=data["model"],
+            texts=(given,) if isinstance(given, str) else tuple(given),
+            truncate=data["truncate"],
+            dimensions=data.get("dimensions"),
+            keep_alive=data.get("keep_alive"),
+        )
+
 
 class EmbeddingsSchema(ModelNamed):
     prompt = fields.String(required=True)
     options = fields.Nested(OllamaOptionsSchema, allow_none=True)
     keep_alive = KeepAliveField(allow_none=True)
+
+    def typed(self, data: dict[str, Any]) -> OllamaEmbedRequest:
+        prompt, keep_alive = data["prompt"], data.get("keep_alive")
+        return OllamaEmbedRequest(named=data["model"], texts=(prompt,), keep_alive=keep_alive)
 
 
 class ShowSchema(ModelNamed):

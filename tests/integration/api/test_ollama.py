@@ -323,6 +323,8 @@ def test_an_empty_request_loads_the_model_and_keep_alive_0_unloads_it() -> None:
     models = [
         {"id": CHAT, "path": default_model_path(), "workers": 1, "n_ctx": 512},
         {"id": "later", "path": default_model_path(), "load": "on_demand", "n_ctx": 512},
+        {"id": "vectors", "path": default_model_path(), "load": "on_demand", "n_ctx": 256}
+        | {"embedding": True, "pooling": "mean"},
     ]
     with serving_models(models, answers=6) as server, ollama.Client(host=server.url) as client:
         loaded = client.generate(model="later", prompt="")  # Ollama's way to load a model
@@ -351,6 +353,10 @@ def test_an_empty_request_loads_the_model_and_keep_alive_0_unloads_it() -> None:
         assert "later" not in {model.model for model in client.ps().models}
         pinned = client.generate(model=CHAT, prompt="", keep_alive=0)  # a start-up model stays
         assert pinned.done_reason == "unload" and CHAT in {model.model for model in client.ps().models}
+        # /api/embed keeps its model as long as it says to (no ttl of its own: else held until needed).
+        assert client.embed(model="vectors:latest", input="the cat sat", keep_alive="1s").embeddings
+        running = lambda: {m.model for m in client.ps().models}  # noqa: E731
+        wait_until(lambda: "vectors" not in running(), 30, "the embed model's unload")
 
 
 def test_langchains_chat_ollama_invokes_streams_and_binds_tools(ollama_server: Server) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError, fields, validates_schema
+from marshmallow import ValidationError, fields, post_load, validates_schema
 
 from app.api.http.fields import StrictBoolean
 from app.api.http.schemas import BaseSchema
+from app.api.tokens.request import DetokenizeRequest, TokenizeRequest
 
 
 class TokenizeSchema(BaseSchema):
@@ -28,12 +29,27 @@ class TokenizeSchema(BaseSchema):
         if "content" not in data and "prompt" not in data:
             raise ValidationError("is required", "content")
 
+    @post_load
+    def typed(self, data: dict[str, Any], **kwargs: Any) -> TokenizeRequest:
+        return TokenizeRequest(
+            text=data.get("content", data.get("prompt", "")),
+            model=data.get("model"),
+            add_special=bool(data.get("add_special", data.get("add_special_tokens"))),
+            parse_special=data.get("parse_special") is not False,
+            with_pieces=bool(data.get("with_pieces")),
+            token_strs=bool(data.get("return_token_strs")),
+        )
+
 
 class DetokenizeSchema(BaseSchema):
     """`POST /detokenize`: token ids to text."""
 
     model = fields.String(allow_none=True)
     tokens = fields.List(fields.Integer(strict=True), required=True)
+
+    @post_load
+    def typed(self, data: dict[str, Any], **kwargs: Any) -> DetokenizeRequest:
+        return DetokenizeRequest(tokens=tuple(data["tokens"]), model=data.get("model"))
 
 
 tokenize_schema, detokenize_schema = TokenizeSchema(), DetokenizeSchema()

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, request
-from werkzeug.exceptions import RequestEntityTooLarge
+from flask import Blueprint, Response, jsonify
 
 from app.api.files import openapi as doc
-from app.api.files.schemas import file_list_query_schema, upload_form_schema
+from app.api.files import serving
+from app.api.files.schemas import file_list_query_schema
 from app.api.http import store_access
-from app.api.http.body import form_parts
-from app.api.http.errors import InvalidRequestError, PayloadTooLargeError
 from app.api.http.openapi import documented
-from app.settings.current import current_config
-from app.store.files import FileStore, new_file_id
+from app.store.files import FileStore
 
 bp = Blueprint("files", __name__)
 
@@ -30,35 +27,7 @@ def _found(file_id: str) -> tuple[FileStore, dict[str, object]]:
 @documented(doc.UPLOAD_FILE)
 def upload_file() -> Response:
     """Keep an uploaded file (multipart: `file`, `purpose`, optional `expires_after`)."""
-    limit = current_config().max_file_bytes
-    request.max_content_length = limit + 64 * 1024  # the form's other fields and boundaries too
-    try:
-        upload = request.files.get("file")
-        form = upload_form_schema.load({key: values[0] for key, values in form_parts().items()})
-    except RequestEntityTooLarge:
-        raise PayloadTooLargeError(
-            f"The file is larger than this server takes ({limit} bytes, LLM_MAX_FILE_BYTES).", param="file"
-        ) from None
-    if upload is None:
-        raise InvalidRequestError("A multipart form with a `file` field is needed.", param="file")
-    files = _files()
-    filename = (upload.filename or "upload")[:400]
-    with store_access.reachable():
-        created = files.create(
-            store_access.owner(),
-            new_file_id(),
-            filename,
-            form["purpose"],
-            upload.stream,
-            form.get("seconds"),
-        )
-    if created["bytes"] > limit:  # a body without a length, cut off only after reading it
-        with store_access.reachable():
-            files.delete(store_access.owner(), str(created["id"]))
-        raise PayloadTooLargeError(
-            f"The file is larger than this server takes ({limit} bytes, LLM_MAX_FILE_BYTES).", param="file"
-        )
-    return jsonify(created)
+    return serving.uploaded()
 
 
 @bp.get("/v1/files")

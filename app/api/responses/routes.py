@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, Response, jsonify
 
-from app.api.http import sse, store_access
+from app.api.http import store_access
 from app.api.http.body import parse_request
-from app.api.http.errors import InvalidRequestError
 from app.api.http.openapi import documented
-from app.api.responses import background, history, serving
+from app.api.responses import history, serving, stored
 from app.api.responses import openapi as doc
 from app.api.responses.request import ResponseRequest
 from app.api.responses.schemas import (
@@ -18,11 +15,8 @@ from app.api.responses.schemas import (
     input_items_query_schema,
     input_tokens_request_schema,
     response_request_schema,
-    retrieve_query_schema,
 )
 from app.api.routing.front import routed
-from app.settings.current import current_config
-from app.store.responses import ResponseStore
 
 bp = Blueprint("responses", __name__)
 
@@ -58,21 +52,7 @@ def count_input_tokens() -> Response:
 @documented(doc.RETRIEVE)
 def retrieve_response(response_id: str) -> Response:
     """A stored Response as its client last saw it; a background one's events with `stream=true`."""
-    query = store_access.query(retrieve_query_schema)
-    responses = history.found(response_id)
-    response = _settled(responses, response_id)
-    if not query["stream"]:
-        return jsonify(response)
-    if not (response or {}).get("background"):
-        raise InvalidRequestError(
-            "Only a background response can be streamed again; this one ran in the foreground.",
-            param="stream",
-        )
-    store = store_access.current()
-    assert store is not None  # found() answered 404 otherwise
-    after = query.get("starting_after", -1)
-    keepalive, due = current_config().sse_keepalive, background.deadline(response, current_config())
-    return sse.stream_response(background.tail(store.events, responses, response_id, after, keepalive, due))
+    return stored.retrieved(response_id)
 
 
 @bp.delete("/v1/responses/<response_id>")
@@ -100,19 +80,4 @@ def list_input_items(response_id: str) -> Response:
 @documented(doc.CANCEL)
 def cancel_response(response_id: str) -> Response:
     """Stop a background response; one that has finished is answered as it is."""
-    responses = history.found(response_id)
-    with store_access.reachable():
-        response = responses.get(store_access.owner(), response_id) or {}
-        if not response.get("background"):
-            raise InvalidRequestError(
-                "Only a background response can be cancelled; this one ran in the foreground.",
-                param="response_id",
-            )
-        responses.cancel(store_access.owner(), response_id)
-    return jsonify(_settled(responses, response_id))
-
-
-def _settled(responses: ResponseStore, response_id: str) -> dict[str, Any]:
-    """The stored Response as a client should see it now (a run past its deadline has failed)."""
-    with store_access.reachable():
-        return background.settled(responses.get(store_access.owner(), response_id) or {}, current_config())
+    return stored.cancelled(response_id)

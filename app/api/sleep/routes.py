@@ -10,52 +10,28 @@ requests waking their model are app/serving/sleep.py and app/api/routing/waking.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from flask import Blueprint, Response, jsonify
 
-from flask import Blueprint, Response, jsonify, request
-
-from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
 from app.api.http.openapi import documented
-from app.api.routing import orders, waking
+from app.api.routing import orders
 from app.api.sleep import openapi as doc
-from app.serving.sleep import Sleeper
-from app.settings.current import current_config
+from app.api.sleep import serving
 
 bp = Blueprint("sleep", __name__)
-LEVELS = ("1", "2")  # vLLM's: 1 keeps weights in host memory, 2 discards them; here both free all
 
 
 @bp.post("/sleep")
 @documented(doc.SLEEP)
 def sleep() -> Response:
     """Put every start-up worker's model to sleep; a 409 if some serve requests (they stay awake)."""
-    level = request.args.get("level", "1")
-    if level not in LEVELS:
-        raise InvalidRequestError(f"level must be 1 or 2, not {level!r}.", param="level")
-    if orders.relayed():
-        if not _mine().sleep("request"):
-            raise ModelBusyError("This worker's model serves requests.")
-        return jsonify({"success": True})
-    busy = orders.each(orders.startup_workers(), "/sleep", {}, _here(lambda mine: mine.sleep("request")))
-    if busy:
-        raise ModelBusyError(f"{len(busy)} worker(s) serve requests and stay awake; the others sleep.")
-    return jsonify({"success": True})
+    return serving.slept()
 
 
 @bp.post("/wake_up")
 @documented(doc.WAKE_UP)
 def wake_up() -> Response:
     """Wake every start-up worker's model; answers once each is loaded and ready."""
-    if orders.relayed():
-        if not _wake(_mine()):
-            raise ServiceUnavailableError("This worker's model did not load again; see the server log.")
-        return jsonify({"success": True})
-    failed = orders.each(orders.startup_workers(), "/wake_up", {}, _here(_wake))
-    if failed:
-        raise ServiceUnavailableError(
-            f"{len(failed)} worker(s) did not load their model again (see the log)."
-        )
-    return jsonify({"success": True})
+    return serving.woken()
 
 
 @bp.get("/is_sleeping")
@@ -64,25 +40,3 @@ def is_sleeping() -> Response:
     """Whether every start-up worker's model sleeps (vLLM's `{"is_sleeping": bool}`)."""
     startup = orders.startup_workers()
     return jsonify({"is_sleeping": bool(startup) and all(peer.asleep for peer in startup)})
-
-
-def _wake(mine: Sleeper) -> bool:
-    mine.wake()
-    return mine.engine.wait_ready(current_config().timeout)
-
-
-def _here(act: Callable[[Sleeper], bool]) -> Callable[[], bool]:
-    """`act` on this worker's sleeper, if it has one (a pool worker's models unload by themselves)."""
-
-    def here() -> bool:
-        mine = waking.sleeper()
-        return mine is None or act(mine)
-
-    return here
-
-
-def _mine() -> Sleeper:
-    mine = waking.sleeper()
-    if mine is None:  # a pool worker: its models unload by themselves
-        raise InvalidRequestError("This worker loads models on demand; they unload, not sleep.")
-    return mine

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,8 @@ from app.api.http.shown import file_path
 from app.chat_formats import detect
 from app.engine.gguf import gguf_metadata
 from app.engine.multimodal.projector import capabilities_of
+from app.serving.peers import Peer
+from app.settings.config import Config
 from app.settings.models import ModelSpec
 
 # llama.cpp's file types (general.file_type), as Ollama names quantization levels.
@@ -124,3 +126,29 @@ def shown(spec: ModelSpec, context_length: int, verbose: bool) -> dict[str, Any]
         "capabilities": capabilities(spec),
         "modified_at": listed(spec)["modified_at"],
     }
+
+
+def running(config: Config, peers: Sequence[Peer]) -> list[dict[str, Any]]:
+    """/api/ps' models: each loaded now, by which workers, and until when (on-demand ones with a ttl)."""
+    loaded: dict[int, dict[str, Any]] = {}
+    for peer in peers:
+        if not (peer.live and peer.ready and peer.model >= 0):
+            continue
+        if peer.model not in loaded:
+            spec = config.models[peer.model]
+            loaded[peer.model] = {
+                **listed(spec),
+                "expires_at": _expiry(spec.ttl if spec.on_demand else None, peer.idle_seconds),
+                "size_vram": 0,  # llama.cpp on the CPU here
+                "context_length": config.for_model(peer.model).n_ctx,
+                "workers": [],
+            }
+        loaded[peer.model]["workers"].append({"slot": peer.seat, "pid": peer.pid})
+    return list(loaded.values())
+
+
+def _expiry(ttl: int | None, idle: float) -> str:
+    """When an idle model would be unloaded: its ttl less its idle time, or never (held for good)."""
+    if ttl is None:
+        return datetime(9999, 12, 31, tzinfo=UTC).isoformat()
+    return (datetime.now(UTC) + timedelta(seconds=max(0.0, ttl - idle))).isoformat()

@@ -9,7 +9,6 @@ from the server's configuration: pull, push, create, copy and delete answer 501 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, cast
 
 from flask import Blueprint, Flask, Response, jsonify
@@ -160,29 +159,7 @@ def show() -> Response:
 @documented(doc.PS)
 def running() -> Response:
     """The models loaded now, by which workers, and until when (on-demand ones with a ttl)."""
-    config = current_config()
-    listed: dict[int, dict[str, Any]] = {}
-    for peer in pool.table().peers():
-        if not (peer.live and peer.ready and peer.model >= 0):
-            continue
-        if peer.model not in listed:
-            spec = config.models[peer.model]
-            listed[peer.model] = {
-                **catalog.listed(spec),
-                "expires_at": _expiry(spec.ttl if spec.on_demand else None, peer.idle_seconds),
-                "size_vram": 0,  # llama.cpp on the CPU here
-                "context_length": config.for_model(peer.model).n_ctx,
-                "workers": [],
-            }
-        listed[peer.model]["workers"].append({"slot": peer.seat, "pid": peer.pid})
-    return jsonify({"models": list(listed.values())})
-
-
-def _expiry(ttl: int | None, idle: float) -> str:
-    """When an idle model would be unloaded: its ttl less its idle time, or never (held for good)."""
-    if ttl is None:
-        return datetime(9999, 12, 31, tzinfo=UTC).isoformat()
-    return (datetime.now(UTC) + timedelta(seconds=max(0.0, ttl - idle))).isoformat()
+    return jsonify({"models": catalog.running(current_config(), pool.table().peers())})
 
 
 @bp.get("/api/version")

@@ -113,15 +113,28 @@ def parse_json(schema: Schema, offered: list[str] = _OFFERED) -> dict[str, Any]:
 
 
 def _json_object() -> dict[str, Any]:
+    body = _json_body()
+    if not isinstance(body, dict):
+        raise InvalidRequestError("The request body must be a JSON object.")
+    return body
+
+
+def json_array(what: str) -> list[Any]:
+    """A body that is a JSON array (llama-server's /lora-adapters takes one), of `what`."""
+    check_accept()
+    body = _json_body()
+    if not isinstance(body, list):
+        raise InvalidRequestError(f"The request body must be a JSON array of {what}.")
+    return body
+
+
+def _json_body() -> Any:
     try:
-        body = request.get_json(force=True)
+        return request.get_json(force=True)
     except BadRequest:
         raise InvalidRequestError("The request body is not valid JSON.") from None
     except RecursionError:
         raise InvalidRequestError("The request body is nested too deeply.") from None
-    if not isinstance(body, dict):
-        raise InvalidRequestError("The request body must be a JSON object.")
-    return body
 
 
 def model_index(name: str | None, use: str | None = None) -> int:

@@ -12,7 +12,7 @@ from flask import Response, jsonify, request
 
 from app.api.generation.planning import adapter_scales
 from app.api.http import shown
-from app.api.http.body import check_accept, generating_engine, model_index, parse_json
+from app.api.http.body import generating_engine, json_array, model_index, parse_json
 from app.api.http.errors import InvalidRequestError, ModelBusyError, ServiceUnavailableError
 from app.api.model_admin.schemas import lora_list_schema, model_order_schema
 from app.api.requests.generation import AdapterScale
@@ -84,10 +84,7 @@ def adapters_listed() -> Response:
 def scales_set() -> Response:
     """Set a model's global LoRA scales (llama-server's: a list of {id, scale}; those left out: 0),
     on every worker holding it."""
-    check_accept()
-    body = request.get_json(force=True, silent=True)
-    if not isinstance(body, list):
-        raise InvalidRequestError('The request body must be a JSON array of {"id", "scale"}.')
+    body = json_array('{"id", "scale"}')
     asked: list[dict[str, Any]] = lora_list_schema.load(body)
     config = current_config()
     index = model_index(request.args.get("model"), "generate")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
+from collections import OrderedDict
 from typing import Any
 
 import jinja2
@@ -11,9 +13,9 @@ from llama_cpp import _internals as internals
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from app.engine import template_limits
-from app.engine.errors import PromptRejectedError
+from app.engine.errors import GrammarError, PromptRejectedError
 from app.engine.multimodal.projector import Projector
-from app.engine.sampling.grammar import grammar_is_valid
+from app.engine.sampling.grammar import check_gbnf
 
 # ChatML, for a model whose GGUF carries no chat template.
 FALLBACK_TEMPLATE = (
@@ -71,15 +73,33 @@ class Tokenizer:
         # Both are asked once per generated token: a dictionary beats a foreign call.
         self._pieces: dict[int, bytes] = {}
         self._end_of_generation: dict[int, bool] = {}
+        self._grammar_verdicts: OrderedDict[bytes, str | None] = OrderedDict()
 
     def _text_of(self, token: int) -> str:
         if token < 0:
             return ""
         return self._model.detokenize([token], special=True).decode("utf-8", errors="replace")
 
-    def accepts_grammar(self, gbnf: str) -> bool:
-        """Whether llama.cpp can build this grammar over this vocabulary."""
-        return grammar_is_valid(self._vocab, gbnf)
+    def check_grammar(self, gbnf: str) -> None:
+        """Refuse (GrammarError, saying why) a grammar llama.cpp cannot build over this vocabulary or
+        one past the server's bounds. The last verdicts are kept: agents send the same tools each turn."""
+        key = hashlib.sha256(gbnf.encode("utf-8", "surrogatepass")).digest()
+        if key not in self._grammar_verdicts:
+            try:
+                check_gbnf(self._vocab, gbnf, self._one_token)
+                self._grammar_verdicts[key] = None
+            except GrammarError as refused:
+                self._grammar_verdicts[key] = refused.message
+            if len(self._grammar_verdicts) > 256:
+                self._grammar_verdicts.popitem(last=False)
+        self._grammar_verdicts.move_to_end(key)
+        if (why := self._grammar_verdicts[key]) is not None:
+            raise GrammarError(why)
+
+    def _one_token(self, piece: str) -> int | None:
+        """The token a grammar's `<piece>` names, if the text is exactly one (as llama.cpp's parser asks)."""
+        tokens = self._encode(piece, add_special=False, parse_special=True)
+        return tokens[0] if len(tokens) == 1 else None
 
     def is_end_of_generation(self, token: int) -> bool:
         """True for end-of-turn / end-of-text tokens."""

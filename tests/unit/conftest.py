@@ -13,6 +13,7 @@ from flask.testing import FlaskClient
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from app import create_app
+from app.engine.sampling import gbnf_check
 from app.engine.scheduling import common_prefix
 from app.engine.tokenizer import FALLBACK_TEMPLATE, render_chat
 from app.engine.types import ChoicePlan, Chunk
@@ -32,8 +33,8 @@ class FakeTokenizer:
     bos_text, eos_text = "<s>", "</s>"
     projector = None  # text only
 
-    def accepts_grammar(self, gbnf: str) -> bool:
-        return True
+    def check_grammar(self, gbnf: str) -> None:
+        gbnf_check.check(gbnf)  # the Python check alone: no vocabulary, so no <token> pieces
 
     def render(
         self,

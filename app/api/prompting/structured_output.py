@@ -135,7 +135,11 @@ def llama_grammar(tokenizer: Tokenizer, constraint: Constraint | None) -> str | 
 
 
 def checked(tokenizer: Tokenizer, gbnf: str | None, param: str) -> str | None:
-    """Refuse, before generating, a grammar llama.cpp itself would not load."""
-    if gbnf is not None and not tokenizer.accepts_grammar(gbnf):
-        raise InvalidRequestError(f"{param}: llama.cpp cannot build a grammar for this.", param=param)
+    """Refuse, before generating, a grammar llama.cpp itself would not load or one past the server's
+    bounds, saying why in a 400 that names the field."""
+    if gbnf is not None:
+        try:
+            tokenizer.check_grammar(gbnf)
+        except GrammarError as exc:
+            raise InvalidRequestError(f"{param}: {exc.message}", param=param) from None
     return gbnf

@@ -1,9 +1,11 @@
 """Grammars that make output parse: any JSON object, JSON following a schema, checked by llama.cpp.
 
 Schemas become GBNF through llama.cpp's own converter (common/json-schema-to-grammar.cpp,
-compiled from the pinned sdist as llm_json_grammar), so a schema constrains an answer here
-exactly as it does in llama-server: the same rules, down to the whitespace a model may
-write between tokens (pretty-printed JSON included, which a single optional space forbids).
+compiled from the pinned sdist as llm_json_grammar, run in a process of its own by
+schema_converter.py), so a schema constrains an answer here exactly as it does in llama-server:
+the same rules, down to the whitespace a model may write between tokens (pretty-printed JSON
+included, which a single optional space forbids). Before it, a schema is checked here for what
+would make the grammar explode or the converter fail, so that the client reads why.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ import json
 from typing import Any
 
 import llama_cpp
-import llm_json_grammar
 
 from app.engine.errors import GrammarError
+from app.engine.sampling import gbnf_check, schema_converter
 
 # Bounds past this would make the grammar (and the time to build it) explode.
 MAX_BOUND = 1000
 _BOUNDED = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties")
+MAX_DEPTH = 100  # schemas inside schemas (the converter recurses once per level)
+MAX_OPTIONAL = 256  # optional properties of one object (the converter's time grows as their cube)
+MAX_NAME = 1000  # characters of a property name (the converter recurses once per character)
 
 
 def json_object_grammar() -> str:
@@ -29,10 +34,7 @@ def json_object_grammar() -> str:
 def schema_grammar(schema: Any) -> str:
     """GBNF for JSON that validates against `schema`; GrammarError for what the converter lacks."""
     check_bounds(schema)
-    try:
-        return llm_json_grammar.schema_to_grammar(json.dumps(schema))
-    except ValueError as exc:
-        raise GrammarError(f"this JSON schema is not supported: {_one_line(exc)}") from None
+    return schema_converter.schema_to_grammar(json.dumps(schema))
 
 
 # llama.cpp's converter's whitespace between JSON tokens (common/json-schema-to-grammar.cpp).
@@ -59,41 +61,60 @@ def schema_rules(schemas: dict[str, Any]) -> str:
     """
     for schema in schemas.values():
         check_bounds(schema)
-    try:
-        texts = [json.dumps(schema) for schema in schemas.values()]
-        return llm_json_grammar.schema_rules(list(schemas), texts)
-    except ValueError as exc:
-        raise GrammarError(f"this JSON schema is not supported: {_one_line(exc)}") from None
-
-
-def _one_line(exc: ValueError) -> str:
-    """The converter's message without its heading line ("JSON schema conversion failed:")."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return " ".join(line for line in lines if line != "JSON schema conversion failed:")
+    texts = [json.dumps(schema) for schema in schemas.values()]
+    return schema_converter.schema_rules(list(schemas), texts)
 
 
 def check_bounds(schema: Any) -> None:
-    """Refuse a size bound so large that the grammar would explode."""
-    if isinstance(schema, dict):
-        for key in _BOUNDED:
-            bound = schema.get(key)
-            if isinstance(bound, int | float) and bound > MAX_BOUND:
-                raise GrammarError(f"{key} {bound} is above the {MAX_BOUND} this server supports.")
-        for value in schema.values():
-            check_bounds(value)
-    elif isinstance(schema, list):
-        for value in schema:
-            check_bounds(value)
+    """Refuse a schema that would make the grammar explode or the converter fail: a size bound too
+    large, nesting too deep, too many optional properties or too long a name (walked without
+    recursion, so that no nesting the request's JSON could hold is too deep for this check)."""
+    pending = [(schema, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise GrammarError(
+                f"the schema is nested more than {MAX_DEPTH} deep, the most this server supports."
+            )
+        if isinstance(node, dict):
+            for key in _BOUNDED:
+                bound = node.get(key)
+                if isinstance(bound, int | float) and bound > MAX_BOUND:
+                    raise GrammarError(f"{key} {bound} is above the {MAX_BOUND} this server supports.")
+            _check_properties(node)
+            pending.extend((value, depth + 1) for value in node.values())
+        elif isinstance(node, list):
+            pending.extend((value, depth + 1) for value in node)
 
 
-def grammar_is_valid(vocab: Any, gbnf: str) -> bool:
-    """Whether llama.cpp accepts the grammar over `vocab` (checked before any byte of a stream)."""
+def _check_properties(node: dict[str, Any]) -> None:
+    properties = node.get("properties")
+    if not isinstance(properties, dict):
+        return
+    required: Any = node.get("required")
+    named = (
+        set(required) if isinstance(required, list) and all(isinstance(n, str) for n in required) else set()
+    )
+    if len(properties.keys() - named) > MAX_OPTIONAL:
+        raise GrammarError(
+            f"an object has more than {MAX_OPTIONAL} optional properties, the most this server supports."
+        )
+    if any(len(name) > MAX_NAME for name in properties):
+        raise GrammarError(
+            f"a property name is longer than {MAX_NAME} characters, the most this server supports."
+        )
+
+
+def check_gbnf(vocab: Any, gbnf: str, token_of: gbnf_check.TokenOf) -> None:
+    """Refuse (GrammarError, saying why) a grammar llama.cpp would not build over `vocab`, or one past
+    this server's bounds: checked in Python first (gbnf_check), so that no grammar llama.cpp's parser
+    cannot survive reaches it, then built once by llama.cpp itself, before any byte of a stream."""
     try:
         text = gbnf.encode()
     except UnicodeEncodeError:  # a lone surrogate from a JSON escape: no text llama.cpp could read
-        return False
+        raise GrammarError("the grammar is not valid UTF-8 text") from None
+    gbnf_check.check(gbnf, token_of)
     sampler = llama_cpp.llama_sampler_init_grammar(vocab, text, b"root")
     if not sampler:
-        return False
+        raise GrammarError("llama.cpp cannot build a grammar for this")
     llama_cpp.llama_sampler_free(sampler)
-    return True

@@ -20,6 +20,8 @@ from typing import Any
 from app.engine.errors import GrammarError
 from app.engine.sampling.text_grammars import JSON_STRING, RAW, regex_expression
 
+MAX_DEFINITION = 1 << 16  # characters of a Lark grammar
+
 
 def lark_rules(definition: str, root: str, json_string: bool = True) -> str:
     """GBNF rules for text the grammar's `start` rule accepts, that rule named `root` and the others
@@ -28,12 +30,18 @@ def lark_rules(definition: str, root: str, json_string: bool = True) -> str:
     from lark.lexer import PatternStr
     from lark.load_grammar import GrammarBuilder
 
+    if len(definition) > MAX_DEFINITION:
+        raise GrammarError(
+            f"the Lark grammar is longer than {MAX_DEFINITION} characters, the most this server takes"
+        )
     try:
         builder = GrammarBuilder()
         builder.load_grammar(definition)
         terminals, rules, ignored = builder.build().compile(["start"], set())
     except LarkError as exc:
         raise GrammarError(f"the Lark grammar cannot be read: {_one_line(exc)}") from None
+    except RecursionError:  # Lark's tree transformations recurse once per nested group
+        raise GrammarError("the Lark grammar nests its groups too deeply") from None
     text = JSON_STRING if json_string else RAW
     lines = []
     for terminal in terminals:

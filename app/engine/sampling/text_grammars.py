@@ -19,6 +19,7 @@ from typing import Any
 from app.engine.errors import GrammarError
 
 MAX_REPEAT = 1000  # as the JSON schema bounds: past this the grammar explodes
+MAX_PATTERN = 1 << 16  # characters of a regular expression
 _NEGATED = {
     sre.CATEGORY_NOT_DIGIT: sre.CATEGORY_DIGIT,
     sre.CATEGORY_NOT_WORD: sre.CATEGORY_WORD,
@@ -42,19 +43,25 @@ def regex_expression(pattern: str, json_string: bool = False) -> str:
     """A GBNF expression for text the whole of `pattern` matches; `json_string`: as written inside a
     JSON string (quotes, backslashes and control characters escaped), for a tool's free-form input
     carried in a call's JSON arguments."""
+    if len(pattern) > MAX_PATTERN:
+        raise GrammarError(
+            f"the regular expression is longer than {MAX_PATTERN} characters, the most this server takes"
+        )
     try:
         parsed = sre_parse.parse(pattern)
+        flags = parsed.state.flags
+        if flags & re.IGNORECASE:
+            raise GrammarError("case-insensitive matching (the i flag) is not supported")
+        items = list(parsed)
+        if items and items[0][0] is sre.AT and items[0][1] in _STARTS:
+            items = items[1:]
+        if items and items[-1][0] is sre.AT and items[-1][1] in _ENDS:
+            items = items[:-1]
+        return _sequence(items, dotall=bool(flags & re.DOTALL), text=JSON_STRING if json_string else RAW)
     except re.error as exc:
         raise GrammarError(f"this is not a valid regular expression: {exc}") from None
-    flags = parsed.state.flags
-    if flags & re.IGNORECASE:
-        raise GrammarError("case-insensitive matching (the i flag) is not supported")
-    items = list(parsed)
-    if items and items[0][0] is sre.AT and items[0][1] in _STARTS:
-        items = items[1:]
-    if items and items[-1][0] is sre.AT and items[-1][1] in _ENDS:
-        items = items[:-1]
-    return _sequence(items, dotall=bool(flags & re.DOTALL), text=JSON_STRING if json_string else RAW)
+    except RecursionError:  # Python's own parser, and ours, recurse once per group
+        raise GrammarError("the regular expression nests its groups too deeply") from None
 
 
 def char_class(chars: Sequence[str], negated: bool = False) -> str:

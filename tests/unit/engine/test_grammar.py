@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine.errors import GrammarError
-from app.engine.sampling import grammar
+from app.engine.sampling import grammar, schema_converter
 
 
 def test_object_grammar_is_llama_cpps_json() -> None:
@@ -70,3 +70,44 @@ def test_json_strings_admit_no_raw_control_characters() -> None:
     char_rule = next(line for line in gbnf.splitlines() if line.startswith("char ::="))
     assert char_rule.startswith(r'char ::= [^"\\\x7F\x00-\x1F]'), char_rule
     assert r"\x00-\x1F" in grammar.json_object_grammar()
+
+
+def test_nesting_deeper_than_the_bound_is_refused_without_recursing() -> None:
+    schema: dict = {"type": "string"}
+    for _ in range(990):  # as deep as a request's JSON may nest: the check itself must not recurse
+        schema = {"type": "array", "items": schema}
+    with pytest.raises(GrammarError, match="nested more than 100 deep"):
+        grammar.schema_grammar(schema)
+
+
+@pytest.mark.parametrize(
+    ("schema", "match"),
+    [
+        ({"type": "object", "properties": {f"p{n}": {} for n in range(300)}}, "more than 256 optional"),
+        (
+            {"type": "object", "properties": {"a" * 200_000: {}}, "additionalProperties": {"type": "string"}},
+            "longer than 1000 characters",
+        ),
+    ],
+)
+def test_what_made_the_converter_crash_or_crawl_is_refused_by_name(schema: dict, match: str) -> None:
+    with pytest.raises(GrammarError, match=match):
+        grammar.schema_grammar(schema)
+
+
+def test_a_schema_that_crashes_the_converter_costs_its_process_only() -> None:
+    # 20,000 chained $refs overflowed the converter's stack: in the worker, a SIGSEGV.
+    chain = {f"d{n}": {"$ref": f"#/$defs/d{n + 1}"} for n in range(20_000)} | {"d20000": {"type": "string"}}
+    with pytest.raises(GrammarError, match="made the schema converter fail"):
+        grammar.schema_grammar({"$defs": chain, "$ref": "#/$defs/d0"})
+    assert "root ::=" in grammar.schema_grammar({"type": "integer"})  # a new converter process answers
+
+
+def test_a_conversion_past_the_time_bound_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(schema_converter, "TIMEOUT", 0.2)
+    many = {"type": "object", "properties": {f"p{n}": {} for n in range(250)}}
+    slow = {"type": "object", "properties": {f"o{n}": many for n in range(50)}}
+    with pytest.raises(GrammarError, match="took longer than 0.2 s"):
+        grammar.schema_grammar(slow)
+    monkeypatch.undo()
+    assert "root ::=" in grammar.schema_grammar({"type": "boolean"})

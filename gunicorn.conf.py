@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app import workers as app_workers
 from app.engine.gguf import model_check
-from app.serving import drain, peers
+from app.serving import drain, peers, slot_folders
 from app.settings import cpu
 from app.settings.config import Config
 from app.settings.models import model_for_new_worker
@@ -23,6 +23,8 @@ if first_load():  # not again on a reload (SIGHUP), whose bad settings keep the 
     # The store's schema brought up to date once, here, before any worker opens it (and before
     # gunicorn logs a line, so that a bad store is the one line a failed start prints).
     store_startup.exit_unless_migrated(_config.store)
+    # Slot files' folders named by a key's place before, moved to the key's name (once).
+    slot_folders.move_named_by_place(_config.slot_save_path, _config.api_keys)
     # What an entry needs of its GGUF (an embedding model's pooling), before any worker serves.
     model_check.exit_unless_servable(_config)
 

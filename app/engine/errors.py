@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
+# An absolute path on the server (not a URL's: no scheme's "//" or word before it), its last part kept.
+_PATH = re.compile(r"(?<![\w.:/~-])/(?:[^\s'\"(),;:/]+/)+([^\s'\"(),;:/]*)")
+
+
+def without_paths(message: str) -> str:
+    """`message` as a client may read it: each absolute path on the server cut to its file's name
+    (where the operator keeps models, adapters and data is not a client's to know)."""
+    return _PATH.sub(lambda found: found.group(1) or "(a folder)", message)
+
 
 class EngineError(Exception):
     """Base of every error the engine raises on purpose; the message is safe to show a client."""

@@ -12,6 +12,7 @@ import gevent
 import gevent.event
 from gevent.threadpool import ThreadPool
 
+from app.engine.errors import without_paths
 from app.engine.observer import EngineObserver
 from app.engine.tokenizer import Tokenizer
 from app.settings.config import Config
@@ -129,10 +130,12 @@ class LoadingEngine(Generic[LoadedT]):
             self.observer.loaded(self.load_seconds)
             self._loaded.set()
             return
-        self.load_error = str(result.value) if result.value is not None else repr(result.exception)
+        error = str(result.value) if result.value is not None else repr(result.exception)
         cfg = self.config
+        # The log says it whole; a client, who may read it (a 503, a stream's error), not where files are.
+        self.load_error = error if cfg.show_paths else without_paths(error)
         setting = f"LLM_MODELS ({cfg.model_id!r})" if cfg.models_given else "LLM_MODEL_PATH"
-        log.critical("%s=%s: llama.cpp could not load it: %s", setting, cfg.model_path, self.load_error)
+        log.critical("%s=%s: llama.cpp could not load it: %s", setting, cfg.model_path, error)
         self._loaded.set()
         if not self.exit_on_failure:
             return

@@ -10,7 +10,7 @@ from typing import Any
 
 from app.settings import cache_sharing, derive, otel, values
 from app.settings.cache_sharing import CacheSharing
-from app.settings.keys import ApiKey
+from app.settings.keys import ApiKey, operators_from_variable
 from app.settings.keys import from_file as keys_from_file
 from app.settings.keys import from_variable as keys_from_variable
 from app.settings.mcp_servers import McpServerConfig, parse_mcp_servers
@@ -404,6 +404,15 @@ class Config:
         keys_from_file,
         "",
         "File of API keys, a line each: `name key [concurrency=N] [rpm=N] [tpm=N]` (re-read on SIGHUP)",
+        optional=True,
+    )
+    admin_keys: tuple[ApiKey, ...] | None = setting(
+        "LLM_ADMIN_KEYS",
+        operators_from_variable,
+        "",
+        "Operators' API keys, as LLM_API_KEYS: they may also sleep and wake models, load and unload "
+        "them and their adapters, set adapter scales, act on slots and call the MCP tools (POST /tools)",
+        secret=True,
         optional=True,
     )
     show_paths: bool = setting(

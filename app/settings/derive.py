@@ -57,16 +57,19 @@ def _disk_cache(parsed: Parsed) -> None:
 
 
 def _keys(parsed: Parsed) -> None:
-    """LLM_API_KEYS and LLM_API_KEYS_FILE together: no name and no key twice."""
+    """LLM_API_KEYS, LLM_API_KEYS_FILE and LLM_ADMIN_KEYS together: no name and no key twice."""
     try:
-        parsed["api_keys"] = keys_checked((parsed["api_keys"] or ()) + (parsed["api_keys_file"] or ()))
+        parsed["api_keys"] = keys_checked(
+            (parsed["api_keys"] or ()) + (parsed["api_keys_file"] or ()) + (parsed["admin_keys"] or ())
+        )
     except ValueError as exc:
-        raise ConfigError(f"LLM_API_KEYS and LLM_API_KEYS_FILE: {exc}") from None
+        raise ConfigError(f"LLM_API_KEYS, LLM_API_KEYS_FILE and LLM_ADMIN_KEYS: {exc}") from None
     names = {key.name for key in parsed["api_keys"]}
     unknown = [name for group in parsed["cache_sharing"].groups for name in group if name not in names]
     if unknown:  # a typo would silently leave that key alone, and its group's cache cold
         raise ConfigError(
-            f"LLM_CACHE_SHARING: {unknown[0]!r} is not the name of a key in LLM_API_KEYS(_FILE)"
+            f"LLM_CACHE_SHARING: {unknown[0]!r} is not the name of a key in LLM_API_KEYS(_FILE) or "
+            "LLM_ADMIN_KEYS (a key written without a name is named by a digest of it: give it one, name:key)"
         )
 
 

@@ -1,10 +1,19 @@
-"""API keys with names and optional limits: from LLM_API_KEYS (`name:key`) and LLM_API_KEYS_FILE."""
+"""API keys with names and optional limits: from LLM_API_KEYS (`name:key`), LLM_API_KEYS_FILE and
+LLM_ADMIN_KEYS (the operators').
+
+A key's name is whose the server's data is (stored objects, slot files, the cache scope): a key
+written without one is named after a digest of the key itself (`key-3f9a2c1b7d0e`), never after its
+place in the list, so that removing one key hands its objects to no other. Before names were
+digests a key without one was `key-N` (`line-N` in a file) by its place: `legacy_name` keeps that,
+so that the store can move what those names own to the digests once (app/store/renames.py).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -23,24 +32,36 @@ class ApiKey:
     concurrency: int | None = None  # generations at once
     rpm: int | None = None  # requests per minute
     tpm: int | None = None  # prompt + completion tokens per minute
+    operator: bool = False  # an operator's key (LLM_ADMIN_KEYS): the operator's routes too
+    legacy_name: str | None = None  # what a key without a name was called by its place, before
 
     @property
     def limited(self) -> bool:
         return any(getattr(self, limit) is not None for limit in _LIMITS)
 
 
+def digest_name(key: str) -> str:
+    """The name of a key given without one: a digest of the key (it shows nothing of the key)."""
+    return "key-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
 def from_variable(raw: str) -> tuple[ApiKey, ...]:
-    """LLM_API_KEYS: comma-separated `name:key` or bare keys (named key-1, key-2... by position)."""
+    """LLM_API_KEYS: comma-separated `name:key` or bare keys (named by a digest of the key)."""
     keys = []
     for position, item in enumerate((part.strip() for part in raw.split(",") if part.strip()), 1):
         name, colon, key = item.partition(":")
         if colon and key and _NAME.fullmatch(name):
             keys.append(ApiKey(name, key))
         else:
-            keys.append(ApiKey(f"key-{position}", item))
+            keys.append(ApiKey(digest_name(item), item, legacy_name=f"key-{position}"))
     if not keys:
         raise ValueError("lists no keys")
     return keys_checked(tuple(keys))
+
+
+def operators_from_variable(raw: str) -> tuple[ApiKey, ...]:
+    """LLM_ADMIN_KEYS: as LLM_API_KEYS, each key an operator's."""
+    return tuple(replace(key, operator=True, legacy_name=None) for key in from_variable(raw))
 
 
 def from_file_text(text: str) -> tuple[ApiKey, ...]:
@@ -51,19 +72,19 @@ def from_file_text(text: str) -> tuple[ApiKey, ...]:
         if not words or words[0].startswith("#"):
             continue
         if len(words) == 1:  # the older one-key-per-line form
-            keys.append(ApiKey(f"line-{number}", words[0]))
+            keys.append(ApiKey(digest_name(words[0]), words[0], legacy_name=f"line-{number}"))
             continue
         name, key, *options = words
         if not _NAME.fullmatch(name):
             raise ValueError(f"line {number}: {name!r} is not a name (letters, digits, _ . @ -, at most 32)")
-        limits: dict[str, int] = {}
+        limits: dict[str, int | None] = dict.fromkeys(_LIMITS)
         for place, option in enumerate(options, 3):
             limit, _, value = option.partition("=")
             if limit not in _LIMITS or not value.isdigit() or int(value) < 1:
                 # Not echoed: a key written in the wrong place must not land in a log.
                 raise ValueError(f"line {number}: word {place} is not one of {_FORMS}")
             limits[limit] = int(value)
-        keys.append(ApiKey(name, key, **limits))
+        keys.append(ApiKey(name, key, limits["concurrency"], limits["rpm"], limits["tpm"]))
     if not keys:
         raise ValueError("holds no keys")
     return keys_checked(tuple(keys))

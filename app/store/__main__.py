@@ -24,7 +24,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     setting = "LLM_STORE_URL" if config.raw["store_url"] is not None else "LLM_DATA_DIR"
     try:
-        print(f"store at revision {migrate.upgrade(config.store_url)}")
+        renames = {key.legacy_name: key.name for key in config.api_keys if key.legacy_name}
+        print(f"store at revision {migrate.upgrade(config.store_url, renames)}")
     except (StoreError, ConfigError) as exc:
         print(f"configuration error: {setting}: the store cannot be opened: {exc}", file=sys.stderr)
         return 2

@@ -21,15 +21,19 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 _PG_LOCK = 0x6C6C6D2D73746F  # any constant: the advisory lock every instance takes to migrate
 
 
-def alembic_config(connection: Connection | None = None) -> AlembicConfig:
+def alembic_config(
+    connection: Connection | None = None, owner_renames: dict[str, str] | None = None
+) -> AlembicConfig:
     config = AlembicConfig()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
+    config.attributes["owner_renames"] = owner_renames or {}  # (revision 0006: names by place to digests)
     return config
 
 
-def upgrade(url: str) -> str:
-    """Run every migration the database lacks; the revision it is at afterwards."""
+def upgrade(url: str, owner_renames: dict[str, str] | None = None) -> str:
+    """Run every migration the database lacks; the revision it is at afterwards. `owner_renames`:
+    the owners named by a key's place before, each with its key's name now (revision 0006)."""
     path = sqlite_path(url) if is_sqlite(url) else None
     if path is not None:
         try:
@@ -42,7 +46,7 @@ def upgrade(url: str) -> str:
             if not is_sqlite(url):
                 # Held to the end of this transaction: a second instance waits, then finds nothing to do.
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK})
-            command.upgrade(alembic_config(connection), "head")
+            command.upgrade(alembic_config(connection, owner_renames), "head")
             return MigrationContext.configure(connection).get_current_revision() or "base"
     except SQLAlchemyError as exc:
         raise StoreError(reason(exc)) from None

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from app import create_app
+from app.api.http import roles
 from tests.unit.conftest import FakeEngine, make_config
 
 # Routes that answer without a key (keys.py's public list; /metrics and /health/workers without
@@ -37,6 +38,7 @@ class Route:
     method: str
     rule: str
     endpoint: str
+    operator: bool = False  # declared the operator's (@operator_route): tenants' keys get a 403
 
     @property
     def public(self) -> bool:
@@ -68,7 +70,7 @@ def served_routes() -> list[Route]:
     """Every (method, route) the app serves, from its url_map (HEAD and OPTIONS aside)."""
     app = create_app(make_config(LLM_API_KEYS="matrix:sk-matrix"), engine=FakeEngine())
     routes = [
-        Route(method, rule.rule, rule.endpoint)
+        Route(method, rule.rule, rule.endpoint, roles.is_operator_route(app, rule.endpoint))
         for rule in app.url_map.iter_rules()
         for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"})
     ]

@@ -6,6 +6,7 @@ import hmac
 
 from flask import Flask, current_app, g, request
 
+from app.api.http import roles
 from app.api.http.errors import AuthenticationError
 from app.serving import internal
 from app.settings.current import config_of, current_config
@@ -60,6 +61,8 @@ def _require_key() -> None:
         raise AuthenticationError("Incorrect API key provided.")
     g.api_key = key
     g.stats.key_name = key.name  # the access log and the metrics name the key, never show it
+    figures = request.path in _FIGURES  # (public unless LLM_METRICS_AUTH: here, they need a key)
+    roles.check(key, figures or roles.is_operator_route(current_app, request.endpoint), request.path)
 
 
 def init_app(app: Flask) -> None:

@@ -62,7 +62,7 @@ def apply_template() -> Response:
 
 @bp.get("/props")
 @documented(doc.PROPS)
-@routed(use=None, source="query", wakes=False)
+@routed(use=None, source="query", wakes=False, loads=False)
 def properties() -> Response:
     """The model's settings and chat template, and what the template can do (llama-server's shape)."""
     # As llama-server's: asked of a sleeping model, what it said before falling asleep.

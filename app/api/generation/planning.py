@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from app.api.http import cache_scope
-from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.http.errors import ContextLengthError, InvalidRequestError, PermissionDeniedError
 from app.api.http.fields import PRIORITIES
 from app.api.requests.generation import AdapterScale, GenerationOptions
 from app.engine.media import MediaRun
@@ -30,6 +30,7 @@ class PlanInputs:
     memory: MemoryKind | None  # the model's memory, once loaded (context shift needs one that moves)
     key_name: str | None  # the API key's name (None: a server without keys), for the cache scope
     priority_header: str | None  # the value of LLM_PRIORITY_HEADER's header, if the request has one
+    tenant: bool = False  # the key is a tenant's (not an operator's, nor a server without keys)
 
 
 def plan(
@@ -74,7 +75,9 @@ def plan(
         drafts=draft_limits(options, config),
         adapters=request_adapters(options, config.model),
         cache_scope=cache_scope.scope_of(inputs.key_name, config.cache_sharing, options.cache_salt),
-        priority=request_priority(options.priority, config.priority_header, inputs.priority_header),
+        priority=request_priority(
+            options.priority, config.priority_header, inputs.priority_header, inputs.tenant
+        ),
         progress=options.return_progress and options.stream,  # events only: a whole answer has none
         shift=shift if max_tokens > room else None,  # else the context never fills
     )
@@ -90,11 +93,18 @@ def context_shift(options: GenerationOptions, inputs: PlanInputs) -> ContextShif
     return ContextShift(options.n_keep, options.n_discard)
 
 
-def request_priority(asked: int, header: str | None, raw: str | None) -> int:
+def request_priority(asked: int, header: str | None, raw: str | None, tenant: bool = False) -> int:
     """The request's priority: `raw`, the value of LLM_PRIORITY_HEADER's `header` when the operator
     names one and the request carries it (a gateway sets it, over what the body says), else the
-    body's `priority`."""
+    body's `priority`, which a tenant may only raise (later than others: below 0 is ahead of them)."""
     if header is None or raw is None:
+        if tenant and asked < 0:
+            raise PermissionDeniedError(
+                "priority: below 0 puts a request ahead of every other tenant's, which is for operators' "
+                "keys (LLM_ADMIN_KEYS); 0 or more is this key's to choose.",
+                param="priority",
+                code="operator_only",
+            )
         return asked
     low, high = PRIORITIES
     try:

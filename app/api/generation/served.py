@@ -22,4 +22,5 @@ def plan_inputs() -> PlanInputs:
         memory=getattr(current_app.extensions.get("engine"), "memory_kind", None),
         key_name=None if key is None else key.name,
         priority_header=request.headers.get(header) if header else None,
+        tenant=key is not None and not key.operator,
     )

@@ -27,6 +27,12 @@ T = TypeVar("T")
 def loaded_engine() -> LoadingEngine[Any]:
     """This worker's engine once its model has loaded (or a 503), whatever it serves."""
     engine: LoadingEngine[Any] = current_app.extensions["engine"]
+    sleeper = current_app.extensions.get("sleeper")
+    if sleeper is not None and sleeper.asleep:  # a read that does not wake it (those that do, woke it)
+        raise ServiceUnavailableError(
+            "The model is asleep: a request that generates wakes it (or an operator's POST /wake_up).",
+            code="model_asleep",
+        )
     if not engine.wait_ready(timeout=current_config().timeout):
         raise ServiceUnavailableError("The model is not loaded yet; retry shortly.")
     return engine

@@ -13,6 +13,7 @@ from __future__ import annotations
 from flask import Blueprint, Response
 
 from app.api.http.openapi import documented
+from app.api.http.roles import operator_route
 from app.api.lora import openapi as doc
 from app.api.lora import serving
 from app.api.routing.front import routed
@@ -21,6 +22,7 @@ bp = Blueprint("lora", __name__)
 
 
 @bp.post("/v1/load_lora_adapter")
+@operator_route
 @documented(doc.LOAD)
 @routed()
 def load_adapter() -> Response:
@@ -29,6 +31,7 @@ def load_adapter() -> Response:
 
 
 @bp.post("/v1/unload_lora_adapter")
+@operator_route
 @documented(doc.UNLOAD)
 def unload_adapter() -> Response:
     """Unload the LoRA adapter named `lora_name` (loaded at run time or by LLM_MODELS) from its model."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from flask import Blueprint, Response
 
 from app.api.http.openapi import documented
+from app.api.http.roles import operator_route
 from app.api.model_admin import openapi as doc
 from app.api.model_admin import serving
 from app.api.routing.front import routed
@@ -19,6 +20,7 @@ bp = Blueprint("model_admin", __name__)
 
 
 @bp.post("/models/load")
+@operator_route
 @documented(doc.LOAD)
 def load() -> Response:
     """Load an on-demand model (if no worker holds it); `{"success": true}` once it is ready."""
@@ -26,6 +28,7 @@ def load() -> Response:
 
 
 @bp.post("/models/unload")
+@operator_route
 @documented(doc.UNLOAD)
 def unload() -> Response:
     """Unload an on-demand model from every worker holding it; a 409 if one serves requests."""
@@ -34,7 +37,7 @@ def unload() -> Response:
 
 @bp.get("/lora-adapters")
 @documented(doc.ADAPTER_SCALES)
-@routed(source="query")
+@routed(source="query", wakes=False, loads=False)
 def list_adapters() -> Response:
     """llama-server's list of a model's LoRA adapters (`?model=`, else the first generating model):
     each with its index (`id`), name, path and global scale."""
@@ -42,6 +45,7 @@ def list_adapters() -> Response:
 
 
 @bp.post("/lora-adapters")
+@operator_route
 @documented(doc.SET_SCALES)
 def set_adapters() -> Response:
     """Set a model's global LoRA scales (llama-server's: a list of {id, scale}; those left out: 0),

@@ -15,8 +15,9 @@ from flask import Blueprint, Flask, Response, jsonify
 from flask.blueprints import BlueprintSetupState
 from marshmallow import Schema
 
+from app.api.http import roles
 from app.api.http.body import check_model, load_request, model_index, parse_json
-from app.api.http.errors import InvalidRequestError
+from app.api.http.errors import InvalidRequestError, PermissionDeniedError
 from app.api.http.openapi import documented
 from app.api.ollama import catalog, embedding, errors, serving
 from app.api.ollama import openapi as doc
@@ -85,7 +86,7 @@ def _answerable(
     if not something(request):
         return _load_or_unload(request, empty)
     check_model(request.model, "generate")
-    on_demand.keep_alive(request.keep_alive)
+    on_demand.keep_alive(_kept_alive(request.keep_alive))
     if request.thinks and "thinking" not in catalog.capabilities(current_config().model):
         # As Ollama answers: asking a model that never thinks to think is a mistake worth a word.
         raise InvalidRequestError(f'"{request.model}" does not support thinking', param="think")
@@ -98,7 +99,7 @@ def _load_or_unload(asked: OllamaRequest, empty: dict[str, Any]) -> Response:
     index = model_index(asked.model, "generate")
     spec = current_config().models[index]
     done = {"model": asked.named, "created_at": now(), "done": True}
-    if asked.keep_alive == 0:
+    if _kept_alive(asked.keep_alive) == 0:
         if spec.on_demand:
             orders.unload(index)  # those serving requests stay until idle
         reason = "unload"
@@ -129,8 +130,22 @@ def _embedding(schema: Schema) -> OllamaEmbedRequest:
     """The typed request, its model checked and its keep_alive noted (as chat's and generate's)."""
     asked = load_request(schema, OllamaEmbedRequest, OFFERED)
     check_model(catalog.served_name(asked.named, _models()), "embed")
-    on_demand.keep_alive(asked.keep_alive)
+    on_demand.keep_alive(_kept_alive(asked.keep_alive))
     return asked
+
+
+def _kept_alive(seconds: float | None) -> float | None:
+    """`keep_alive` as it applies: an operator's, or any without keys. How long a model stays loaded
+    is what every tenant gets, so a tenant's is not applied, and its `keep_alive: 0` (unload) is a 403."""
+    if not roles.tenant():
+        return seconds
+    if seconds == 0:
+        raise PermissionDeniedError(
+            "keep_alive: 0 unloads the model for every tenant: that is for operators' keys (LLM_ADMIN_KEYS).",
+            param="keep_alive",
+            code="operator_only",
+        )
+    return None
 
 
 @bp.get("/api/tags")

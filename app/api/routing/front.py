@@ -32,6 +32,9 @@ class Routing:
     source: Literal["body", "form", "query"] = "body"  # the JSON body, a multipart form, `?model=`
     streams: bool = False  # `stream: true` waits for a loading model with the 200 and keep-alives
     wakes: bool = True  # False: a sleeping start-up model stays asleep (the view answers without it)
+    # False: an on-demand model no worker holds is not loaded for it (a 400 says so): a read, which
+    # neither counts against a key's limits nor waits for a drain, starts no work.
+    loads: bool = True
     # The family's own reading of `model` (Ollama's `name:latest`, rerank's reranker), if not the ids.
     pick: Callable[[str | None], int] | None = None
     # A request the view answers on any worker, without the model (Ollama's load and unload idiom).
@@ -68,7 +71,7 @@ def route_request() -> Response | None:
     name = asked.get("model")
     name = name if isinstance(name, str) else None  # any other type is the schema's to refuse
     index = routing.pick(name) if routing.pick is not None else model_index(name, routing.use)
-    return here_or_relay(index, routing.streams and _streams(asked), routing.wakes)
+    return here_or_relay(index, routing.streams and _streams(asked), routing.wakes, routing.loads)
 
 
 def _fields(source: str) -> Mapping[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 
 from app.api.http.openapi import documented
+from app.api.http.roles import operator_route
 from app.api.routing import orders
 from app.api.sleep import openapi as doc
 from app.api.sleep import serving
@@ -21,6 +22,7 @@ bp = Blueprint("sleep", __name__)
 
 
 @bp.post("/sleep")
+@operator_route
 @documented(doc.SLEEP)
 def sleep() -> Response:
     """Put every start-up worker's model to sleep; a 409 if some serve requests (they stay awake)."""
@@ -28,6 +30,7 @@ def sleep() -> Response:
 
 
 @bp.post("/wake_up")
+@operator_route
 @documented(doc.WAKE_UP)
 def wake_up() -> Response:
     """Wake every start-up worker's model; answers once each is loaded and ready."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, request
 
 from app.api.http.openapi import documented
+from app.api.http.roles import operator_route
 from app.api.routing.front import routed
 from app.api.slots import openapi as doc
 from app.api.slots import serving
@@ -22,13 +23,14 @@ bp = Blueprint("slots", __name__)
 
 @bp.get("/slots")
 @documented(doc.SLOTS)
-@routed(source="query", wakes=False)
+@routed(source="query", wakes=False, loads=False)
 def list_slots() -> Response:
     """Every worker's sequences of the model as llama-server's slots."""
     return serving.listed()
 
 
 @bp.post("/slots/<int:id_slot>")
+@operator_route
 @documented(doc.ACTION)
 @routed(source="query")
 def slot_action(id_slot: int) -> Response:

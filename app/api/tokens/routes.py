@@ -37,7 +37,7 @@ def detokenize() -> Response:
 
 @bp.get("/tokenizer_info")
 @documented(doc.TOKENIZER_INFO)
-@routed(use=None, source="query")
+@routed(use=None, source="query", wakes=False, loads=False)
 def tokenizer_info() -> Response:
     """The special tokens and chat template (vLLM's endpoint, which lm-evaluation-harness reads)."""
     return serving.tokenizer_info()

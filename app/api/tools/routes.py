@@ -12,6 +12,7 @@ from __future__ import annotations
 from flask import Blueprint, Response
 
 from app.api.http.openapi import documented
+from app.api.http.roles import operator_route
 from app.api.tools import openapi as doc
 from app.api.tools import serving
 
@@ -26,6 +27,7 @@ def list_tools() -> Response:
 
 
 @bp.post("/tools")
+@operator_route
 @documented(doc.CALL)
 def call_tool() -> Response:
     """Call one tool with `params`: `{"plain_text_response": ...}`, or `{"error": ...}` when the

@@ -84,6 +84,10 @@ def _save(action: SlotAction, path: Path, sequence: Sequence, model: BatchContex
 
 
 def _restore(action: SlotAction, path: Path, sequence: Sequence, model: BatchContext) -> dict[str, Any]:
+    if sequence.cached and sequence.scope != action.scope:
+        # Another scope's cells are not the asking key's to drop (nor, by a refusal worded
+        # otherwise than an empty slot's, to learn of: the file is not even read first).
+        raise SlotRefusedError("the slot holds cells this key may not replace")
     saved, read = slot_files.read(path, action.fingerprint)
     sequence.drop_cache(model)
     sequence.scope = saved.scope  # (the file is its owner's: slot routes keep each key's apart)

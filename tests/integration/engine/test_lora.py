@@ -43,7 +43,7 @@ def lora_server(adapters: tuple[Path, Path], tmp_path_factory: pytest.TempPathFa
     # The reproducible kernels: an adapter's answer is compared with llama-server's, and with
     # itself beside other requests, bit for bit.
     with serving_models(
-        models, answers=6, LLM_API_KEYS=KEY, LLM_BATCH_INVARIANT="1", LLM_SLOT_SAVE_PATH=slots
+        models, answers=6, LLM_ADMIN_KEYS=KEY, LLM_BATCH_INVARIANT="1", LLM_SLOT_SAVE_PATH=slots
     ) as server:
         yield server
 

@@ -48,7 +48,7 @@ def server(lora_dir: Path) -> Iterator[Server]:
     loras = [{"id": "a", "path": str(lora_dir / "first.gguf"), "scale": 0}]
     models = [{"id": "smol", "path": default_model_path(), "workers": 2, "parallel": 2, "loras": loras}]
     with serving_models(
-        models, answers=4, LLM_API_KEYS=KEY, LLM_LORA_DIRS=str(lora_dir), LLM_ROUTE_BY_CACHE="0"
+        models, answers=4, LLM_ADMIN_KEYS=KEY, LLM_LORA_DIRS=str(lora_dir), LLM_ROUTE_BY_CACHE="0"
     ) as started:
         yield started
 

@@ -25,7 +25,7 @@ from tests.support.rawhttp import RawStream, fetch, open_request
 from tests.support.security import LEAKS, Route, clean, error_in_shape, served_routes
 from tests.support.waits import wait_until
 
-ALICE, BOB = "sk-alice-matrix", "sk-bob-matrix"
+ALICE, BOB, OPS = "sk-alice-matrix", "sk-bob-matrix", "sk-ops-matrix"
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 ROUTES = served_routes()
 PAIRS: Counter[str] = Counter()
@@ -96,7 +96,10 @@ JUNK: dict[str, dict[str, Any]] = {
 @pytest.fixture(scope="module")
 def keyed() -> Iterator[Server]:
     server = Server(
-        LLM_WORKERS="1", LLM_API_KEYS=f"alice:{ALICE},bob:{BOB}", LLM_DEFAULT_MAX_TOKENS="4"
+        LLM_WORKERS="1",
+        LLM_API_KEYS=f"alice:{ALICE},bob:{BOB}",
+        LLM_ADMIN_KEYS=f"ops:{OPS}",
+        LLM_DEFAULT_MAX_TOKENS="4",
     ).wait_ready()
     yield server
     log = server.output()
@@ -131,6 +134,42 @@ def test_every_route_but_the_public_ones_answers_401_without_a_key_or_with_a_wro
                 PAIRS["401"] += 1
 
 
+def _operator_only(answer: httpx.Response) -> bool:
+    try:
+        error = answer.json()["error"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return isinstance(error, dict) and error.get("code") == "operator_only"
+
+
+def test_operator_routes_refuse_tenants_keys_and_serve_operators_keys(keyed: Server) -> None:
+    # The declaration on each view (@operator_route) decides the column: a route declared later is in it.
+    operators = [route for route in ROUTES if route.operator]
+    assert {(r.method, r.rule) for r in operators} >= {
+        ("POST", "/sleep"), ("POST", "/wake_up"), ("POST", "/models/load"), ("POST", "/models/unload"),
+        ("POST", "/lora-adapters"), ("POST", "/v1/load_lora_adapter"), ("POST", "/v1/unload_lora_adapter"),
+        ("POST", "/slots/<int:id_slot>"), ("POST", "/tools"),
+    }  # fmt: skip
+    with httpx.Client(base_url=keyed.url, timeout=120) as client:
+        for route in ROUTES:
+            if route.public:
+                continue
+            tenant = client.request(route.method, route.path(), json={}, headers=auth(ALICE))
+            clean(route, tenant, "tenant")
+            if route.operator:
+                assert tenant.status_code == 403 and _operator_only(tenant), (route, tenant.text[:300])
+                error_in_shape(route, tenant)
+            else:
+                assert not _operator_only(tenant), (route, tenant.text[:300])
+            operator = client.request(route.method, route.path(), json={}, headers=auth(OPS))
+            clean(route, operator, "operator")
+            assert operator.status_code != 401 and not _operator_only(operator), (route, operator.text[:300])
+            PAIRS["tenant x operator"] += 2
+        assert client.post("/wake_up", headers=auth(OPS)).status_code == 200  # (/sleep was among them)
+        answer = client.post("/v1/completions", json={"prompt": "Hi", "max_tokens": 2}, headers=auth(ALICE))
+        assert answer.status_code == 200, answer.text
+
+
 def test_bad_bodies_on_every_route_are_clear_errors_and_the_server_stays_whole(keyed: Server) -> None:
     with httpx.Client(base_url=keyed.url, timeout=60, headers=auth(ALICE)) as client:
         for route in ROUTES:
@@ -146,7 +185,7 @@ def test_bad_bodies_on_every_route_are_clear_errors_and_the_server_stays_whole(k
                 if case.startswith(("a body past", "a gzip body")) and route.rule in GENERATING:
                     assert answer.status_code == 413, (route, case, answer.status_code)
                 PAIRS["bad body"] += 1
-        client.post("/wake_up")  # (a route may have put the model to sleep)
+        client.post("/wake_up", headers=auth(OPS))  # (a route may have put the model to sleep)
         answer = client.post("/v1/chat/completions", json={"messages": [CHAT], "max_tokens": 3})
         assert answer.status_code == 200, answer.text
 

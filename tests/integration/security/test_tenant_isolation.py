@@ -21,6 +21,7 @@ import pytest
 from harness.servers import Server
 
 KEYS = {"alice": "sk-alice-41d", "bob": "sk-bob-9c2", "carol": "sk-carol-7e5", "dave": "sk-dave-3a0"}
+OPS = "sk-ops-1b7"  # an operator's key: slot actions are the operator's
 MEMO = (
     "You are the assistant of a small investment firm. Keep every figure you are given to yourself, "
     "answer in one short sentence, and never repeat a number unless asked for it directly. "
@@ -37,6 +38,7 @@ def tenants(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         LLM_WORKERS="1",
         LLM_API_KEYS=",".join(f"{name}:{key}" for name, key in KEYS.items()),
         LLM_CACHE_SHARING="alice+carol",
+        LLM_ADMIN_KEYS=f"ops:{OPS}",
         LLM_SLOT_SAVE_PATH=str(slots),
     ).wait_ready()
     yield server
@@ -111,7 +113,7 @@ def test_anthropics_cache_read_tokens_never_count_another_tenants_prompt(tenants
     assert read_tokens("carol") > 100
 
 
-def test_slots_show_and_save_a_tenants_own_cells_only(tenants: Server) -> None:
+def test_slots_show_a_tenants_own_cells_and_no_slot_action_touches_another_scopes(tenants: Server) -> None:
     def slots(who: str) -> dict[int, int]:
         headers = {"Authorization": f"Bearer {KEYS[who]}"}
         listed = httpx.get(tenants.url + "/slots", headers=headers, timeout=30)
@@ -126,17 +128,25 @@ def test_slots_show_and_save_a_tenants_own_cells_only(tenants: Server) -> None:
     bobs = slots("bob")
     assert bobs[alices] == 0  # how long her prompt is is not Bob's to see
     assert not any(after[n] and bobs[n] for n in after)  # a slot's cells are one tenant's
-    for who, saved in (("bob", 0), ("alice", held)):
+    for who in ("alice", "bob"):  # slot actions are the operator's
         headers = {"Authorization": f"Bearer {KEYS[who]}"}
         answer = httpx.post(
             f"{tenants.url}/slots/{alices}?action=save", json={"filename": "mine.bin"}, headers=headers
         )
-        assert answer.status_code == 200 and answer.json()["n_saved"] == saved, answer.text
+        assert answer.status_code == 403 and answer.json()["error"]["code"] == "operator_only", answer.text
+    ops = {"Authorization": f"Bearer {OPS}"}
+    saved = httpx.post(
+        f"{tenants.url}/slots/{alices}?action=save", json={"filename": "mine.bin"}, headers=ops
+    )
+    assert saved.status_code == 200 and saved.json()["n_saved"] == 0, (
+        saved.text
+    )  # Alice's, not the operator's
     root = Path(tenants.env["LLM_SLOT_SAVE_PATH"])
-    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.bin")) == [
-        "keys/alice/mine.bin", "keys/bob/mine.bin"
-    ]  # fmt: skip
-    bob = {"Authorization": f"Bearer {KEYS['bob']}"}
-    erased = httpx.post(f"{tenants.url}/slots/{alices}?action=erase", headers=bob)
-    assert erased.json()["n_erased"] == 0  # not Bob's to erase
-    assert slots("alice")[alices] == held
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.bin")) == ["keys/ops/mine.bin"]
+    erased = httpx.post(f"{tenants.url}/slots/{alices}?action=erase", headers=ops)
+    assert erased.json()["n_erased"] == 0  # not the operator's to erase either
+    restored = httpx.post(
+        f"{tenants.url}/slots/{alices}?action=restore", json={"filename": "mine.bin"}, headers=ops
+    )
+    assert restored.status_code == 400 and "may not replace" in restored.text, restored.text
+    assert slots("alice")[alices] == held  # a restore dropped her cells before the scope was asked

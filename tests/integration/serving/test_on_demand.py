@@ -44,7 +44,7 @@ def pool_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         # One token twice in its vocabulary: llama.cpp would abort the worker loading it.
         {"id": "od-twice", "path": str(tiny_models.path("token-twice")), "load": "on_demand"},
     ]
-    env = {"LLM_API_KEYS": KEY, "LLM_QUEUE_TIMEOUT": "3", "LLM_SSE_KEEPALIVE": "1"}
+    env = {"LLM_ADMIN_KEYS": KEY, "LLM_QUEUE_TIMEOUT": "3", "LLM_SSE_KEEPALIVE": "1"}
     with serving_models(models, answers=6, **env) as server:
         yield server
 
@@ -98,6 +98,18 @@ def test_on_demand_models_are_listed_unloaded_and_the_server_is_ready(pool_serve
         assert models[name]["load"] == "on_demand"
     assert models["od-a"]["ttl"] == 3 and models["od-a"]["aliases"] == ["smol-a"]
     assert httpx.get(pool_server.url + "/health/ready").status_code == 200  # pinned models only
+
+
+def test_reads_never_load_an_on_demand_model(pool_server: Server, sdk: openai.OpenAI) -> None:
+    # A GET counts against no key's limit and answers while the server drains: it starts no load.
+    for path in ("/props", "/slots", "/lora-adapters", "/tokenizer_info"):
+        answer = httpx.get(f"{pool_server.url}{path}?model=od-b", headers=AUTH, timeout=30)
+        assert answer.status_code == 400, (path, answer.text)
+        assert answer.json()["error"]["code"] == "model_not_loaded", (path, answer.text)
+    assert listed(pool_server, "od-b")["status"] == {"value": "unloaded"}
+    chat(sdk, "od-b")  # loaded by a request that generates: the reads answer from it now
+    props = httpx.get(f"{pool_server.url}/props?model=od-b", headers=AUTH, timeout=30)
+    assert props.status_code == 200 and props.json()["default_generation_settings"]["n_ctx"] == 512
 
 
 def test_a_request_loads_its_model_which_unloads_after_its_ttl_and_memory_returns(
@@ -245,6 +257,9 @@ def test_a_model_that_cannot_load_is_a_clear_503_and_the_pool_worker_stays(
         chat(sdk, model)
     assert failed.value.status_code == 503
     assert f"The model '{model}' {why}" in failed.value.message
+    assert "/" not in failed.value.message  # where the operator keeps its models is not the client's
+    loading = order(pool_server, "load", model)  # the operator's route says it no otherwise
+    assert loading.status_code == 503 and "/" not in loading.json()["error"]["message"], loading.text
     assert listed(pool_server, model)["status"] == {"value": "unloaded"}
     assert pool_pid(pool_server) == pid
     assert chat(sdk, "od-a")  # the pool worker serves on

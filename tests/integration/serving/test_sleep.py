@@ -35,14 +35,14 @@ MODELS = [{"id": "smol", "path": default_model_path(), "workers": 2, "n_ctx": 20
 def idle_server() -> Iterator[Server]:
     """Each worker's model sleeps after a second without requests."""
     env = {"LLM_SLEEP_IDLE": "1", "LLM_SSE_KEEPALIVE": "0.05"}
-    with serving_models(MODELS, answers=6, LLM_API_KEYS=KEY, **env) as server:
+    with serving_models(MODELS, answers=6, LLM_ADMIN_KEYS=KEY, **env) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
     """Models sleep only when told."""
-    with serving_models(MODELS, answers=6, LLM_API_KEYS=KEY) as server:
+    with serving_models(MODELS, answers=6, LLM_ADMIN_KEYS=KEY) as server:
         yield server
 
 

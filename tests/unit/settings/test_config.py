@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -118,11 +119,13 @@ def test_named_keys_and_their_limits(tmp_path: Path) -> None:
     config = settings(LLM_API_KEYS="ci:sk-ci,sk-plain", LLM_API_KEYS_FILE=str(keys))
     assert [(k.name, k.key, k.concurrency, k.rpm, k.tpm) for k in config.api_keys] == [
         ("ci", "sk-ci", None, None, None),
-        ("key-2", "sk-plain", None, None, None),  # no name given: its place in the list
+        ("key-433e1caaaa5f", "sk-plain", None, None, None),  # no name given: a digest of the key
         ("alice", "sk-alice", 2, 30, None),
         ("bob", "sk-bob", None, None, 9),
-        ("line-5", "sk-bare", None, None, None),
+        ("key-99690b1b4700", "sk-bare", None, None, None),
     ]
+    # What a key without a name was called by its place, before: the store moves its objects once.
+    assert [k.legacy_name for k in config.api_keys] == [None, "key-2", None, None, "line-5"]
     for line, message in [
         ("carol sk-carol rpm=0", "line 1: word 3 is not one of concurrency=N, rpm=N, tpm=N"),
         ("carol sk-carol tpm=5 burst=5", "line 1: word 4 is not one of"),
@@ -136,6 +139,26 @@ def test_named_keys_and_their_limits(tmp_path: Path) -> None:
         assert str(caught.value).startswith("LLM_API_KEYS_FILE") and "sk-carol" not in str(caught.value)
     with pytest.raises(ConfigError, match="the key appears twice"):
         settings(LLM_API_KEYS="dup:sk-alice", LLM_API_KEYS_FILE=str(keys))
+
+
+def test_a_key_is_named_by_what_it_is_never_by_where_it_is() -> None:
+    first = settings(LLM_API_KEYS="sk-one,sk-two,sk-three").api_keys
+    second = settings(LLM_API_KEYS="sk-one,sk-three").api_keys  # sk-two removed
+    assert first[2].name == second[1].name  # sk-three keeps its name: no key inherits sk-two's objects
+    assert {key.name for key in second}.isdisjoint({first[1].name})
+    assert all("sk-" not in key.name for key in first)  # the name shows nothing of the key
+
+
+def test_operator_keys_are_keys_too_and_named_apart_from_tenants() -> None:
+    config = settings(LLM_API_KEYS="alice:sk-alice", LLM_ADMIN_KEYS="ops:sk-ops,sk-root")
+    assert [(k.name, k.operator) for k in config.api_keys] == [
+        ("alice", False), ("ops", True), ("key-" + hashlib.sha256(b"sk-root").hexdigest()[:12], True)
+    ]  # fmt: skip
+    assert settings(LLM_ADMIN_KEYS="ops:sk-ops").api_keys[0].operator  # operators alone: keys are on
+    with pytest.raises(ConfigError, match="LLM_ADMIN_KEYS: the name 'alice' appears twice"):
+        settings(LLM_API_KEYS="alice:sk-alice", LLM_ADMIN_KEYS="alice:sk-other")
+    with pytest.raises(ConfigError, match="the key appears twice"):
+        settings(LLM_API_KEYS="alice:sk-alice", LLM_ADMIN_KEYS="ops:sk-alice")
 
 
 def test_a_key_file_broken_after_a_good_read_keeps_the_keys_read_before(tmp_path: Path) -> None:

@@ -124,3 +124,27 @@ def test_with_no_ttl_nothing_expires(url: str, clock: Clock) -> None:
     clock.now += 10**9
     assert store.remove_expired() == 0
     assert store.get("", "resp_1") is not None
+
+
+def test_owners_named_by_a_keys_place_move_to_its_name_once(tmp_path: Path, clock: Clock) -> None:
+    # Stored under the names keys had by their place (before revision 0006): key-2 and line-5.
+    database = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    engine = open_engine(database)
+    with engine.begin() as connection:
+        command.upgrade(migrate.alembic_config(connection), "0005")
+    old = ResponseStore(engine, ttl=60, clock=clock)
+    old.save("key-2", _response("resp_two"), [])
+    old.save("line-5", _response("resp_five"), [])
+    old.save("alice", _response("resp_alice"), [])
+    renames = {"key-2": "key-433e1caaaa5f", "line-5": "key-99690b1b4700"}
+    assert migrate.upgrade(database, renames) == migrate.head()
+    store = ResponseStore(open_engine(database), ttl=60, clock=clock)
+    assert store.get("key-433e1caaaa5f", "resp_two") is not None and store.get("key-2", "resp_two") is None
+    assert store.get("key-99690b1b4700", "resp_five") is not None
+    assert store.get("alice", "resp_alice") is not None
+    # Once: a later start with the keys in other places moves nothing to whoever holds place 2 now.
+    store.save("key-2", _response("resp_later"), [])  # (no key is named so now; a row written by hand)
+    assert migrate.upgrade(database, {"key-2": "key-someone-else"}) == migrate.head()
+    assert (
+        store.get("key-2", "resp_later") is not None and store.get("key-someone-else", "resp_later") is None
+    )

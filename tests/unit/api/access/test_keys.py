@@ -42,10 +42,31 @@ def test_right_keys_pass_and_health_stays_public(keyed: FlaskClient) -> None:
     assert keyed.get("/openapi.json").status_code == 200
 
 
-def test_metrics_can_require_a_key(engine: FakeEngine) -> None:
-    client = create_app(make_config(LLM_API_KEYS="sk-one", LLM_METRICS_AUTH="1"), engine=engine).test_client()
-    assert client.get("/metrics").status_code == 401
-    assert client.get("/metrics", headers={"Authorization": "Bearer sk-one"}).status_code == 200
+def test_metrics_can_require_an_operators_key(engine: FakeEngine) -> None:
+    # Every key's usage is in the figures: with LLM_METRICS_AUTH they are the operator's to read.
+    config = make_config(LLM_API_KEYS="sk-one", LLM_ADMIN_KEYS="ops:sk-ops", LLM_METRICS_AUTH="1")
+    client = create_app(config, engine=engine).test_client()
+    for path in ("/metrics", "/health/workers"):
+        assert client.get(path).status_code == 401
+        tenant = client.get(path, headers={"Authorization": "Bearer sk-one"})
+        assert tenant.status_code == 403 and tenant.get_json()["error"]["code"] == "operator_only"
+        assert client.get(path, headers={"Authorization": "Bearer sk-ops"}).status_code == 200
+
+
+def test_operator_routes_refuse_tenants_in_their_familys_shape(engine: FakeEngine) -> None:
+    config = make_config(LLM_API_KEYS="alice:sk-alice", LLM_ADMIN_KEYS="ops:sk-ops")
+    client = create_app(config, engine=engine).test_client()
+    tenant, operator = {"Authorization": "Bearer sk-alice"}, {"Authorization": "Bearer sk-ops"}
+    for path in ("/sleep", "/models/unload", "/v1/unload_lora_adapter", "/slots/0?action=erase", "/tools"):
+        refused = client.post(path, json={}, headers=tenant)
+        error = refused.get_json()["error"]
+        assert refused.status_code == 403 and error["type"] == "permission_error", (path, error)
+        assert error["code"] == "operator_only" and "LLM_ADMIN_KEYS" in error["message"]
+        assert client.post(path, json={}, headers=operator).status_code != 403 or path == "/tools"
+    unload = {"model": "test-model", "prompt": "", "keep_alive": 0}
+    refused = client.post("/api/generate", json=unload, headers=tenant)
+    assert refused.status_code == 403 and list(refused.get_json()) == ["error"]  # Ollama's shape
+    assert client.post("/api/generate", json=unload, headers=operator).status_code == 200
 
 
 def test_no_keys_means_open(client: FlaskClient) -> None:

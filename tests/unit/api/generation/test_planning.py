@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.api.generation.planning import PlanInputs, logit_bias, plan, plan_choices, request_priority
-from app.api.http.errors import ContextLengthError, InvalidRequestError
+from app.api.http.errors import ContextLengthError, InvalidRequestError, PermissionDeniedError
 from app.api.requests.chat import chat_request
 from app.api.requests.generation import GenerationOptions
 from app.engine.types import Sampling
@@ -86,3 +86,12 @@ def test_the_key_and_the_salt_make_the_cache_scope_and_the_header_the_priority()
     with pytest.raises(InvalidRequestError) as caught:
         request_priority(0, "x-priority", "high")
     assert caught.value.param == "x-priority"
+
+
+def test_a_tenant_may_put_its_request_later_but_not_ahead_of_others() -> None:
+    assert request_priority(5, None, None, tenant=True) == 5  # later: its own to choose
+    with pytest.raises(PermissionDeniedError) as caught:
+        request_priority(-5, None, None, tenant=True)  # ahead of every other tenant's
+    assert caught.value.param == "priority" and caught.value.code == "operator_only"
+    assert request_priority(-5, None, None, tenant=False) == -5  # an operator's, or a server without keys
+    assert request_priority(0, "x-priority", "-7", tenant=True) == -7  # the operator's gateway said so

@@ -61,7 +61,9 @@ def propose(
     """
     needed = len(generating) / (len(generating) + 1)
     total = 0
-    wanted: list[tuple[int, np.ndarray, int]] = []  # the draft model's work: sequence, history, length
+    wanted: list[
+        tuple[int, np.ndarray, int, str]
+    ] = []  # the draft model's work: sequence, history, length, scope
     for s, choice in holding:
         drafter = choice.drafter
         if s.seq_id not in generating or drafter is None or room - total <= 0:
@@ -74,14 +76,14 @@ def propose(
             choice.draft = drafter.propose(left, needed)
             total += len(choice.draft)
         elif length := abs(drafter.draft_length(left, needed)):
-            wanted.append((s.seq_id, drafter.history, length))
+            wanted.append((s.seq_id, drafter.history, length, s.scope))
             total += length
     if wanted and draft_model is not None:
         try:
             made = draft_model.draft(wanted)
         except RuntimeError:  # drafts are a shortcut: without them the step goes on as plain decoding
             log.exception("the draft model failed; this step goes without drafts")
-            return total - sum(length for _, _, length in wanted)
+            return total - sum(length for _, _, length, _ in wanted)
         for s, choice in holding:
             if s.seq_id in made:
                 choice.draft = made[s.seq_id]

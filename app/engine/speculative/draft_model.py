@@ -27,13 +27,16 @@ class ModelDrafter(Drafter):
 
 @dataclass
 class DraftModel:
-    """The draft model's weights and context; `cached[i]`: the tokens its sequence i holds."""
+    """The draft model's weights and context; `cached[i]`: the tokens its sequence i holds, `scopes[i]`
+    whose prompt they are (the cache scope of the choice that put them there)."""
 
     path: str
     sequences: int
     n_ctx: int  # per sequence, as the target's
     n_threads: int
     cached: list[list[int]] = field(default_factory=list)
+    scopes: list[str] = field(default_factory=list)
+    evaluated: int = 0  # tokens its context has evaluated, drafts and catching up alike
 
     def __post_init__(self) -> None:
         params = llama_cpp.llama_model_default_params()
@@ -50,6 +53,7 @@ class DraftModel:
         self.n_vocab = self.model.n_vocab()
         self.batch = TokenBatch(512)
         self.cached = [[] for _ in range(self.sequences)]
+        self.scopes = ["" for _ in range(self.sequences)]
 
     def check_vocabulary(self, target: internals.LlamaModel) -> None:
         """Refuse a draft model whose tokens are not the target's (its drafts would be other words)."""
@@ -59,11 +63,12 @@ class DraftModel:
             if self.model.token_to_piece(token) != target.token_to_piece(token):
                 raise ValueError(f"the draft model's token {token} is not the model's")
 
-    def draft(self, wanted: list[tuple[int, np.ndarray, int]]) -> dict[int, np.ndarray]:
-        """For each (sequence, history, length): up to `length` tokens the draft model writes after it."""
-        rows = self._catch_up([(seq_id, history) for seq_id, history, _ in wanted])
-        drafts: dict[int, list[int]] = {seq_id: [] for seq_id, _, _ in wanted}
-        lengths = {seq_id: length for seq_id, _, length in wanted}
+    def draft(self, wanted: list[tuple[int, np.ndarray, int, str]]) -> dict[int, np.ndarray]:
+        """For each (sequence, history, length, cache scope): up to `length` tokens the draft model
+        writes after it."""
+        rows = self._catch_up([(seq_id, history, scope) for seq_id, history, _, scope in wanted])
+        drafts: dict[int, list[int]] = {seq_id: [] for seq_id, _, _, _ in wanted}
+        lengths = {seq_id: length for seq_id, _, length, _ in wanted}
         while rows:
             following: dict[int, int] = {}
             for seq_id, row in rows.items():
@@ -85,16 +90,20 @@ class DraftModel:
         self.context.close()
         self.model.close()
 
-    def _catch_up(self, histories: list[tuple[int, np.ndarray]]) -> dict[int, int]:
+    def _catch_up(self, histories: list[tuple[int, np.ndarray, str]]) -> dict[int, int]:
         """Evaluate what each history adds to its sequence's draft cells; the row of its last token.
 
         All but the last new token go first, in as many decodes as they need; the last tokens
-        go together in one decode, so every sequence's row is read from the same logits.
+        go together in one decode, so every sequence's row is read from the same logits. Cells of
+        another cache scope's prompt are never reused: how long the catch-up took would tell a
+        tenant how much of its prompt another's began with (as the target's cells never are).
         """
         heads, tails = [], {}
-        for seq_id, history in sorted(histories, key=lambda item: item[0]):
+        for seq_id, history, scope in sorted(histories, key=lambda item: item[0]):
             tokens = history.tolist()
-            reused = min(common_prefix(self.cached[seq_id], tokens), len(tokens) - 1)  # a row to draft from
+            shared = common_prefix(self.cached[seq_id], tokens) if self.scopes[seq_id] == scope else 0
+            reused = min(shared, len(tokens) - 1)  # a row to draft from
+            self.scopes[seq_id] = scope
             if not llama_cpp.llama_memory_seq_rm(self.memory, seq_id, reused, -1):
                 # A draft model whose memory cannot be cut back (recurrent): catch up from the start.
                 llama_cpp.llama_memory_seq_rm(self.memory, seq_id, 0, -1)
@@ -125,6 +134,7 @@ class DraftModel:
         return rows
 
     def _decode(self) -> None:
+        self.evaluated += self.batch.size
         code = self.batch.decode(self.ctx)
         if code != 0:
             raise RuntimeError(f"the draft model's llama_decode failed with {code}")

@@ -50,6 +50,17 @@ class JsonFormatter(logging.Formatter):
 
 
 TEXT_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] [%(request_id)s] %(name)s: %(message)s"
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+class TextFormatter(logging.Formatter):
+    """gunicorn-shaped text lines, one per record: a control character in a message (a client's text
+    quoted in a warning) is written escaped, so that no message can end its line and forge the next.
+    A traceback, which the formatter itself appends, keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        record.message = _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", record.message)
+        return super().formatMessage(record)
 
 
 def configure_logging(json_lines: bool) -> None:
@@ -57,7 +68,7 @@ def configure_logging(json_lines: bool) -> None:
     handler = logging.StreamHandler()
     handler.addFilter(RequestIdFilter())
     handler.setFormatter(
-        JsonFormatter() if json_lines else logging.Formatter(TEXT_FORMAT, "%Y-%m-%d %H:%M:%S %z")
+        JsonFormatter() if json_lines else TextFormatter(TEXT_FORMAT, "%Y-%m-%d %H:%M:%S %z")
     )
     root = logging.getLogger()
     root.handlers[:] = [handler]

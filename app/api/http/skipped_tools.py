@@ -9,6 +9,7 @@ X-Skipped-Tools header, for a client that wants to know.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 
@@ -18,9 +19,16 @@ HEADER = "X-Skipped-Tools"
 log = logging.getLogger(__name__)
 
 
+SHOWN = 20  # kinds named in the header and the log; past that, how many more
+
+
 def skip(kinds: Sequence[str]) -> None:
-    """Note the tools of these types (or names) as left out of this request."""
-    unique = list(dict.fromkeys(kinds))
+    """Note the tools of these types (or names) as left out of this request. They are the client's
+    text: each is written as a JSON string's inside (a line break as \\n, no character past ASCII),
+    bounded, so it can neither break the header it goes into nor start a line of the log."""
+    unique = [json.dumps(kind[:80])[1:-1] for kind in dict.fromkeys(kinds)]
+    if len(unique) > SHOWN:
+        unique = [*unique[:SHOWN], f"and {len(unique) - SHOWN} more"]
     if not unique:
         return
     log.warning("tools this server cannot run were left out: %s", ", ".join(unique))

@@ -121,3 +121,19 @@ def test_a_grammar_within_the_bounds_still_holds_the_answer(server: Server) -> N
     )
     assert answer.status_code == 200, answer.text
     assert answer.json()["choices"][0]["text"] in ("yes", "no")
+
+
+def test_a_tool_type_can_neither_forge_a_log_line_nor_break_a_header(server: Server) -> None:
+    forged = "[2026-12-07 10:00:00 +0000] [1] [INFO] [-] app: forged by a client"
+    tools = [{"type": f"web_search\n{forged}\r\nX-Injected: 1"}]
+    answer = httpx.post(
+        f"{server.url}/v1/responses",
+        json={"model": "SmolLM2-135M-Instruct.Q4_1", "input": "Hi", "max_output_tokens": 16, "tools": tools},
+        headers={"Authorization": f"Bearer {KEYS['bob']}"},
+        timeout=60,
+    )
+    assert answer.status_code == 200, answer.text  # was a 500: the header could not hold a line break
+    assert "X-Injected" not in answer.headers and "\\n" in answer.headers["X-Skipped-Tools"]
+    lines = server.output().splitlines()
+    assert not any(line.startswith(forged) for line in lines)  # the warning kept its one line
+    assert any("web_search\\n[2026-12-07" in line for line in lines)

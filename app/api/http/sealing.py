@@ -6,7 +6,9 @@ shown with `display: "omitted"`) carries the model's reasoning from one turn to 
 as an opaque blob. Sealed with Fernet (AES-CBC, then HMAC-SHA256), a blob is readable
 only here and cannot be forged or altered: one that does not open is treated as no
 reasoning at all, never as text to put in the prompt. The key is LLM_REASONING_KEY, else
-one made once in LLM_DATA_DIR (shared by the workers, kept across restarts).
+one made once in LLM_DATA_DIR (shared by the workers, kept across restarts), and each API
+key's blobs are sealed with a key of their own derived from it: a blob one tenant was shown
+opens for no other tenant (who could otherwise replay it into its own prompt and read it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
 
+from app.api.http import store_access
 from app.settings.current import current_config
 
 _KEY_FILE = "reasoning.key"
@@ -27,10 +30,10 @@ PREFIX = "llmsealed1:"  # ours, by this scheme; anything else is not a blob of t
 
 
 class Sealer:
-    """Seals and opens blobs with one key (made in the view: a stream's generator has no app context)."""
+    """Seals and opens one owner's blobs (made in the view: a stream's generator has no app context)."""
 
-    def __init__(self, secret: str) -> None:
-        self._fernet = _fernet(secret)
+    def __init__(self, secret: str, owner: str = "") -> None:
+        self._fernet = _fernet(secret, owner)
 
     def seal(self, text: str) -> str:
         """`text` as an opaque blob only this server (or one sharing its key) opens."""
@@ -47,14 +50,16 @@ class Sealer:
 
 
 def current() -> Sealer:
-    """The sealer of the app serving this request."""
+    """The sealer of the app serving this request, for its API key's blobs."""
     config = current_config()
-    return Sealer(config.reasoning_key or _key_file(config.data_dir))
+    return Sealer(config.reasoning_key or _key_file(config.data_dir), store_access.owner())
 
 
 @cache
-def _fernet(secret: str) -> Fernet:
-    return Fernet(base64.urlsafe_b64encode(hashlib.sha256(secret.encode()).digest()))
+def _fernet(secret: str, owner: str) -> Fernet:
+    # The server's key alone without keys ("": as before); with them, one key per owner's name.
+    material = secret if not owner else hashlib.sha256(f"{secret}\0{owner}".encode()).hexdigest()
+    return Fernet(base64.urlsafe_b64encode(hashlib.sha256(material.encode()).digest()))
 
 
 @cache
@@ -64,8 +69,11 @@ def _key_file(data_dir: str) -> str:
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(secrets.token_urlsafe(32))
-        partial.chmod(0o600)
+        # Private from its first byte: written, then made private, it was readable for a moment.
+        partial.unlink(missing_ok=True)
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as opened:
+            opened.write(secrets.token_urlsafe(32))
         try:
             os.link(partial, path)  # fails if another worker made it first: theirs is kept
         except FileExistsError:

@@ -9,9 +9,10 @@ name that resolves inside the network is how rebinding attacks get in). Media fe
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 
 class RefusedError(Exception):
@@ -29,20 +30,46 @@ class Destination:
     path: str
 
 
+# A path a server may read otherwise than it is written: a dot segment, or a dot, slash or backslash
+# percent-encoded (`/public/../admin`, `/public/%2e%2e/admin`), or a backslash, which some servers
+# take for a slash. A prefix of the URL in the allowlist is compared with paths that have none.
+_AMBIGUOUS = re.compile(r"%2[eEfF]|%5[cC]|\\")
+
+
 def listed(url: str, allowlist: tuple[str, ...]) -> bool:
-    """Whether the allowlist names the URL's host (host, or host:port) or a prefix of the URL."""
+    """Whether the allowlist names the URL's host (host, or host:port) or a prefix of the URL: the
+    same scheme, host and port, and a path under the prefix's, segment by segment (a path that could
+    be read as another, and a URL with user info, are under no prefix)."""
     parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    default = parts.port in (None, 443 if parts.scheme == "https" else 80)
-    # A host listed without a port is that host on the scheme's own port, not every port of it.
-    netloc = host if default else f"{host}:{parts.port}"
     for entry in allowlist:
-        if "://" in entry:
-            if url.startswith(entry.rstrip("/") + "/") or url == entry:
+        if "://" not in entry:
+            if entry.lower().strip("[]") == _netloc(parts):
                 return True
-        elif entry.lower().strip("[]") == netloc:
+            continue
+        listed_parts = urlsplit(entry)
+        if (parts.scheme.lower(), _netloc(parts)) != (listed_parts.scheme.lower(), _netloc(listed_parts)):
+            continue
+        if parts.username is not None or parts.password is not None or _ambiguous(parts.path):
+            continue
+        prefix, path = listed_parts.path.rstrip("/"), parts.path or "/"
+        if path == prefix or path.startswith(prefix + "/"):
             return True
     return False
+
+
+def _netloc(parts: SplitResult) -> str:
+    """host, or host:port where the port is not the scheme's own (a host listed without a port is
+    that host on the scheme's own port, not every port of it)."""
+    host = (parts.hostname or "").lower()
+    return (
+        host
+        if parts.port in (None, 443 if parts.scheme.lower() == "https" else 80)
+        else f"{host}:{parts.port}"
+    )
+
+
+def _ambiguous(path: str) -> bool:
+    return bool(_AMBIGUOUS.search(path)) or any(part in (".", "..") for part in unquote(path).split("/"))
 
 
 def cleared(url: str, allowlist: tuple[str, ...], setting: str, what: str) -> Destination:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from app.api.http.destinations import RefusedError, cleared
+from app.api.http.destinations import RefusedError, cleared, listed
 
 INTERNAL = [
     "http://127.0.0.1/", "http://127.0.0.1:8000/v1/models", "http://127.1/", "http://2130706433/",
@@ -95,3 +95,30 @@ def test_a_public_name_is_cleared_and_pinned_to_the_address_that_was_checked() -
 def test_the_refusal_names_the_setting_and_no_address_is_tried() -> None:
     with pytest.raises(RefusedError, match="LLM_MEDIA_FETCH"):
         cleared("http://localhost/a.png", ("localhost",), "LLM_MEDIA_FETCH", "fetches media from")
+
+
+PREFIX = "https://tools.example/public/"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://tools.example/public/../admin", "https://tools.example/public/%2e%2e/admin",
+        "https://tools.example/public/%2E%2E/admin", "https://tools.example/public/.%2e/admin",
+        "https://tools.example/public/x%2f..%2f..%2fadmin", "https://tools.example/public/..\\admin",
+        "https://tools.example/public/./../admin", "https://tools.example/publicity/",
+        "https://tools.example:8443/public/x", "http://tools.example/public/x",
+        "https://user@tools.example/public/x", "https://tools.example.evil/public/x",
+    ],
+)  # fmt: skip
+def test_a_url_prefix_covers_only_paths_under_it_as_a_server_reads_them(url: str) -> None:
+    assert not listed(url, (PREFIX,))
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://tools.example/public/", "https://tools.example/public/mcp", "https://TOOLS.example:443/public/a/b",
+     "https://tools.example/public", "https://tools.example/public/a.b/c..d?x=../y"],
+)  # fmt: skip
+def test_a_url_under_a_listed_prefix_is_listed(url: str) -> None:
+    assert listed(url, (PREFIX,))

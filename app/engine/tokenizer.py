@@ -43,17 +43,10 @@ class Tokenizer:
         )
         self._bos = model.token_bos()
         self.bos_text, self.eos_text = self._text_of(self._bos), self._text_of(model.token_eos())
-        self._formatter = template_limits.bound(
-            Jinja2ChatFormatter(template=self.chat_template, eos_token=self.eos_text, bos_token=self.bos_text)
-        )
+        self._formatter = template_limits.BoundedFormatter(self.chat_template, self.eos_text, self.bos_text)
         # For a request that asks for no generation prompt (add_generation_prompt: false).
-        self._closed_formatter = template_limits.bound(
-            Jinja2ChatFormatter(
-                template=self.chat_template,
-                eos_token=self.eos_text,
-                bos_token=self.bos_text,
-                add_generation_prompt=False,
-            )
+        self._closed_formatter = template_limits.BoundedFormatter(
+            self.chat_template, self.eos_text, self.bos_text, add_generation_prompt=False
         )
         _probe(self._formatter)
         self._adds_bos = model.add_bos_token() and self._bos >= 0

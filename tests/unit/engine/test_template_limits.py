@@ -18,7 +18,7 @@ HELLO = [{"role": "user", "content": "Hello."}]
 
 
 def bounded(template: str) -> Jinja2ChatFormatter:
-    return template_limits.bound(Jinja2ChatFormatter(template=template, eos_token="</s>", bos_token="<s>"))
+    return template_limits.BoundedFormatter(template, eos_token="</s>", bos_token="<s>")
 
 
 @pytest.mark.parametrize(
@@ -28,8 +28,23 @@ def bounded(template: str) -> Jinja2ChatFormatter:
         ("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}", "loops past"),
         ("{% for m in messages %}{{ m.content * 5000000 }}{% endfor %}", "more than"),
         ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "rejected"),
+        # Building past the size before any of it is written (each was gigabytes, or minutes, before):
+        ("{{ 'x' * 10**10 }}", "builds a value of more than"),
+        ("{% for m in messages * 10**6 %}{{ m.role }}{% endfor %}", "builds a value of more than"),
+        ("{% set ns = namespace(s='xx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+         "{% endfor %}{{ ns.s|length }}", "builds a value of more than"),
+        ("{% set ns = namespace(s='xx') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
+         "{% endfor %}", "builds a value of more than"),
+        ("{{ 'x'|center(10**9) }}", "builds a value of more than"),
+        ("{{ 'x'.ljust(10**9) }}", "builds a value of more than"),
+        ("{{ '%0999999999d' % 1 }}", "builds a value of more than"),
+        ("{{ '{:>999999999}'.format(1) }}", "builds a value of more than"),
+        ("{{ ('x' * 4000)|replace('x', 'y' * 4000) }}", "builds a value of more than"),
+        ("{{ 2 ** 1000000000 }}", "too high a power"),
+        ("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(40) }}",
+         "loops past"),
     ],
-)
+)  # fmt: skip
 def test_a_hostile_template_is_refused_quickly(template: str, said: str) -> None:
     with pytest.raises(PromptRejectedError, match=said):
         render_chat(bounded(template), HELLO, None, None)

@@ -15,6 +15,7 @@ from app.chat_formats.answer import AnswerReader
 from app.chat_formats.detect import by_name
 from app.chat_formats.profile import TemplateProfile, profile
 from app.engine.media import MediaRun
+from app.engine.multimodal.projector import MediaLimits
 from app.engine.tokenizer import Tokenizer
 from app.engine.types import ThinkingBudget
 from app.settings.config import Config
@@ -122,7 +123,8 @@ def media_tokens(
                 f"{'images' if able['image'] else 'audio'} only.",
                 param=param,
             )
-    return projector.prompt(tokenizer.chat_text(cut), found)
+    limits = MediaLimits(config.max_image_pixels, config.max_audio_seconds)
+    return projector.prompt(tokenizer.chat_text(cut), list(zip(kinds, found, strict=True)), limits)
 
 
 def template_dates(now: datetime) -> dict[str, str]:

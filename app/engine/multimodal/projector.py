@@ -18,6 +18,7 @@ from llama_cpp._logger import llama_log_callback
 from app.engine.errors import PromptRejectedError
 from app.engine.gguf import gguf_metadata
 from app.engine.media import MediaRun, placeholder
+from app.engine.multimodal import decoding
 
 # Where a medium goes in a rendered prompt: random per process, so no client text can pose as one.
 MARKER = f"<__media_{secrets.token_hex(8)}__>"
@@ -48,6 +49,14 @@ def capabilities_of(path: str | None) -> Capabilities:
     return Capabilities(
         bool(header.get("clip.has_vision_encoder")), bool(header.get("clip.has_audio_encoder")), None
     )
+
+
+@dataclass(frozen=True)
+class MediaLimits:
+    """What one medium may hold once decoded (the server's LLM_MAX_IMAGE_PIXELS, LLM_MAX_AUDIO_SECONDS)."""
+
+    pixels: int
+    seconds: float
 
 
 class _Chunk:
@@ -100,39 +109,54 @@ class Projector:
             self._pool.kill()
             self._pool = None
 
-    def prompt(self, text: str, media: list[bytes]) -> tuple[list[int], tuple[MediaRun, ...]]:
+    def prompt(
+        self, text: str, media: list[tuple[str, bytes]], limits: MediaLimits
+    ) -> tuple[list[int], tuple[MediaRun, ...]]:
         """`text` (MARKER where each medium goes; a chat prompt as Tokenizer.chat_text gives it) as tokens
-        and media runs, worked out in a native thread: decoding an image is llama.cpp's work, which
-        never runs on the hub."""
+        and media runs, each medium ("image" or "audio", its bytes) decoded within `limits`; worked out
+        in a native thread: decoding and mtmd's tokenizing never run on the hub."""
         if self._pool is None:
             self._pool = ThreadPool(1)
         # An exception raised in a pool's thread is printed there as a traceback: it comes back as a value.
         outcome: tuple[list[int], tuple[MediaRun, ...]] | PromptRejectedError = self._pool.apply(
-            self._tokenize_or_refuse, (text, media)
+            self._tokenize_or_refuse, (text, media, limits)
         )
         if isinstance(outcome, PromptRejectedError):
             raise outcome
         return outcome
 
     def _tokenize_or_refuse(
-        self, text: str, media: list[bytes]
+        self, text: str, media: list[tuple[str, bytes]], limits: MediaLimits
     ) -> tuple[list[int], tuple[MediaRun, ...]] | PromptRejectedError:
         try:
-            return self._tokenize(text, media)
+            return self._tokenize(text, media, limits)
         except PromptRejectedError as refused:
             return refused
 
-    def _tokenize(self, text: str, media: list[bytes]) -> tuple[list[int], tuple[MediaRun, ...]]:
+    def _bitmap(self, kind: str, data: bytes, limits: MediaLimits) -> Any:
+        """An mtmd bitmap of the medium's pixels or samples, decoded here (decoding.py), never by mtmd."""
+        if kind == "image":
+            width, height, rgb = decoding.pixels(data, limits.pixels)
+            return mtmd.mtmd_bitmap_init(width, height, (ctypes.c_uint8 * len(rgb)).from_buffer_copy(rgb))
+        rate = self.capabilities.audio_sample_rate
+        if rate is None:
+            raise decoding.MediaDecodeError("is audio, which this projector does not hear")
+        pcm = decoding.samples(data, rate, limits.seconds)
+        return mtmd.mtmd_bitmap_init_from_audio(len(pcm), pcm.ctypes.data_as(ctypes.POINTER(ctypes.c_float)))
+
+    def _tokenize(
+        self, text: str, media: list[tuple[str, bytes]], limits: MediaLimits
+    ) -> tuple[list[int], tuple[MediaRun, ...]]:
         bitmaps: list[Any] = []
         chunks = mtmd.mtmd_input_chunks_init()
         try:
-            for number, data in enumerate(media):
-                buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-                bitmap = mtmd.mtmd_helper_bitmap_init_from_buf(self.ctx, buffer, len(data), False)
+            for number, (kind, data) in enumerate(media):
+                try:
+                    bitmap = self._bitmap(kind, data, limits)
+                except decoding.MediaDecodeError as refused:
+                    raise PromptRejectedError(f"media item {number}: {refused}") from None
                 if not bitmap:
-                    raise PromptRejectedError(
-                        f"media item {number}: not an image or audio file llama.cpp can decode"
-                    )
+                    raise PromptRejectedError(f"media item {number}: llama.cpp could not take its {kind}")
                 bitmaps.append(bitmap)
                 mtmd.mtmd_bitmap_set_id(bitmap, hashlib.sha256(data).hexdigest().encode())
             encoded = text.encode()

@@ -11,6 +11,7 @@ cause. The clips: llama.cpp's own test-2.mp3 and WAV files written here.
 from __future__ import annotations
 
 import base64
+import io
 import re
 import socket
 from collections.abc import Iterator
@@ -19,11 +20,13 @@ from typing import Any
 import httpx
 import openai
 import pytest
+import soundfile
 
 from app.api.audio import transcripts
 from app.settings.values import default_model_path
 from harness import llama_server, tiny_audio_projector, tiny_projector
 from harness.servers import Server, Service, serving_models
+from tests.support import same_media
 from tests.support.audio import tone
 from tests.support.clients import openai_client
 from tests.support.procs import worker_holding
@@ -84,7 +87,8 @@ def listening(clip: bytes, kind: str, text: str = "What do you hear?") -> list[d
 
 
 def theirs_chat(service: Service, messages: list[dict[str, Any]], tokens: int = 12) -> dict[str, Any]:
-    body = {"messages": messages, "max_tokens": tokens, "temperature": 0}
+    # The samples this server decodes, as a 16 kHz float WAV: llama-server's miniaudio resamples otherwise.
+    body = {"messages": same_media.messages(messages), "max_tokens": tokens, "temperature": 0}
     answer = httpx.post(service.url + "/v1/chat/completions", json=body, timeout=300)
     answer.raise_for_status()
     result: dict[str, Any] = answer.json()
@@ -94,7 +98,10 @@ def theirs_chat(service: Service, messages: list[dict[str, Any]], tokens: int = 
 def theirs_transcript(service: Service, clip: bytes, name: str, **form: str) -> dict[str, Any]:
     fields = {"temperature": "0", "max_tokens": "12", **form}
     answer = httpx.post(
-        service.url + "/v1/audio/transcriptions", files={"file": (name, clip)}, data=fields, timeout=300
+        service.url + "/v1/audio/transcriptions",
+        files={"file": (name, same_media.audio(clip))},
+        data=fields,
+        timeout=300,
     )
     answer.raise_for_status()
     result: dict[str, Any] = answer.json()
@@ -272,3 +279,19 @@ def test_a_transcription_landing_on_another_models_worker_is_relayed(hearing: Se
             return
         sock.close()
     pytest.fail("no connection landed on the worker of 'eyes'")
+
+
+def test_a_clip_is_decoded_by_libsndfile_never_by_llama_cpps_miniaudio(
+    sdk: openai.OpenAI, reference: Service
+) -> None:
+    # The WAV's samples as FLAC and as 32-bit float WAV: libsndfile gives the same samples, so the same
+    # answer as llama-server's on the WAV.
+    samples, rate = soundfile.read(io.BytesIO(WAV), dtype="float32")
+    expected = theirs_chat(reference, listening(WAV, "wav"))["choices"][0]["message"]["content"]
+    for subtype, kind in (("PCM_16", "flac"), ("FLOAT", "wav")):
+        out = io.BytesIO()
+        soundfile.write(out, samples, rate, format=kind.upper(), subtype=subtype)
+        answer = sdk.chat.completions.create(
+            model="smol", messages=listening(out.getvalue(), kind), max_tokens=12, temperature=0
+        )
+        assert answer.choices[0].message.content == expected, kind

@@ -33,6 +33,7 @@ from app.settings.values import default_model_path
 from harness import llama_server, tiny_projector
 from harness.real_models import gemma3_path
 from harness.servers import Server, Service, serving_models
+from tests.support import same_media
 from tests.support.audio import tone
 from tests.support.clients import openai_client
 
@@ -161,7 +162,8 @@ def sdk(vision: Server) -> Iterator[openai.OpenAI]:
 
 
 def theirs(service: Service, messages: list[dict[str, Any]], tokens: int = 16) -> dict[str, Any]:
-    body = {"messages": messages, "max_tokens": tokens, "temperature": 0}
+    # The pixels this server decodes, as a PNG: llama-server's stb_image reads a JPEG a few levels apart.
+    body = {"messages": same_media.messages(messages), "max_tokens": tokens, "temperature": 0}
     answer = httpx.post(service.url + "/v1/chat/completions", json=body, timeout=120)
     answer.raise_for_status()
     result: dict[str, Any] = answer.json()
@@ -294,7 +296,10 @@ def test_media_a_client_gets_wrong_are_clear_400s_and_a_stream_beside_them_goes_
         noise = {"type": "image_url", "image_url": {"url": data_url(b"not an image at all" * 10)}}
         assert "not an image this server reads" in bad_request(vision.url, "smol", [text, noise])["message"]
         truncated = {"type": "image_url", "image_url": {"url": data_url(RED[:60])}}  # a PNG header, no pixels
-        assert "llama.cpp can decode" in bad_request(vision.url, "smol", [text, truncated])["message"]
+        assert (
+            "is not an image this server decodes"
+            in bad_request(vision.url, "smol", [text, truncated])["message"]
+        )
         broken = {"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}
         error = bad_request(vision.url, "smol", [text, broken])
         assert "base64" in error["message"] and error["param"] == "messages[0].content[1].image_url"
@@ -556,3 +561,18 @@ def test_a_model_that_sleeps_and_wakes_leaves_no_thread_behind(sdk: openai.OpenA
         counts.append(threads_after_an_image())
         assert httpx.post(vision.url + "/sleep", timeout=60).status_code == 200
     assert counts[2] <= counts[1] <= counts[0], counts  # a wake after the first adds none for good
+
+
+def test_an_image_is_decoded_by_pillow_never_by_llama_cpps_stb_image(
+    sdk: openai.OpenAI, reference: tuple[str, Service]
+) -> None:
+    # WebP, which stb_image cannot read: answered as llama-server answers the same pixels as a PNG.
+    model, service = reference
+    out = io.BytesIO()
+    Image.open(io.BytesIO(RED)).save(out, format="WEBP", lossless=True)
+    webp = out.getvalue()
+    parts = [{"type": "text", "text": QUESTION}, {"type": "image_url", "image_url": {"url": data_url(webp)}}]
+    whole = ours(sdk, model, [{"role": "user", "content": parts}])
+    assert (
+        whole.choices[0].message.content == theirs(service, asking(RED))["choices"][0]["message"]["content"]
+    )

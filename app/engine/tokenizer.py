@@ -135,9 +135,11 @@ class Tokenizer:
 
     def _encode(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
         # llama-cpp-python's add_bos is llama.cpp's add_special: BOS, EOS and SEP as the GGUF says.
-        tokens: list[int] = self._model.tokenize(
-            text.encode("utf-8"), add_bos=add_special, special=parse_special
-        )
+        try:
+            encoded = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: no text (the API refuses it before; this holds)
+            raise PromptRejectedError("the text holds a lone surrogate, which no tokenizer reads") from None
+        tokens: list[int] = self._model.tokenize(encoded, add_bos=add_special, special=parse_special)
         return tokens
 
     def detokenize(self, tokens: list[int]) -> str:

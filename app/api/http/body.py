@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, TypeVar, cast
 
 from flask import current_app, request
@@ -136,11 +138,32 @@ def json_array(what: str) -> list[Any]:
 
 def _json_body() -> Any:
     try:
-        return request.get_json(force=True)
+        body = request.get_json(force=True)
     except BadRequest:
         raise InvalidRequestError("The request body is not valid JSON.") from None
     except RecursionError:
         raise InvalidRequestError("The request body is nested too deeply.") from None
+    _check_scalar_values(body)
+    return body
+
+
+# A surrogate written as an escape (\ud83d), paired or not: JSON's only way to put one in a string.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _check_scalar_values(body: Any) -> None:
+    """Refuse a body whose strings hold a lone surrogate (`"\\ud800"` alone): no Unicode text holds
+    one, no tokenizer can take it, and llama-server refuses it as invalid JSON. Only a body that
+    writes a surrogate escape at all is checked, at the encoder's speed."""
+    if not _SURROGATE_ESCAPE.search(request.get_data(cache=True)):
+        return
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequestError(
+            "The request body is not valid JSON text: a string holds a lone surrogate (a \\uD800-\\uDFFF "
+            "escape without its pair)."
+        ) from None
 
 
 def model_index(name: str | None, use: str | None = None) -> int:

@@ -10,6 +10,7 @@ log shows one worker booted, no signal and no traceback.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -137,3 +138,42 @@ def test_a_tool_type_can_neither_forge_a_log_line_nor_break_a_header(server: Ser
     lines = server.output().splitlines()
     assert not any(line.startswith(forged) for line in lines)  # the warning kept its one line
     assert any("web_search\\n[2026-12-07" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/completions", {"prompt": "Hi \ud800", "max_tokens": 2}),
+        ("/completion", {"prompt": "\udfff", "n_predict": 2}),
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "a\ud800b"}], "max_tokens": 2}),
+        (
+            "/v1/messages",
+            {
+                "model": "SmolLM2-135M-Instruct.Q4_1",
+                "messages": [{"role": "user", "content": "\ud800"}],
+                "max_tokens": 2,
+            },
+        ),
+        (
+            "/api/chat",
+            {"model": "SmolLM2-135M-Instruct.Q4_1", "messages": [{"role": "user", "content": "\ud800"}]},
+        ),
+        ("/tokenize", {"content": "\ud800"}),
+    ],
+)
+def test_a_lone_surrogate_is_invalid_text_not_a_500(server: Server, path: str, body: dict) -> None:
+    # Found by the fuzz campaign: no tokenizer reads one, and encoding it for llama.cpp raised.
+    auth = {"Authorization": f"Bearer {KEYS['bob']}"}
+    answer = httpx.post(
+        server.url + path,
+        content=json.dumps(body).encode(),  # json.dumps writes the surrogate as the escape \ud800
+        headers={**auth, "Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert answer.status_code == 400 and "surrogate" in answer.text, answer.text
+    if "prompt" in body:  # a surrogate pair is a character (an emoji): served
+        fine = json.dumps({**body, "prompt": "Hi \U0001f600"}).encode()  # written as \ud83d\ude00
+        paired = httpx.post(
+            server.url + path, content=fine, headers={**auth, "Content-Type": "application/json"}, timeout=60
+        )
+        assert paired.status_code == 200, paired.text

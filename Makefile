@@ -116,13 +116,14 @@ bench-peer: install-test
 reference-server: install-test
 	$(BIN)/python -c "from harness import llama_server; print(llama_server.binary())"
 
-## schemathesis over every operation, 1,000 new cases each (~30,000 requests); not part of `make test`.
+## schemathesis over every operation, 1,000 new cases each (~30,000 requests), then the campaign over
+## the native boundary (NATIVE_FUZZ_PER_ENTRY inputs to each entry point, 2,000 unless set); not part of `make test`.
 ifndef FUZZ_SEED
 FUZZ_SEED := $(shell date +%s)
 endif
 fuzz: install-test
 	@echo "make fuzz FUZZ_SEED=$(FUZZ_SEED) repeats these cases"
-	$(BIN)/pytest -m fuzz -s -p no:cacheprovider --timeout=0 --hypothesis-seed=$(FUZZ_SEED) tests/fuzz
+	FUZZ_SEED=$(FUZZ_SEED) $(BIN)/pytest -m fuzz -s -p no:cacheprovider --timeout=0 --hypothesis-seed=$(FUZZ_SEED) tests/fuzz
 
 ## Every wheel the image needs, built or fetched here (llama-cpp-python from pip's cache).
 wheelhouse: install

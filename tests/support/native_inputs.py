@@ -194,38 +194,81 @@ def crash_inputs(kind: str) -> Iterator[tuple[str, Any]]:
         yield "deep-pattern", {"type": "string", "pattern": "^" + "(" * 50_000 + "a" + ")" * 50_000 + "$"}
 
 
+def _valid_gbnf_expression(rng: random.Random, depth: int) -> str:
+    """A GBNF expression that parses: literals, classes, groups nested up to `depth`, repetitions."""
+    atoms = ['"a"', '"ab"', "[a-z]", "[^\\x00-\\x1f]", ".", '"\\n"', '"é"', "[0-9]", '""', "ref"]
+    if depth <= 0 or rng.random() < 0.3:
+        return rng.choice(atoms)
+    parts = [_valid_gbnf_expression(rng, depth - 1) for _ in range(rng.randint(1, 3))]
+    joined = rng.choice([" ", " | "]).join(parts)
+    return f"({joined})" + rng.choice(["", "*", "+", "?", "{0,3}", "{2}", "{1,}"])
+
+
 def random_gbnf(rng: random.Random) -> str:
-    """A grammar from pieces that have broken parsers: deep and wide groups, repetitions, odd escapes."""
+    """A grammar from the shapes that have broken parsers: deep and wide groups, long rule chains,
+    repetitions, ambiguity that multiplies parse stacks, odd escapes; about half of them valid, so that
+    llama.cpp's own parser and sampler run them too."""
     pieces = ['"a"', "[a-z]", "[^\\x00]", ".", "<[3]>", "x", "(", ")", "|", "*", "+", "?", "{3,2}",
               "{0,2000}", "{2000}", "\\", '"\\x', "#", "\n", " ", "root", "::=", "\u0000", "\udcff", "é",
               "<|im_end|>"]  # fmt: skip
     shape = rng.random()
-    if shape < 0.3:
-        depth = rng.choice([10, 199, 201, 1000, 5000])
+    if shape < 0.15:
+        depth = rng.choice([10, 150, 199, 201, 1000, 5000])
         return "root ::= " + "(" * depth + rng.choice(pieces) + ")" * rng.choice([depth, depth - 1])
-    if shape < 0.5:
-        rules = rng.randrange(2, 3000)
-        return "root ::= r0\n" + "".join(
-            f"r{n} ::= r{n + 1} {rng.choice(pieces[:3])}? | r{n + 2}\n" for n in range(rules)
+    if shape < 0.3:
+        rules = rng.choice([2, 50, 900, 1100, 3000])
+        return (
+            "root ::= r0\n"
+            + "".join(f"r{n} ::= r{n + 1} {rng.choice(pieces[:3])}? | r{n + 2}\n" for n in range(rules))
+            + f'r{rules} ::= "x"\nr{rules + 1} ::= "y"\n'
         )
+    if shape < 0.4:  # ambiguous: each "a" doubles the parse stacks, until llama.cpp's bound stops the grammar
+        return 'root ::= s\ns ::= "a" s x | "a" s y | "b"\nx ::= "c"\ny ::= "c" | "c"\n'
+    if shape < 0.75:
+        body = " ".join(_valid_gbnf_expression(rng, rng.randint(1, 12)) for _ in range(rng.randint(1, 4)))
+        return f'root ::= {body}\nref ::= "r" | ref-2\nref-2 ::= [0-9]+\n'
     return "root ::= " + "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 200)))
+
+
+def _valid_regex(rng: random.Random, depth: int) -> str:
+    atoms = ["a", "[a-z]", "\\d", "\\w", ".", "[^x]", "\\.", "é", "(?:ab)", "[0-9a-f]"]
+    if depth <= 0 or rng.random() < 0.3:
+        return rng.choice(atoms)
+    parts = [_valid_regex(rng, depth - 1) for _ in range(rng.randint(1, 3))]
+    joined = rng.choice(["", "|"]).join(parts)
+    return f"({joined})" + rng.choice(["", "*", "+", "?", "{0,3}", "{2}", "{1,}", "*?"])
 
 
 def random_regex(rng: random.Random) -> str:
     pieces = ["(", ")", "(?:", "a", "[a-z]", "*", "+", "?", "{1000}", "{1001}", "|", "\\d", "\\", "^", "$",
               "(?=a)", "\\1", ".", "[^]", "(?i)", "\x00", "\udcff"]  # fmt: skip
-    if rng.random() < 0.3:
+    shape = rng.random()
+    if shape < 0.2:
         depth = rng.choice([100, 900, 5000, 30_000])
         return "(" * depth + "a" + ")" * depth
+    if shape < 0.6:
+        return _valid_regex(rng, rng.randint(1, 10))
     return "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 120)))
 
 
 def random_lark(rng: random.Random) -> str:
     pieces = ["start: ", "a ", "\n", '"x"', "/[a-z]+/", "(", ")", "*", "+", "?", "|", "%ignore ", "A: ",
               "a: ", "start", "~ 5", "~ 1..100000", "{", "}", "\x00"]  # fmt: skip
-    if rng.random() < 0.3:
+    shape = rng.random()
+    if shape < 0.2:
         depth = rng.choice([100, 900, 5000, 20_000])
         return "start: " + "(" * depth + '"a"' + ")" * depth
+    if shape < 0.6:  # a grammar Lark reads: rules over terminals, repeated and left-recursive ones among them
+
+        def alternative(n: int) -> str:
+            return f'"{rng.choice("abc")}" r{n + 1}' if n < 5 else f"/{_valid_regex(rng, 3)}/"
+
+        rules = [f"r{n}: " + " | ".join(alternative(n) for _ in range(rng.randint(1, 3))) for n in range(6)]
+        return (
+            'start: r0 (r0 | NUMBER)* list\nlist: list "," ITEM | ITEM\nITEM: /[a-z]+/\nNUMBER: /[0-9]+/\n'
+            + "\n".join(rules)
+            + "\n"
+        )
     return "start: " + "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 80)))
 
 

@@ -177,3 +177,25 @@ def test_a_lone_surrogate_is_invalid_text_not_a_500(server: Server, path: str, b
             server.url + path, content=fine, headers={**auth, "Content-Type": "application/json"}, timeout=60
         )
         assert paired.status_code == 200, paired.text
+
+
+def test_a_grammar_whose_parse_stacks_multiply_stops_and_the_worker_serves_on(server: Server) -> None:
+    # Each "a" doubles the parse stacks (s x or s y, both "c"): llama.cpp kept them all until the memory
+    # ran out. Past its bound (grammar-bounds.patch) the grammar stops allowing tokens: the answer ends.
+    ambiguous = 'root ::= s\ns ::= "a" s x | "a" s y | "b"\nx ::= "c"\ny ::= "c"\n'
+    headers = {"Authorization": f"Bearer {KEYS['bob']}"}
+    body = {
+        "prompt": "aaaa",
+        "max_tokens": 64,
+        "grammar": ambiguous,
+        "temperature": 0,
+        "logit_bias": {"65": 5},
+    }
+    answer = httpx.post(f"{server.url}/v1/completions", json=body, headers=headers, timeout=120)
+    assert answer.status_code == 200, answer.text
+    text = answer.json()["choices"][0]["text"]
+    assert set(text) <= set("abc") and len(text) < 64, text
+    after = httpx.post(
+        f"{server.url}/v1/completions", json={"prompt": "Hi", "max_tokens": 4}, headers=headers
+    )
+    assert after.status_code == 200  # the same worker (the fixture checks none was booted again)

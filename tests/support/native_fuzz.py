@@ -18,7 +18,7 @@ import json
 import random
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +40,7 @@ ENTRY_POINTS = ("gbnf", "regex", "lark", "schema", "image", "audio", "text")
 ANSWERS = (200, 400, 413, 422, 501)
 
 
-def campaign_server(default_model: str) -> Iterator[Server]:
+def campaign_server(default_model: str) -> Generator[Server, None, None]:
     """SmolLM2 twice, hearing through the tiny audio projector and seeing through the vision one, a
     worker each with two sequences (one for the stream beside the campaign)."""
     models = [
@@ -54,7 +54,7 @@ def campaign_server(default_model: str) -> Iterator[Server]:
         "LLM_MAX_AUDIO_SECONDS": "40",
         "LLM_DEFAULT_MAX_TOKENS": "4",
     }
-    with serving_models(models, **limits) as server:
+    with serving_models(models, 0, **limits) as server:
         yield server
 
 
@@ -125,8 +125,8 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(out)
 
 
-def _text(rng: random.Random) -> tuple[str, str, bytes | dict[str, Any]]:
-    """A request for the tokenizer: a path, and a raw body (invalid UTF-8) or a JSON one."""
+def _text(rng: random.Random) -> tuple[str, bytes]:
+    """A request for the tokenizer: a path, and its body (raw, with invalid UTF-8, or JSON)."""
     shape = rng.random()
     pieces = [*CONTROL, "\u0000", "é", "\U0001f600", "\u200b", "a", " ", "\n", "\\u0000", "<|", "|>",
               "\x1b[31m", "\u202e", "\ufeff", "\U0010ffff", "\u0301" * 5]  # fmt: skip
@@ -139,18 +139,17 @@ def _text(rng: random.Random) -> tuple[str, str, bytes | dict[str, Any]]:
             + bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
             + b'", "max_tokens": 2}'
         )
-        return "/v1/completions", "raw", raw
-    path, body = rng.choice(
-        [
-            ("/v1/completions", {"prompt": text, "max_tokens": 2}),
-            ("/completion", {"prompt": text, "n_predict": 2}),
-            ("/tokenize", {"content": text, "with_pieces": True, "add_special": True}),
-            ("/v1/chat/completions", {"messages": [{"role": "user", "content": text}], "max_tokens": 2}),
-            ("/infill", {"input_prefix": text, "input_suffix": text[::-1], "n_predict": 2}),
-            ("/detokenize", {"tokens": [rng.randint(-10, 60000) for _ in range(rng.randint(1, 20))]}),
-        ]
-    )
-    return path, "json", body
+        return "/v1/completions", raw
+    choices: list[tuple[str, dict[str, Any]]] = [
+        ("/v1/completions", {"prompt": text, "max_tokens": 2}),
+        ("/completion", {"prompt": text, "n_predict": 2}),
+        ("/tokenize", {"content": text, "with_pieces": True, "add_special": True}),
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": text}], "max_tokens": 2}),
+        ("/infill", {"input_prefix": text, "input_suffix": text[::-1], "n_predict": 2}),
+        ("/detokenize", {"tokens": [rng.randint(-10, 60000) for _ in range(rng.randint(1, 20))]}),
+    ]
+    path, body = rng.choice(choices)
+    return path, json.dumps({**body, "model": rng.choice([HEARS, SEES])}).encode()
 
 
 def _media_body(kind: str, data: bytes) -> dict[str, Any]:
@@ -183,12 +182,7 @@ def requests(entry: str, count: int, rng: random.Random) -> Iterator[tuple[str, 
             data = mutate(rng.choice(seeds[entry]), rng)
             yield "/v1/chat/completions", json.dumps(_media_body(entry, data)).encode()
         else:
-            path, form, body = _text(rng)
-            if form == "raw":
-                yield path, body  # type: ignore[misc]
-            else:
-                body["model"] = rng.choice([HEARS, SEES])  # type: ignore[index]
-                yield path, json.dumps(body).encode()
+            yield _text(rng)
 
 
 class Streams(threading.Thread):
@@ -251,3 +245,22 @@ def run(server: Server, seed: int, per_entry: int, on_each: Callable[[], None] |
             if on_each is not None:
                 on_each()
     return tally
+
+
+def campaign(server: Server, seed: int, per_entry: int) -> None:
+    """A whole campaign on `server` (campaign_server's) with streams beside it, and its checks: no
+    answer broke a rule, every input was sent, every stream ended whole, no worker died."""
+    streams = Streams(server)
+    streams.start()
+    try:
+        tally = run(server, seed, per_entry)
+    finally:
+        streams.stop.set()
+        streams.join(300)
+    print(f"\nseed {seed}: " + tally.summary())
+    assert not tally.broken, tally.broken[:10]
+    assert all(tally.sent[entry] == per_entry for entry in ENTRY_POINTS), tally.sent
+    assert not streams.broken and sum(streams.finished.values()) >= 2, (streams.broken, streams.finished)
+    log = server.output()
+    assert log.count("Booting worker") == 2, log[-3000:]  # none died and came back
+    assert "SIGSEGV" not in log and "SIGABRT" not in log and "Traceback" not in log, log[-3000:]

@@ -20,27 +20,10 @@ def server() -> Iterator[Server]:
     yield from native_fuzz.campaign_server(default_model_path())
 
 
-def campaign(server: Server, seed: int, per_entry: int) -> None:
-    streams = native_fuzz.Streams(server)
-    streams.start()
-    try:
-        tally = native_fuzz.run(server, seed, per_entry)
-    finally:
-        streams.stop.set()
-        streams.join(300)
-    print("\n" + tally.summary())
-    assert not tally.broken, tally.broken[:10]
-    assert all(tally.sent[entry] == per_entry for entry in native_fuzz.ENTRY_POINTS), tally.sent
-    assert not streams.broken and sum(streams.finished.values()) >= 2, (streams.broken, streams.finished)
-    log = server.output()
-    assert log.count("Booting worker") == 2, log[-3000:]  # none died and came back
-    assert "SIGSEGV" not in log and "SIGABRT" not in log and "Traceback" not in log, log[-3000:]
-
-
 def test_a_fixed_seed_campaign_over_every_entry_point(server: Server) -> None:
-    campaign(server, seed=71, per_entry=15)
+    native_fuzz.campaign(server, seed=71, per_entry=15)
 
 
 @pytest.mark.slow
 def test_a_longer_campaign_over_every_entry_point(server: Server) -> None:
-    campaign(server, seed=7100, per_entry=80)
+    native_fuzz.campaign(server, seed=7100, per_entry=80)

@@ -6,9 +6,10 @@ import hmac
 
 from flask import Flask, current_app, g, request
 
+from app import workers
 from app.api.http import roles
 from app.api.http.errors import AuthenticationError
-from app.serving import internal
+from app.serving import internal, relay
 from app.settings.current import config_of, current_config
 from app.settings.keys import ApiKey
 
@@ -61,6 +62,8 @@ def _require_key() -> None:
         raise AuthenticationError("Incorrect API key provided.")
     g.api_key = key
     g.stats.key_name = key.name  # the access log and the metrics name the key, never show it
+    if relay.is_relayed(request, workers.this_worker()):
+        return  # a peer's order (a load for a tenant's request, a relayed sleep): the peer checked
     figures = request.path in _FIGURES  # (public unless LLM_METRICS_AUTH: here, they need a key)
     roles.check(key, figures or roles.is_operator_route(current_app, request.endpoint), request.path)
 

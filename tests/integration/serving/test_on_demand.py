@@ -26,6 +26,7 @@ from tests.support.waits import wait_for_log, wait_until
 
 KEY = "key-ops"
 AUTH = {"Authorization": f"Bearer {KEY}"}
+TENANT = "key-tenant-od"  # a tenant's key: its requests load models too, through the workers' own orders
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,7 @@ def pool_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         # One token twice in its vocabulary: llama.cpp would abort the worker loading it.
         {"id": "od-twice", "path": str(tiny_models.path("token-twice")), "load": "on_demand"},
     ]
-    env = {"LLM_ADMIN_KEYS": KEY, "LLM_QUEUE_TIMEOUT": "3", "LLM_SSE_KEEPALIVE": "1"}
+    env = {"LLM_ADMIN_KEYS": KEY, "LLM_API_KEYS": TENANT, "LLM_QUEUE_TIMEOUT": "3", "LLM_SSE_KEEPALIVE": "1"}
     with serving_models(models, answers=6, **env) as server:
         yield server
 
@@ -98,6 +99,21 @@ def test_on_demand_models_are_listed_unloaded_and_the_server_is_ready(pool_serve
         assert models[name]["load"] == "on_demand"
     assert models["od-a"]["ttl"] == 3 and models["od-a"]["aliases"] == ["smol-a"]
     assert httpx.get(pool_server.url + "/health/ready").status_code == 200  # pinned models only
+
+
+def test_a_tenants_request_loads_its_model_though_loading_by_hand_is_the_operators(
+    pool_server: Server,
+) -> None:
+    # A request landing on the pinned worker has the pool worker load its model by a relayed
+    # /models/load, an operator's route: the peers' own orders are not refused (a tenant's is).
+    body = {"model": "od-b", "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 4}
+    tenant = {"Authorization": f"Bearer {TENANT}"}
+    for _ in range(6):  # fresh connections, so that some land on the pinned worker
+        assert order(pool_server, "unload", "od-b").status_code == 200
+        answer = httpx.post(f"{pool_server.url}/v1/chat/completions", json=body, headers=tenant, timeout=60)
+        assert answer.status_code == 200, answer.text
+    refused = httpx.post(f"{pool_server.url}/models/load", json={"model": "od-b"}, headers=tenant, timeout=60)
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "operator_only"
 
 
 def test_reads_never_load_an_on_demand_model(pool_server: Server, sdk: openai.OpenAI) -> None:

@@ -191,6 +191,10 @@ def crash_inputs(kind: str) -> Iterator[tuple[str, Any]]:
             {"type": "object", "properties": {"a" * 200_000: {}}, "additionalProperties": {"type": "string"}},
         )
         yield "3000-optional", {"type": "object", "properties": {f"p{n}": {} for n in range(3000)}}
+        nested: dict[str, Any] = {"type": "string"}
+        for _ in range(800):  # just under the body parser's limit: the bound check recursed (a 500)
+            nested = {"type": "array", "items": nested}
+        yield "nested-800", nested
         yield "deep-pattern", {"type": "string", "pattern": "^" + "(" * 50_000 + "a" + ")" * 50_000 + "$"}
 
 

@@ -44,14 +44,19 @@ class _Converter:
     """One child process per server process, asked one request at a time."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()  # gevent's own where gevent has patched threading
         self._child: subprocess.Popen[bytes] | None = None
-        self._owner = 0  # the pid that started the child (a forked worker starts its own)
+        self._owner = 0  # the pid that made the lock and started the child (a forked worker: its own)
+        self._lock = threading.Lock()
         self._answers: OrderedDict[bytes, tuple[str, bool]] = OrderedDict()
 
     def ask(self, request: dict[str, object]) -> str:
         line = (json.dumps(request) + "\n").encode()
         key = hashlib.sha256(line).digest()
+        if self._owner != os.getpid():
+            # Made in the process that asks, after gevent has patched threading: a lock made before
+            # (in gunicorn's master) would block the whole hub while a greenlet waits on the child.
+            self._child = None  # (a forked process's copy of its parent's child: the parent's to stop)
+            self._owner, self._lock = os.getpid(), threading.Lock()
         with self._lock:
             known = self._answers.get(key)
             if known is None:
@@ -87,11 +92,10 @@ class _Converter:
         return answer["gbnf"], False
 
     def _running(self) -> subprocess.Popen[bytes]:
-        if self._child is None or self._owner != os.getpid() or self._child.poll() is not None:
+        if self._child is None or self._child.poll() is not None:
             self._child = subprocess.Popen(
                 [sys.executable, "-I", str(_CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
             )
-            self._owner = os.getpid()
         return self._child
 
     def _read_line(self, child: subprocess.Popen[bytes]) -> bytes | None:
@@ -115,7 +119,7 @@ class _Converter:
         return received
 
     def stop(self) -> None:
-        if self._child is not None:
+        if self._child is not None and self._owner == os.getpid():
             self._child.kill()
             self._child.communicate()  # waits, and closes its pipes
             self._child = None

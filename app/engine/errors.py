@@ -10,7 +10,8 @@ _PATH = re.compile(r"(?<![\w.:/~-])/(?:[^\s'\"(),;:/]+/)+([^\s'\"(),;:/]*)")
 
 def without_paths(message: str) -> str:
     """`message` as a client may read it: each absolute path on the server cut to its file's name
-    (where the operator keeps models, adapters and data is not a client's to know)."""
+    (where the operator keeps models, adapters and data is not a client's to know). For messages
+    about files (a load's error): an API route written in a message would be cut too."""
     return _PATH.sub(lambda found: found.group(1) or "(a folder)", message)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, TypeVar, cast
 
@@ -152,18 +151,35 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _check_scalar_values(body: Any) -> None:
-    """Refuse a body whose strings hold a lone surrogate (`"\\ud800"` alone): no Unicode text holds
-    one, no tokenizer can take it, and llama-server refuses it as invalid JSON. Only a body that
-    writes a surrogate escape at all is checked, at the encoder's speed."""
+    """Refuse a body whose strings hold a lone surrogate (`"\\ud800"` alone), naming the field: no
+    Unicode text holds one, no tokenizer can take it, and llama-server refuses it as invalid JSON.
+    Only a body that writes a surrogate escape at all is walked."""
     if not _SURROGATE_ESCAPE.search(request.get_data(cache=True)):
         return
+    pending: list[tuple[str, Any]] = [("", body)]
+    while pending:
+        where, value = pending.pop()
+        if isinstance(value, str) and not _encodes(value):
+            named = f"{where}: " if where else ""
+            raise InvalidRequestError(
+                f"{named}not valid text: it holds a lone surrogate (\\uD800-\\uDFFF without its pair).",
+                param=where or None,
+            )
+        if isinstance(value, dict):
+            for key, item in reversed(value.items()):
+                if not _encodes(key):
+                    raise InvalidRequestError("A key of the request body holds a lone surrogate.")
+                pending.append((f"{where}.{key}" if where else key, item))
+        elif isinstance(value, list):
+            pending.extend((f"{where}[{n}]", item) for n, item in reversed(list(enumerate(value))))
+
+
+def _encodes(text: str) -> bool:
     try:
-        json.dumps(body, ensure_ascii=False).encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidRequestError(
-            "The request body is not valid JSON text: a string holds a lone surrogate (a \\uD800-\\uDFFF "
-            "escape without its pair)."
-        ) from None
+        return False
+    return True
 
 
 def model_index(name: str | None, use: str | None = None) -> int:

@@ -9,12 +9,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flask import Flask, Response, has_app_context, jsonify
+from flask import Flask, Response, jsonify
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from app.engine import errors as engine_errors
-from app.settings.current import current_config
 
 log = logging.getLogger(__name__)
 
@@ -204,14 +203,10 @@ def error_response(error: APIError, headers: dict[str, str] | None = None) -> Re
 
 
 def to_api_error(exc: Exception) -> tuple[APIError, dict[str, str]]:
-    """Any failure as an APIError, with the headers its response needs (any protocol's handler uses it).
-    No path on the server is in its message (a model's or an adapter's that failed to load) unless
-    the operator shows paths (LLM_SHOW_PATHS)."""
+    """Any failure as an APIError, with the headers its response needs (any protocol's handler uses it)."""
     if isinstance(exc, engine_errors.EngineError):
         exc = from_engine(exc)
     if isinstance(exc, APIError):
-        if not (has_app_context() and current_config().show_paths):
-            exc.message = engine_errors.without_paths(exc.message)
         return exc, exc.headers
     if isinstance(exc, ValidationError):
         return from_validation(exc), {}

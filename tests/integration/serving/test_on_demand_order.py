@@ -36,7 +36,7 @@ def server() -> Iterator[Server]:
     ]
     # Each model is the same small GGUF under another id: a swap costs about a second (the idle
     # model must settle first), so the waits are short; the queue timeout leaves room for all.
-    with serving_models(models, LLM_API_KEYS=KEY, LLM_QUEUE_TIMEOUT="60") as server:
+    with serving_models(models, LLM_ADMIN_KEYS=KEY, LLM_QUEUE_TIMEOUT="60") as server:
         yield server
 
 

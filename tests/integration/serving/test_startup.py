@@ -114,6 +114,7 @@ BAD_SETTINGS = [
         ("LLM_CORS_ORIGINS", "not-an-origin"),
         ("LLM_LOG_FORMAT", "yaml"),
         ("LLM_API_KEYS", ","),
+        ("LLM_ADMIN_KEYS", ","),
         ("LLM_REASONING_KEY", "too short"),
         ("LLM_MAX_N", "0"),
         ("LLM_REASONING_BUDGET", "-2"),

@@ -23,10 +23,10 @@ def server() -> Iterator[Server]:
 # Bounded by their input counts, not by time: the limits only keep a stuck run from holding CI.
 @pytest.mark.timeout(900)
 def test_a_fixed_seed_campaign_over_every_entry_point(server: Server) -> None:
-    native_fuzz.campaign(server, seed=71, per_entry=15)
+    native_fuzz.campaign(server, seed=71, per_entry=10)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_a_longer_campaign_over_every_entry_point(server: Server) -> None:
-    native_fuzz.campaign(server, seed=7100, per_entry=50)
+    native_fuzz.campaign(server, seed=7100, per_entry=25)

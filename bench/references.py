@@ -18,8 +18,9 @@ from harness.servers import ROOT, Server, Service, free_port
 PEER_VENV = ROOT / "bench" / ".peer-venv"
 
 
-def ours(workers: int, threads: int, n_ctx: int, **extra: str) -> Server:
-    """This server with the settings the comparison uses (plus `extra` LLM_* ones), ready."""
+def ours(workers: int, threads: int, n_ctx: int, root: Path = ROOT, **extra: str) -> Server:
+    """This server (or the checkout at `root`) with the settings the comparison uses (plus `extra`
+    LLM_* ones), ready."""
     env = {
         **extra,
         "LLM_WORKERS": str(workers),
@@ -28,7 +29,7 @@ def ours(workers: int, threads: int, n_ctx: int, **extra: str) -> Server:
         "LLM_MAX_QUEUE": "64",
         "LLM_QUEUE_TIMEOUT": "600",
     }
-    return Server(**env).wait_ready(timeout=120)
+    return Server(root=root, **env).wait_ready(timeout=120)
 
 
 def install_peer() -> Path:

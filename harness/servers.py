@@ -128,7 +128,8 @@ def share_of_cores(env: dict[str, str]) -> str:
 class Server(Service):
     """This server under the real gunicorn, started as users start it, with `LLM_*` settings in `env`."""
 
-    def __init__(self, args: tuple[str, ...] = (), /, **env: str) -> None:
+    def __init__(self, args: tuple[str, ...] = (), /, root: Path | str = ROOT, **env: str) -> None:
+        """`root`: the checkout to run (another one's code beside this one's, for a benchmark)."""
         port = free_port()
         # Each server its own store unless a test shares one (as two instances on a host would).
         self.own_data = None if "LLM_DATA_DIR" in env else tempfile.mkdtemp(prefix="test-data-")
@@ -138,6 +139,7 @@ class Server(Service):
             [str(GUNICORN), "-c", "gunicorn.conf.py", *args, "wsgi:app"],
             port,
             {"LLM_BIND": f"127.0.0.1:{port}", **data, **threads, **env},
+            cwd=Path(root),
         )
         if self.own_data:  # kept while this process lives: a test may start a server on it again
             atexit.register(shutil.rmtree, self.own_data, ignore_errors=True)

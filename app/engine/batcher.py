@@ -152,9 +152,11 @@ class Batcher:
         blocks = self._cache_report.changes(self.sequences, self.host_cache, self.model)
         in_use = sum(len(s.cached) for s in self.sequences if s.busy)
         (restores, full), self._resumes = self._resumes, [0, 0]
-        report = replace(report, restores=restores, full_reprocessing=full)
         self.adapter_places.free_unused(self.sequences)
-        self._deliver(delivery, replace(report, blocks=blocks, cells_in_use=in_use))
+        self._deliver(
+            delivery,
+            replace(report, restores=restores, full_reprocessing=full, blocks=blocks, cells_in_use=in_use),
+        )
         return True
 
     def _take(self, job: Inbox, delivery: Delivery) -> bool:

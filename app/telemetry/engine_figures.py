@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 from app.engine.cache.kv_memory import KvMemory
 from app.engine.memory import MemoryKind
 from app.engine.observer import EngineObserver
 from app.telemetry import metrics, standard_names
+from app.telemetry.step_tally import StepTally, observe_counts
 from app.telemetry.worker_board import WorkerBoard
 
 
@@ -26,6 +28,7 @@ class EngineFigures(EngineObserver):
         self._publish, self._ready, self._publish_blocks = publish, ready, publish_blocks
         self._board, self._seat = board, seat
         self._busy_threads: tuple[int, int] | None = None  # the gauges' values, set only on a change
+        self._steps = StepTally(self._write_steps)
 
     def loaded(self, seconds: float) -> None:
         metrics.MODEL_LOAD.set(seconds)
@@ -80,10 +83,12 @@ class EngineFigures(EngineObserver):
             self._busy_threads = (busy, threads)
             metrics.SEQUENCES_BUSY.set(busy)
             metrics.THREADS.set(threads)
-        if decoded:
-            metrics.BATCH_TOKENS.observe(decoded)
-            standard_names.decoded()
         if reused:
             metrics.CACHED_PROMPT_TOKENS.inc(reused)
+        self._steps.add(decoded, sampled, idle=busy == 0)
+
+    def _write_steps(self, sizes: Counter[int], sampled: int) -> None:
+        observe_counts(metrics.BATCH_TOKENS, sizes)
+        standard_names.decoded(sum(sizes.values()))
         if sampled and self._board is not None:
             self._board.add_tokens(self._seat, sampled)

@@ -158,9 +158,9 @@ class _Longest:
 _longest = _Longest()
 
 
-def decoded() -> None:
-    """One llama_decode call of the engine."""
-    LLAMA_DECODES.inc()
+def decoded(calls: int = 1) -> None:
+    """`calls` llama_decode calls of the engine."""
+    LLAMA_DECODES.inc(calls)
 
 
 def drafted(tokens: int, accepted: int) -> None:

@@ -35,12 +35,14 @@ class CacheReport:
             count += 1
             choice = s.choice
             if choice is not None:
+                key: object = ("busy", id(choice))
+                if self._reported.get(s.seq_id) == key:
+                    continue  # the common case, every step of a stream: reported when it began
                 tokens = choice.plan.prompt_tokens
                 # Its cells will hold the prompt; where they resume is known once evaluated: until
                 # then, at its checkpoints (those it keeps, those it will take) and its end.
                 points = s.checkpoints.positions + choice.stops
                 resumable = Resumable(len(tokens), 0 if memory.cuts_anywhere else len(tokens), points)
-                key: object = ("busy", id(choice))
             else:
                 tokens = s.cached
                 resumable = s.resumable(memory, model) if not memory.cuts_anywhere else Resumable(len(tokens))

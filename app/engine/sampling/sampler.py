@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,13 @@ class SequenceSampler:
         # of the chain, as llama-server does; min_tokens lifts the ban after that many.
         self.ends_banned = plan.ignore_eos or plan.min_tokens > 0
         self.chain = sampler_chain.build(plan, n_vocab, vocab, end_tokens if self.ends_banned else [], _bias)
+        # A chain that only picks the likeliest token (temperature 0, nothing else but the ban)
+        # is one argmax over the row: llama.cpp's draw copies all n_vocab logits first, ten
+        # times its cost, for every sequence every step.
+        greedy_only = plan.sampling.temperature <= 0 and not plan.grammar
+        self._argmax = greedy_only and sampler_chain.length(self.chain) == 1 + self.ends_banned
+        self._ends = frozenset(end_tokens)
+        self._row = ctypes.c_float * n_vocab  # a row of logits, to view in place
         self.grammar = None
         if plan.grammar:
             self.grammar = _grammar_sampler(vocab, plan.grammar, plan.grammar_triggers)
@@ -52,6 +60,11 @@ class SequenceSampler:
 
     def sample(self, row: int) -> int:
         """Draw this sequence's next token from row `row`, and record it (penalties, grammar)."""
+        if self._argmax:
+            token = self._likeliest(row)
+            if token >= 0:
+                llama_cpp.llama_sampler_accept(self.chain, token)
+                return token
         if self.grammar is None:
             return int(llama_cpp.llama_sampler_sample(self.chain, self._ctx, row))  # also accepts
         token = self._draw(row, with_grammar=False)
@@ -85,6 +98,20 @@ class SequenceSampler:
             llama_cpp.llama_sampler_apply(self.grammar, ctypes.byref(self._array))
         llama_cpp.llama_sampler_apply(self.chain, ctypes.byref(self._array))
         return int(self._candidates[self._array.selected].id)
+
+    def _likeliest(self, row: int) -> int:
+        """The greedy draw as llama.cpp makes it (the first of the highest logits, the banned end
+        tokens left out); -1 where a logit is NaN, which llama.cpp's comparison treats otherwise."""
+        pointer = llama_cpp.llama_get_logits_ith(self._ctx, row)
+        logits = np.frombuffer(
+            memoryview(self._row.from_address(ctypes.addressof(pointer.contents))), np.float32
+        )
+        token = int(logits.argmax())
+        if self.ends_banned and token in self._ends:
+            logits = logits.copy()
+            logits[list(self._ends)] = -np.inf
+            token = int(logits.argmax())
+        return -1 if math.isnan(logits[token]) else token
 
     def _grammar_allows(self, token: int) -> bool:
         self._single[0] = llama_cpp.llama_token_data(token, 1.0, 0.0)

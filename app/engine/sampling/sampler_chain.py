@@ -78,6 +78,11 @@ def build(plan: ChoicePlan, n_vocab: int, vocab: Any, banned: list[int], bias: C
     return chain
 
 
+def length(chain: Any) -> int:
+    """How many samplers `chain` holds."""
+    return int(llama_cpp.llama_sampler_chain_n(chain))
+
+
 def _add(chain: Any, sampler: Any) -> None:
     llama_cpp.llama_sampler_chain_add(chain, sampler)
 

@@ -18,7 +18,7 @@ from harness.servers import ROOT, Server, Service, free_port
 PEER_VENV = ROOT / "bench" / ".peer-venv"
 
 
-def ours(workers: int, threads: int, n_ctx: int, root: Path = ROOT, **extra: str) -> Server:
+def ours(workers: int, threads: int, n_ctx: int, *, root: Path | str = ROOT, **extra: str) -> Server:
     """This server (or the checkout at `root`) with the settings the comparison uses (plus `extra`
     LLM_* ones), ready."""
     env = {

@@ -84,9 +84,11 @@ def thread_seconds(pid: int) -> dict[str, tuple[float, float]]:
 
 
 def role(tid: str, pid: int, busiest: list[str]) -> str:
+    """Ours' main thread is the hub and its busiest other the native thread calling llama_decode;
+    llama-server's main thread is its decoding loop. Either's next is llama.cpp's second thread."""
     if tid == str(pid):
-        return "main thread (ours: the hub)"
-    return "decoding thread" if tid == busiest[0] else "llama.cpp's other threads"
+        return "1 main thread"
+    return "2 busiest other thread" if tid == busiest[0] else "3 all other threads"
 
 
 def profile(services: dict[str, tuple[Service, int]], streams: int, tokens: int) -> dict[str, dict]:
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name, checkout in checkouts.items():
             server = references.ours(
-                1, args.threads, 2048, checkout, LLM_PARALLEL=str(args.slots), LLM_MODEL_PATH=model
+                1, args.threads, 2048, root=checkout, LLM_PARALLEL=str(args.slots), LLM_MODEL_PATH=model
             )
             started[name] = (server, server.pids()[1])  # the worker
         cpp = llama_server.start(model, args.threads, args.slots, 2048, stock=True)
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|")
     for name, figure in figures.items():
         for thread, (user, system) in sorted(figure["rows"].items()):
-            print(f"| {name} | {figure['tokens/s']:.1f} | {thread} | {user:.3f} | {system:.3f} |")
+            print(f"| {name} | {figure['tokens/s']:.1f} | {thread[2:]} | {user:.3f} | {system:.3f} |")
     print("\nThe engine's step alone, one sequence, no HTTP (ms per step, medians of 3 runs)\n")
     print("| checkout | llama_decode | the rest of the step |")
     print("|---|---|---|")

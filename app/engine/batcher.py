@@ -208,6 +208,7 @@ class Batcher:
                 not s.busy,
                 None if self.memory.cuts_anywhere or s.busy else s.resumable(self.memory, self.model),
                 s in alike,
+                s.session,
             )
             for s in self.sequences
         ]
@@ -270,9 +271,10 @@ class Batcher:
         generating = {s.seq_id for s, choice in holding if choice.generating and choice.row < 0}
         context_shift.shift_due(holding, generating, self.model)
         prefilling = sorted(((s, c) for s, c in holding if c.prefilling), key=lambda pair: pair[0].last_used)
-        budget = scheduling.prompt_budget(self.settings.prefill_chunk, batch.capacity - len(generating))
+        room = batch.capacity - len(generating)
+        budget = scheduling.prompt_budget(self.settings.prefill_chunk, room, streams_wait=bool(generating))
         shares = dict(scheduling.share_prompt([(s.seq_id, len(c.pending)) for s, c in prefilling], budget))
-        room = batch.capacity - len(generating) - sum(shares.values())
+        room -= sum(shares.values())
         drafted = 0 if self._drafts_off else draft_step.propose(holding, generating, room, self.draft_model)
         self._drafts_off = False
         filled = fill(batch, holding, generating, shares, self.model)

@@ -28,7 +28,7 @@ class StepReport:
 
 @dataclass(frozen=True)
 class BatcherSettings:
-    prefill_chunk: int  # most prompt tokens per step, so running streams wait at most one chunk
+    prefill_chunk: int  # most prompt tokens per step while streams generate, so each waits one chunk at most
     reuse_cache: bool  # start a prompt from a cached prefix (prompt cache)
     max_seconds: float  # wall time of one choice; 0: no limit
     drafts: DraftLimits | None = None  # n-gram speculative decoding, unless a request says otherwise

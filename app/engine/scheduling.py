@@ -39,6 +39,7 @@ class CacheView:
     # Whether the new prompt may resume its cells at all: not if they were evaluated with other LoRA
     # scales, or hold another tenant's prompt (they still count as a cache to keep, if it can be).
     alike: bool = True
+    session: str = ""  # the conversation whose prompt it holds ("": none said)
 
     def reusable(self, prompt: Sequence[int], most: int, cut: Callable[[int], int] = anywhere) -> int:
         """How many leading prompt tokens (at most `most`, where `cut` allows) it can resume."""
@@ -74,7 +75,9 @@ def place(
     """Pick a free sequence for `prompt`, and the longest cached prefix it may start from.
 
     The free sequence whose own cache shares most of the prompt (a conversation's next
-    turn) is taken if it shares enough. Otherwise: with cells of its own per sequence,
+    turn) is taken if it shares enough; one holding a named session's longest prompt (its
+    head) only if the prompt keeps at least half of its cells. Otherwise, among the free
+    sequences that lead no session (all of them if each does): with cells of its own per sequence,
     the lowest free id whose cache is empty, else the lowest free id, because llama.cpp
     runs a batch as one graph only over consecutive sequence ids; with one `pooled`
     cache, the least recently used sequence, keeping longest the caches other
@@ -88,16 +91,23 @@ def place(
     free = [v for v in views if v.free]
     if not free:
         raise ValueError("no free sequence")
+    # A session's longest prompt is its main conversation; an agent's side requests (a title, a
+    # quota probe, a small model's call) come between its turns and must not take those cells.
+    heads = session_heads(views)
+    spare = [v for v in free if v.seq_id not in heads] or free
     # Cells per sequence: an empty sequence first (with the cache on), so a cached
     # conversation is not dropped while there is room elsewhere; then the lowest id.
     fallback = min(
-        free, key=lambda v: v.last_used if pooled else (reuse_cache and len(v.cached) > 0, v.seq_id)
+        spare, key=lambda v: v.last_used if pooled else (reuse_cache and len(v.cached) > 0, v.seq_id)
     )
     if not reuse_cache or not prompt:
         return Placement(fallback.seq_id, 0)
     most = len(prompt) - 1
     shared = {v.seq_id: v.reusable(prompt, most, cut) for v in views}
-    best = max(free, key=lambda v: (shared[v.seq_id], -v.last_used))
+    # A head is taken for what its cells share only by a prompt that keeps most of them (the
+    # session's next turn): a side request shares a template's first tokens with every prompt.
+    kept = [v for v in free if v.seq_id not in heads or 2 * shared[v.seq_id] >= len(v.cached)]
+    best = max(kept or free, key=lambda v: (shared[v.seq_id], -v.last_used))
     target = best if shared[best.seq_id] > MIN_SIMILARITY * len(prompt) else fallback
     held = cut(min(common_prefix(target.cached, prompt), most)) if target.alike else 0
     donor = max(views, key=lambda v: shared[v.seq_id])
@@ -106,9 +116,22 @@ def place(
     return Placement(target.seq_id, shared[target.seq_id], shared=held)
 
 
-def prompt_budget(chunk: int, batch_room: int) -> int:
-    """Prompt tokens one step may take: a chunk, within what is left of the batch."""
-    return max(0, min(chunk, batch_room))
+def session_heads(views: Sequence[CacheView]) -> set[int]:
+    """The sequence holding each named session's longest prompt (the earliest id among equals)."""
+    longest: dict[str, CacheView] = {}
+    for view in views:
+        if view.session and (
+            view.session not in longest or len(view.cached) > len(longest[view.session].cached)
+        ):
+            longest[view.session] = view
+    return {view.seq_id for view in longest.values()}
+
+
+def prompt_budget(chunk: int, batch_room: int, streams_wait: bool) -> int:
+    """Prompt tokens one step may take: a chunk while generating streams wait on the step (each
+    waits at most one chunk's evaluation), all the room left in the batch when none does (as
+    llama-server evaluates a prompt alone: a batch per decode, fewer steps for the same work)."""
+    return max(0, min(chunk, batch_room) if streams_wait else batch_room)
 
 
 def chunk_size(share: int, stops: Sequence[int]) -> int:

@@ -30,6 +30,7 @@ class Sequence:
     choice: Choice | None = None
     adapters: tuple[float, ...] = ()  # the LoRA scales its cells were evaluated with (): the base model
     scope: str = ""  # whose prompt its cells hold (ChoicePlan.cache_scope)
+    session: str = ""  # the conversation its cells hold a prompt of (ChoicePlan.session)
     checkpoints: Checkpoints = field(default_factory=lambda: Checkpoints(0))
     # A prefix of its cells a client asked to keep (tokens), and until when (time.monotonic()).
     pinned: tuple[int, float] = (0, 0.0)
@@ -72,7 +73,11 @@ class Sequence:
         """Take a choice whose first `reused` prompt tokens are already in this sequence's cache."""
         prompt = job.plan.prompt_tokens
         self.cached, self.last_used = list(prompt[:reused]), tick
-        self.adapters, self.scope = job.plan.adapters or (), job.plan.cache_scope
+        self.adapters, self.scope, self.session = (
+            job.plan.adapters or (),
+            job.plan.cache_scope,
+            job.plan.session,
+        )
         pin = job.plan.pin
         if pin is not None and pin.tokens > 0:
             self.pinned = (pin.tokens, time.monotonic() + pin.seconds)

@@ -107,6 +107,9 @@ class ChoicePlan:
     prediction: tuple[int, ...] = ()  # OpenAI's predicted output, as tokens: the best draft there is
     shift: ContextShift | None = None  # at the context's end: drop part of the history and go on
     pin: PinnedPrefix | None = None  # Anthropic's cache_control: hold this prefix in the host cache a while
+    # The conversation it belongs to (an agent's session id, `prompt_cache_key`; within its cache
+    # scope), "" for none: the longest prompt each session holds is the last cache a new prompt takes.
+    session: str = ""
     # llama-server's /infill limits (0: off): a line indented less than n_indent ends the answer
     # before it; past t_max_predict_ms of generating, the next newline ends it.
     n_indent: int = 0

@@ -55,7 +55,8 @@ class Config:
         "LLM_N_BATCH",
         values.positive_int,
         "512",
-        "Most tokens one llama.cpp decode step takes (all sequences)",
+        "Most tokens one llama.cpp decode step takes (all sequences); a prompt evaluated alone takes "
+        "this many a step, so a client that hangs up is heard within one",
     )
     parallel: int = setting(
         "LLM_PARALLEL",
@@ -67,7 +68,8 @@ class Config:
         "LLM_PREFILL_CHUNK",
         values.positive_int,
         "256",
-        "Most prompt tokens evaluated per step, so a long prompt delays running streams by one chunk",
+        "Most prompt tokens evaluated per step while streams generate, so a long prompt delays them by one "
+        "chunk at most; a prompt with no stream waiting takes the whole batch (LLM_N_BATCH) a step",
     )
     kv_size: int = setting(
         "LLM_KV_SIZE",

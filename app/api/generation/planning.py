@@ -31,6 +31,7 @@ class PlanInputs:
     key_name: str | None  # the API key's name (None: a server without keys), for the cache scope
     priority_header: str | None  # the value of LLM_PRIORITY_HEADER's header, if the request has one
     tenant: bool = False  # the key is a tenant's (not an operator's, nor a server without keys)
+    session_header: str | None = None  # the value of an agent's session header (SESSION_HEADER), if sent
 
 
 def plan(
@@ -65,6 +66,7 @@ def plan(
             f"min_tokens is {options.min_tokens}, above the {max_tokens} tokens this request may generate.",
             param="min_tokens",
         )
+    scope = cache_scope.scope_of(inputs.key_name, config.cache_sharing, options.cache_salt)
     return ChoicePlan(
         prompt_tokens,
         max_tokens,
@@ -74,13 +76,21 @@ def plan(
         min_tokens=options.min_tokens,
         drafts=draft_limits(options, config),
         adapters=request_adapters(options, config.model),
-        cache_scope=cache_scope.scope_of(inputs.key_name, config.cache_sharing, options.cache_salt),
+        cache_scope=scope,
+        session=session_of(scope, options.prompt_cache_key, inputs.session_header),
         priority=request_priority(
             options.priority, config.priority_header, inputs.priority_header, inputs.tenant
         ),
         progress=options.return_progress and options.stream,  # events only: a whole answer has none
         shift=shift if max_tokens > room else None,  # else the context never fills
     )
+
+
+def session_of(scope: str, cache_key: str | None, header: str | None) -> str:
+    """The conversation a request belongs to, within its cache scope (one tenant's key never names
+    another's): OpenAI's `prompt_cache_key`, else an agent's session header; "" for none."""
+    named = cache_key or header
+    return f"{scope}\x00{named}" if named else ""
 
 
 def context_shift(options: GenerationOptions, inputs: PlanInputs) -> ContextShift | None:

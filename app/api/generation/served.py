@@ -11,9 +11,12 @@ from flask import current_app, g, request
 from app.api.generation.planning import PlanInputs
 from app.settings.current import current_config
 
+# Claude Code's, on every request of a session (its turns and its side requests alike).
+SESSION_HEADER = "X-Claude-Code-Session-Id"
+
 
 def plan_inputs() -> PlanInputs:
-    """The server's settings, the model's memory, the request's key and its priority header."""
+    """The server's settings, the model's memory, the request's key, its priority and session headers."""
     config = current_config()
     key = g.get("api_key")
     header = config.priority_header
@@ -23,4 +26,5 @@ def plan_inputs() -> PlanInputs:
         key_name=None if key is None else key.name,
         priority_header=request.headers.get(header) if header else None,
         tenant=key is not None and not key.operator,
+        session_header=request.headers.get(SESSION_HEADER),
     )

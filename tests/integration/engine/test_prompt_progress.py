@@ -30,7 +30,12 @@ KEYS = {"total", "cache", "processed", "time_ms"}
 @pytest.fixture(scope="module")
 def ours() -> Iterator[Server]:
     server = Server(
-        LLM_WORKERS="1", LLM_N_THREADS="1", LLM_PREFILL_CHUNK=str(CHUNK), LLM_BATCH_INVARIANT="1"
+        # A prompt alone is evaluated a batch a step, as llama-server's (-b, -ub below).
+        LLM_WORKERS="1",
+        LLM_N_THREADS="1",
+        LLM_N_BATCH=str(CHUNK),
+        LLM_PREFILL_CHUNK=str(CHUNK),
+        LLM_BATCH_INVARIANT="1",
     ).wait_ready()
     yield server
     log = server.output()

@@ -87,8 +87,17 @@ def test_a_long_prompt_is_evaluated_in_chunks_while_a_stream_keeps_generating() 
     assert run.text(streaming) == "".join(f"<{t}>" for t in range(3, 23))
 
 
+def test_a_prompt_alone_is_evaluated_a_whole_batch_a_step() -> None:
+    run = Run(FakeContext(parallel=2, n_batch=32), prefill_chunk=4)
+    alone = job(list(range(100, 170)), max_tokens=2)  # 70 tokens: 32, 32, then 6 and the first token
+    run.submit(alone)
+    run.until_idle()
+    assert [len(rows) for rows in run.context.decodes] == [32, 32, 6, 1]
+    assert run.text(alone) == "<170><171>"
+
+
 def test_progress_is_reported_from_the_cache_after_each_prompt_step_before_the_first_token() -> None:
-    run = Run(FakeContext(parallel=1), prefill_chunk=4)
+    run = Run(FakeContext(parallel=1, n_batch=4), prefill_chunk=4)
     first = job(list(range(10, 20)), max_tokens=1)
     run.submit(first)
     run.until_idle()
@@ -98,7 +107,7 @@ def test_progress_is_reported_from_the_cache_after_each_prompt_step_before_the_f
     run.until_idle()
     chunks = run.chunks[again.generation]
     shown = [(c.progress.total, c.progress.cache, c.progress.processed) for c in chunks if c.progress]
-    # 10 cached (the first prompt), then 6 more in steps of 4 and 2; all before the first token.
+    # 10 cached (the first prompt), then 6 more in steps of a batch (4) and 2; all before the first token.
     assert shown == [(16, 10, 10), (16, 10, 14), (16, 10, 16)]
     assert [c.progress is not None for c in chunks][:3] == [True, True, True]
     assert run.text(again) == "<36><37>" and all(c.text == "" for c in chunks if c.progress)

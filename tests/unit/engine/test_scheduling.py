@@ -11,6 +11,7 @@ from app.engine.scheduling import (
     common_prefix,
     place,
     prompt_budget,
+    session_heads,
     share_prompt,
 )
 
@@ -19,6 +20,37 @@ PROMPT = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
 
 def view(seq_id: int, cached: list[int], last_used: int = 0, free: bool = True) -> CacheView:
     return CacheView(seq_id, cached, last_used, free)
+
+
+def in_session(seq_id: int, cached: list[int], session: str, last_used: int = 0) -> CacheView:
+    return CacheView(seq_id, cached, last_used, True, session=session)
+
+
+def test_a_sessions_longest_prompt_is_its_head() -> None:
+    views = [in_session(0, [1] * 40, "a"), in_session(1, [2] * 5, "a"), in_session(2, [3] * 9, "b"),
+             view(3, [4] * 99)]  # fmt: skip
+    assert session_heads(views) == {0, 2}  # no session said: no head, however long
+
+
+@pytest.mark.parametrize("pooled", [True, False])
+def test_a_side_request_never_takes_its_sessions_main_conversation(pooled: bool) -> None:
+    # The main turn's cells (seq 0, least recently used) and a title request's (seq 1): a
+    # quota probe of the same session takes the title's sequence, not the conversation's.
+    views = [in_session(0, [9] * 50, "s", last_used=1), in_session(1, [8] * 6, "s", last_used=2)]
+    assert place(views, [7, 7, 7], reuse_cache=True, pooled=pooled) == Placement(1, 0)
+    # Nor does one that begins as the conversation does (a template's first tokens): it keeps
+    # too little of the head's cells to be worth them.
+    assert place(views, [9, 9, 9, 7, 7], reuse_cache=True, pooled=pooled).seq_id == 1
+    # Nor does another conversation's first request, while a sequence no session leads is free.
+    other = [*views, view(2, [6] * 30, last_used=3)]
+    assert place(other, [5, 5], reuse_cache=True, pooled=True) == Placement(1, 0)
+
+
+def test_when_every_free_sequence_leads_a_session_the_usual_choice_stands() -> None:
+    views = [in_session(0, [9] * 50, "s", last_used=4), in_session(1, [8] * 6, "t", last_used=2)]
+    assert place(views, [7, 7, 7], reuse_cache=True, pooled=True) == Placement(1, 0)  # least recently used
+    # And a session's next turn returns to its head as any conversation does.
+    assert place(views, [9] * 50 + [1], reuse_cache=True, pooled=True) == Placement(0, 50)
 
 
 def test_common_prefix() -> None:
@@ -85,8 +117,15 @@ def test_no_free_sequence_is_a_bug_of_the_caller() -> None:
 @pytest.mark.parametrize(
     ("chunk", "room", "budget"), [(256, 500, 256), (256, 100, 100), (256, 0, 0), (8, 9, 8)]
 )
-def test_prompt_budget_is_a_chunk_within_the_batch(chunk: int, room: int, budget: int) -> None:
-    assert prompt_budget(chunk, room) == budget
+def test_prompt_budget_is_a_chunk_within_the_batch_while_streams_wait(
+    chunk: int, room: int, budget: int
+) -> None:
+    assert prompt_budget(chunk, room, streams_wait=True) == budget
+
+
+@pytest.mark.parametrize(("chunk", "room"), [(256, 512), (256, 100), (8, 9), (256, 0)])
+def test_prompt_budget_is_the_whole_batch_when_no_stream_waits(chunk: int, room: int) -> None:
+    assert prompt_budget(chunk, room, streams_wait=False) == room
 
 
 def test_prompt_budget_is_handed_out_first_come_first_served() -> None:

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from app.engine.cache.disk_cache import DiskCache
 from app.engine.cache.prefix_blocks import BLOCK, resumable_only
-from app.engine.cache.saved_state import SavedState, capture, longest
+from app.engine.cache.saved_state import SavedState, capture, holds_media, longest
 from app.engine.context import BatchContext
 from app.engine.sequence import Sequence
 
@@ -40,8 +40,10 @@ class HostCache:
         """Keep the state of `sequence` (its cells and checkpoints) before they are taken."""
         tokens, scales = tuple(sequence.cached), sequence.adapters
         alike = [k for k in self._saved.values() if (k.adapters, k.scope) == (scales, sequence.scope)]
-        if len(tokens) < BLOCK or any(k.tokens[: len(tokens)] == tokens for k in alike):
-            return  # too little to be worth it, or already kept (or within a longer saved state)
+        if (len(tokens) < BLOCK and not holds_media(tokens)) or any(
+            k.tokens[: len(tokens)] == tokens for k in alike
+        ):
+            return  # too little to be worth it (an image is, however short), or already kept
         saved = capture(model, sequence)
         if saved.size > self.limit:
             if self.disk is not None:
@@ -85,7 +87,7 @@ class HostCache:
         for saved in list(self._saved.values()):
             self.disk.put(saved)
         for sequence in sorted(sequences, key=lambda s: s.last_used):
-            if len(sequence.cached) >= BLOCK and not sequence.adapters:
+            if (len(sequence.cached) >= BLOCK or holds_media(sequence.cached)) and not sequence.adapters:
                 self.disk.put(capture(model, sequence))
         self.disk.flush()
 

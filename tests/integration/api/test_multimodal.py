@@ -235,14 +235,18 @@ def test_another_image_is_never_answered_from_the_cache_of_the_first(
     assert other.choices[0].message.content == expected["choices"][0]["message"]["content"]
 
 
+@pytest.mark.parametrize("length", ["long", "short"])
 @pytest.mark.parametrize("model", ["smol", "gemma"])
 def test_conversations_about_two_images_keep_their_caches_side_by_side(
-    sdk: openai.OpenAI, model: str
+    sdk: openai.OpenAI, model: str, length: str
 ) -> None:
     # The second conversation shares the first's text before its image, so it takes the first's
     # sequence; the first's cells (its image among them) go to the host cache and come back for its
-    # follow-up, as two text conversations' do: no image is evaluated twice.
+    # follow-up, as two text conversations' do: no image is evaluated twice. Short: a question of
+    # three words and the image, under a block of the host cache (kept all the same for its image).
     text = f"Look at the picture below, {model}, and describe what you see in it in a few words, " * 2
+    if length == "short":
+        text = f"Describe it, {model}."
     first = {colour: asking(image, text=text) for colour, image in (("red", RED), ("blue", BLUE))}
     answers = {}
     for colour, messages in first.items():
@@ -253,7 +257,7 @@ def test_conversations_about_two_images_keep_their_caches_side_by_side(
             temperature=0,
         )
         answers[colour] = raw.parse()
-        if colour == "blue":  # it left red's cached prompt at red's image: said, and nothing broken
+        if colour == "blue" and length == "long":  # it left red's cached prompt at red's image: said
             assert "X-Cache-Miss" in raw.headers and raw.headers["X-Cache-Miss"].endswith("role=user")
     for colour, messages in first.items():
         answer = answers[colour]

@@ -10,9 +10,11 @@ is the agent's own requests (77, 40 and 31 KB as its system prompt and tools mak
 same for every target, recorded with no model at all.
 
 Replay: each recorded request, in order, streamed to each target with its model named and its
-answer cut to --max-tokens: ours (defaults) and llama-server built as users build it (stock
-options, harness/llama_server.py), both on the same model (Gemma 3 270M: its 32k window holds
-the agents' prompts), two sequences of the whole window each, --threads threads. The
+answer cut to --max-tokens (and the agent's session header): ours (defaults) and llama-server
+built as users build it (stock options, harness/llama_server.py), both on the same model (Gemma
+3 270M: its 32k window holds the agents' prompts) and the same tool-capable chat template
+(bench/templates/chatml-tools.jinja: the model's own has no tool section, which llama-server
+leaves the tools out for), two sequences of the whole window each, --threads threads. The
 figures per request: time to first token (the first generated token's event), prompt tokens
 and how many came from the cache, as each server's usage reports them. Every repeat starts
 both servers anew (nothing cached) and alternates which goes first.
@@ -45,6 +47,7 @@ BUILDS = {"stock": "as users build it (upstream's default options; AMX off, whic
           "same-kernels": "with our wheel's options (for a smoke run: no speed claim)"}  # fmt: skip
 NOTES = "notes.txt"
 PROMPTS = ("Read notes.txt and tell me what it says.", "Thanks. Now say goodbye.")
+TEMPLATE = Path(__file__).parent / "templates" / "chatml-tools.jinja"
 
 
 def record(agent: str, folder: Path, model: str) -> list[Exchange]:
@@ -88,7 +91,7 @@ def replay(url: str, exchange: Exchange, model: str, max_tokens: int) -> Replaye
     body.pop("max_completion_tokens", None)
     if exchange.path.startswith("/v1/chat"):
         body["stream_options"] = {"include_usage": True}
-    kept = ("content-type", "anthropic-version", "anthropic-beta")
+    kept = ("content-type", "anthropic-version", "anthropic-beta", "x-claude-code-session-id")
     headers = {k: v for k, v in exchange.headers.items() if k.lower() in kept}
     started, first = time.perf_counter(), None
     usage: dict[str, Any] = {}
@@ -142,17 +145,19 @@ def start(args: argparse.Namespace) -> dict[str, Service]:
     """Both targets on the model, with nothing cached."""
     started: dict[str, Service] = {}
     try:
-        settings = {
-            "LLM_MODEL_PATH": args.model,
-            "LLM_PARALLEL": str(args.slots),
-            "LLM_MODEL_ID": args.model_id,
-        }
+        # One tool-capable template for both: the model's own has no tool section, which llama-server
+        # then leaves the tools out of and ours renders, so their prompts differed threefold.
+        template = TEMPLATE.read_text()
+        model = {"id": args.model_id, "path": args.model, "parallel": args.slots, "chat_template": template}
+        settings = {"LLM_MODELS": json.dumps([model])}
         started[OURS] = references.ours(1, args.threads, args.n_ctx, **settings)
         if args.reproducible:  # what the batch-invariant kernels cost, beside the rest
             started[REPRO] = references.ours(1, args.threads, args.n_ctx, **settings, LLM_BATCH_INVARIANT="1")
         stock = args.llama_server == "stock"
-        started[CPP] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx, stock=stock,
-                                          extra=("--alias", args.model_id))  # fmt: skip
+        extra = ("--alias", args.model_id, "--jinja", "--chat-template-file", str(TEMPLATE))
+        started[CPP] = llama_server.start(
+            args.model, args.threads, args.slots, args.n_ctx, extra, stock=stock
+        )
     except BaseException:
         for service in started.values():
             service.stop()

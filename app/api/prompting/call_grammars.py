@@ -21,8 +21,10 @@ class CallGrammar:
 def calls_grammar(fmt: ChatFormat, functions: list[Function], parallel: bool, lazy: bool) -> CallGrammar:
     """The calls of `functions` as `fmt` writes them (GrammarError for a schema it cannot follow)."""
     names = [f"fn{position}-args" for position in range(len(functions))]
-    schemas = {name: f.parameters or {"type": "object"} for name, f in zip(names, functions, strict=True)
-               if f.input_format is None}  # fmt: skip
+    # A size bound past the server's is left out of a tool's grammar, not refused: agents' tools say
+    # `maxLength: 524288` for "any length" (Claude Code's), which no grammar could spell out.
+    schemas = {name: grammar.without_large_bounds(f.parameters or {"type": "object"})
+               for name, f in zip(names, functions, strict=True) if f.input_format is None}  # fmt: skip
     rules = grammar.schema_rules(schemas) if schemas else ""
     for name, function in zip(names, functions, strict=True):
         if function.input_format is not None:

@@ -65,6 +65,29 @@ def schema_rules(schemas: dict[str, Any]) -> str:
     return schema_converter.schema_rules(list(schemas), texts)
 
 
+def without_large_bounds(schema: Any) -> Any:
+    """`schema` with each size bound past MAX_BOUND left out (a copy, made without recursion): a
+    grammar it may follow, looser there. For tools' arguments, whose schemas agents write with bounds
+    such as `maxLength: 524288` that mean "any" and that no grammar could spell out."""
+    top: list[Any] = [None]
+    pending: list[tuple[Any, Any, Any]] = [(schema, top, 0)]  # (node, its copy's parent, its key there)
+    while pending:
+        node, parent, key = pending.pop()
+        copy: Any = node
+        if isinstance(node, dict):
+            copy = {}
+            for name, value in node.items():
+                if name in _BOUNDED and isinstance(value, int | float) and value > MAX_BOUND:
+                    continue
+                copy[name] = None  # in the schema's order; filled when its value is walked
+                pending.append((value, copy, name))
+        elif isinstance(node, list):
+            copy = [None] * len(node)
+            pending.extend((value, copy, n) for n, value in enumerate(node))
+        parent[key] = copy
+    return top[0]
+
+
 def check_bounds(schema: Any) -> None:
     """Refuse a schema that would make the grammar explode or the converter fail: a size bound too
     large, nesting too deep, too many optional properties or too long a name (walked without

@@ -61,6 +61,30 @@ def test_stop_sequences_and_max_tokens(client: anthropic.Anthropic) -> None:
     assert "5" not in stopped.content[0].text
 
 
+def test_a_tools_size_bound_past_the_servers_is_left_out_of_its_grammar(client: anthropic.Anthropic) -> None:
+    # Claude Code's Write tool says `maxLength: 524288` of its content: "any", for a grammar a bound
+    # no grammar could spell out (a response format's is refused with a 400, the tool's is left out).
+    write = {
+        "name": "write_file",
+        "description": "Write a file",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "maxLength": 40},
+                "content": {"type": "string", "maxLength": 524288},
+            },
+            "required": ["path", "content"],
+        },
+    }
+    message = client.messages.create(
+        model=MODEL, max_tokens=60, tools=[write], tool_choice={"type": "any"},
+        messages=[{"role": "user", "content": "Write hello to a.txt"}],
+    )  # fmt: skip
+    (use,) = message.content
+    assert use.type == "tool_use" and use.name == "write_file" and message.stop_reason == "tool_use"
+    assert isinstance(use.input.get("path"), str) and len(use.input["path"]) <= 40  # the small bound holds
+
+
 def test_tool_use_then_tool_result(client: anthropic.Anthropic) -> None:
     question = [{"role": "user", "content": "What is the weather in Oslo?"}]
     message = client.messages.create(

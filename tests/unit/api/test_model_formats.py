@@ -192,7 +192,7 @@ BAD_CHAT: dict[str, dict[str, Any]] = {
     },
     "a schema the grammar cannot follow": {
         "tools": [{"type": "function", "function": {"name": "x", "parameters": {
-            "type": "object", "properties": {"a": {"type": "string", "maxLength": 100000}}}}}],
+            "type": "object", "properties": {"a": {"$ref": "#/definitions/nope"}}}}}],
         "tool_choice": "required",
     },
     "tool_choice without a name": {"tools": [WEATHER], "tool_choice": {"type": "function"}},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from app.engine.errors import GrammarError
@@ -55,6 +57,25 @@ def test_what_the_converter_lacks_is_a_grammar_error(schema: dict) -> None:
 def test_bounds_that_would_explode_the_grammar_are_refused(schema: dict) -> None:
     with pytest.raises(GrammarError, match="above the 1000"):
         grammar.schema_grammar(schema)
+
+
+def test_a_tools_bounds_past_the_limit_are_left_out_and_the_rest_kept() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {
+        "content": {"type": "string", "maxLength": 524288, "minLength": 1},
+        "lines": {"type": "array", "items": [{"maxItems": 5000}, {"maxItems": 3}]},
+    }, "required": ["content"]}  # fmt: skip
+    relaxed = grammar.without_large_bounds(schema)
+    assert relaxed == {"type": "object", "properties": {
+        "content": {"type": "string", "minLength": 1},
+        "lines": {"type": "array", "items": [{}, {"maxItems": 3}]},
+    }, "required": ["content"]}  # fmt: skip
+    assert schema["properties"]["content"]["maxLength"] == 524288  # the request's own is untouched
+    grammar.schema_rules({"fn0-args": relaxed})  # now within the bounds
+    deep: dict = {}
+    node = deep
+    for _ in range(100_000):  # far deeper than recursion goes: walked without it
+        node["a"] = node = {}
+    grammar.without_large_bounds(deep)
 
 
 def test_bounds_at_the_limit_are_fine() -> None:

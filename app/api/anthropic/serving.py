@@ -84,5 +84,5 @@ def _pinned(
     counted for a prompt with media, or one whose oldest turns were dropped."""
     if marked is None or fitted.prompt.media or fitted.dropped_messages:
         return 0
-    marked_text = conversation.prompt(tokenizer, marked(), config).text
+    marked_text = conversation.rendered(tokenizer, marked(), config)  # its text only: never tokenized whole
     return pins.pinned_tokens(marked_text, fitted.prompt.tokens, tokenizer.chat_tokens)

@@ -51,6 +51,30 @@ def template_profile(tokenizer: Tokenizer, named_format: str | None = None) -> T
 def prompt(tokenizer: Tokenizer, chat: ChatRequest, config: Config) -> ChatPrompt:
     """Template `chat`'s messages with its tools and template variables."""
     shape = template_profile(tokenizer, config.chat_format)
+    text = rendered(tokenizer, chat, config)
+    fmt = shape.format if shape.native_tools else by_name("Generic")
+    thinking = shape.thinks and chat.reasoning_format != "none"
+    tags = fmt.thinking_tags
+    opened = tags is not None and text.rstrip().endswith(tags[0])  # the template opened the thinking
+    reader = AnswerReader(
+        fmt,
+        tools.functions(chat),
+        thinking,
+        opened,
+        chat.parallel_calls,
+        chat.tools_forced,
+        inline_reasoning=chat.reasoning_format == "deepseek-legacy",
+    )
+    if not media.has_media(text):
+        return ChatPrompt(text, tokenizer.chat_tokens(text), reader, shape)
+    tokens, runs = media_tokens(tokenizer, text, config)
+    return ChatPrompt(media.shown(text), tokens, reader, shape, runs)
+
+
+def rendered(tokenizer: Tokenizer, chat: ChatRequest, config: Config) -> str:
+    """The prompt text the template makes of `chat`, not yet tokens (an agent's 12k-token prompt takes
+    the tokenizer a tenth of a second, which a caller that needs only the text does not pay)."""
+    shape = template_profile(tokenizer, config.chat_format)
     # As llama-server: thinking on unless the request turns it off (templates such as
     # DeepSeek R1's test `not enable_thinking`, which an unset variable would pass), today's
     # date for templates that print it, and the request's own variables over both.
@@ -77,22 +101,7 @@ def prompt(tokenizer: Tokenizer, chat: ChatRequest, config: Config) -> ChatPromp
     fmt = shape.format if shape.native_tools else by_name("Generic")
     if turns.continued is not None:
         text = prefill.continued_text(text, turns.continued, fmt.thinking_tags if shape.thinks else None)
-    thinking = shape.thinks and chat.reasoning_format != "none"
-    tags = fmt.thinking_tags
-    opened = tags is not None and text.rstrip().endswith(tags[0])  # the template opened the thinking
-    reader = AnswerReader(
-        fmt,
-        tools.functions(chat),
-        thinking,
-        opened,
-        chat.parallel_calls,
-        chat.tools_forced,
-        inline_reasoning=chat.reasoning_format == "deepseek-legacy",
-    )
-    if not media.has_media(text):
-        return ChatPrompt(text, tokenizer.chat_tokens(text), reader, shape)
-    tokens, runs = media_tokens(tokenizer, text, config)
-    return ChatPrompt(media.shown(text), tokens, reader, shape, runs)
+    return text
 
 
 def media_tokens(

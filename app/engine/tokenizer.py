@@ -65,6 +65,7 @@ class Tokenizer:
         self.projector: Projector | None = None
         # Both are asked once per generated token: a dictionary beats a foreign call.
         self._pieces: dict[int, bytes] = {}
+        self._spelt: dict[int, bytes] = {}  # pieces as the prompt spells them (special tokens too)
         self._end_of_generation: dict[int, bool] = {}
         self._grammar_verdicts: OrderedDict[bytes, str | None] = OrderedDict()
 
@@ -107,6 +108,26 @@ class Tokenizer:
         if known is None:
             known = self._pieces[token] = self._piece(token, special=False)
         return known
+
+    def spelt_within(self, prompt: str, tokens: list[int], prefix: str) -> int | None:
+        """How many of `tokens` (`prompt`'s chat tokens) lie wholly within `prefix`, one of its beginnings,
+        read off their pieces rather than tokenizing it again; None where the pieces do not spell the
+        text (a space SentencePiece puts first, say): the caller tokenizes then."""
+        if not prompt.startswith(prefix):
+            return None
+        text, end = self.chat_text(prompt).encode(), len(self.chat_text(prefix).encode())
+        first = 1 if self._adds_bos and tokens[:1] == [self._bos] else 0  # the BOS the tokenizer added
+        spelt = 0
+        for count, token in enumerate(tokens[first:], start=first):
+            piece = self._spelt.get(token)
+            if piece is None:
+                piece = self._spelt[token] = self._piece(token, special=True)
+            if text[spelt : spelt + len(piece)] != piece:
+                return None
+            spelt += len(piece)
+            if spelt > end:
+                return count
+        return len(tokens) if spelt == end else None
 
     def _piece(self, token: int, special: bool) -> bytes:
         buffer = ctypes.create_string_buffer(256)

@@ -74,11 +74,20 @@ def marked_body(body: dict[str, Any]) -> dict[str, Any] | None:
     return None if where is None else with_mark(body, where)
 
 
-def pinned_tokens(marked_text: str, prompt_tokens: list[int], tokenize: Callable[[str], list[int]]) -> int:
+def pinned_tokens(
+    marked_text: str,
+    prompt_tokens: list[int],
+    tokenize: Callable[[str], list[int]],
+    spelt: Callable[[str], int | None] = lambda prefix: None,
+) -> int:
     """The prompt tokens up to the marker in the marked request's prompt text (0: the template
-    dropped it, or the prompt made is not the one the text begins)."""
+    dropped it, or the prompt made is not the one the text begins): read off the prompt's own
+    tokens by `spelt` where it can (a prefix of the prompt's text), else by tokenizing the prefix."""
     at = marked_text.find(MARK)
-    return 0 if at < 0 else common_prefix(tokenize(marked_text[:at]), prompt_tokens)
+    if at < 0:
+        return 0
+    counted = spelt(marked_text[:at])
+    return counted if counted is not None else common_prefix(tokenize(marked_text[:at]), prompt_tokens)
 
 
 def _blocks(body: dict[str, Any]) -> list[Any]:

@@ -85,4 +85,6 @@ def _pinned(
     if marked is None or fitted.prompt.media or fitted.dropped_messages:
         return 0
     marked_text = conversation.rendered(tokenizer, marked(), config)  # its text only: never tokenized whole
-    return pins.pinned_tokens(marked_text, fitted.prompt.tokens, tokenizer.chat_tokens)
+    made = fitted.prompt
+    spelt = lambda prefix: tokenizer.spelt_within(made.text, made.tokens, prefix)  # noqa: E731
+    return pins.pinned_tokens(marked_text, made.tokens, tokenizer.chat_tokens, spelt)

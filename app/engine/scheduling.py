@@ -76,7 +76,7 @@ def place(
 
     The free sequence whose own cache shares most of the prompt (a conversation's next
     turn) is taken if it shares enough; one holding a named session's longest prompt (its
-    head) only if the prompt keeps at least half of its cells. Otherwise, among the free
+    head) only by a prompt that keeps half of its cells or is half as long. Otherwise, among the free
     sequences that lead no session (all of them if each does): with cells of its own per sequence,
     the lowest free id whose cache is empty, else the lowest free id, because llama.cpp
     runs a batch as one graph only over consecutive sequence ids; with one `pooled`
@@ -104,9 +104,12 @@ def place(
         return Placement(fallback.seq_id, 0)
     most = len(prompt) - 1
     shared = {v.seq_id: v.reusable(prompt, most, cut) for v in views}
-    # A head is taken for what its cells share only by a prompt that keeps most of them (the
-    # session's next turn): a side request shares a template's first tokens with every prompt.
-    kept = [v for v in free if v.seq_id not in heads or 2 * shared[v.seq_id] >= len(v.cached)]
+    # A head is taken for what its cells share only by a prompt that keeps half of them or is half
+    # as long (the session's next turn, edited or compacted): a side request is short, and shares
+    # a template's first tokens with every prompt.
+    kept = [
+        v for v in free if v.seq_id not in heads or 2 * max(shared[v.seq_id], len(prompt)) >= len(v.cached)
+    ]
     best = max(kept or free, key=lambda v: (shared[v.seq_id], -v.last_used))
     target = best if shared[best.seq_id] > MIN_SIMILARITY * len(prompt) else fallback
     held = cut(min(common_prefix(target.cached, prompt), most)) if target.alike else 0

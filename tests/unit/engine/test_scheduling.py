@@ -46,6 +46,13 @@ def test_a_side_request_never_takes_its_sessions_main_conversation(pooled: bool)
     assert place(other, [5, 5], reuse_cache=True, pooled=True) == Placement(1, 0)
 
 
+def test_a_sessions_edited_turn_still_resumes_what_its_head_shares() -> None:
+    # A compacted or edited conversation keeps the system prompt only (20 of 60 cells), but it is
+    # the conversation's next turn, as long as the last: it takes its head by the usual rule.
+    views = [in_session(0, [9] * 20 + [8] * 40, "s", last_used=1), in_session(1, [7] * 6, "s", last_used=2)]
+    assert place(views, [9] * 20 + [5] * 35, reuse_cache=True, pooled=False) == Placement(0, 20)
+
+
 def test_when_every_free_sequence_leads_a_session_the_usual_choice_stands() -> None:
     views = [in_session(0, [9] * 50, "s", last_used=4), in_session(1, [8] * 6, "t", last_used=2)]
     assert place(views, [7, 7, 7], reuse_cache=True, pooled=True) == Placement(1, 0)  # least recently used

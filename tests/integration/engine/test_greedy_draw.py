@@ -7,16 +7,21 @@ import ctypes
 
 import llama_cpp
 import numpy as np
+import pytest
 
 from app.engine.batch import TokenBatch
 from app.engine.context import ContextShape
 from app.engine.model import LoadedModel
 from app.engine.types import ChoicePlan, Sampling
 from app.settings.values import default_model_path
+from harness import real_models
 
 
-def test_the_argmax_draw_picks_what_llama_cpps_greedy_chain_picks() -> None:
-    model = LoadedModel(default_model_path(), ContextShape(1, 512, 512, 512, 1))
+@pytest.mark.parametrize(
+    "path", [default_model_path(), str(real_models.gemma3_path())], ids=["smollm2", "gemma3"]
+)
+def test_the_argmax_draw_picks_what_llama_cpps_greedy_chain_picks(path: str) -> None:
+    model = LoadedModel(path, ContextShape(1, 512, 512, 512, 1))
     try:
         ends = [t for t in range(model.n_vocab) if model.tokenizer.is_end_of_generation(t)]
         prompt = model.tokenizer.text("The three primary colours are")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import jinja2
@@ -116,18 +117,39 @@ class Tokenizer:
         if not prompt.startswith(prefix):
             return None
         text, end = self.chat_text(prompt).encode(), len(self.chat_text(prefix).encode())
-        first = 1 if self._adds_bos and tokens[:1] == [self._bos] else 0  # the BOS the tokenizer added
+        first = self._added(tokens)
         spelt = 0
         for count, token in enumerate(tokens[first:], start=first):
-            piece = self._spelt.get(token)
-            if piece is None:
-                piece = self._spelt[token] = self._piece(token, special=True)
+            piece = self._spelt_piece(token)
             if text[spelt : spelt + len(piece)] != piece:
                 return None
             spelt += len(piece)
             if spelt > end:
                 return count
         return len(tokens) if spelt == end else None
+
+    def spelt_offset(self, prompt: str, tokens: Sequence[int], at: int) -> int | None:
+        """Where token `at` of `tokens` (`prompt`'s chat tokens) begins in the prompt's chat text, in
+        bytes, read off the pieces before it; None where they do not spell the text (an image's
+        placeholders, a prompt cut to fit): the caller counts tokens then."""
+        text = self.chat_text(prompt).encode()
+        spelt = 0
+        for token in tokens[self._added(tokens) : at]:
+            piece = self._spelt_piece(token) if token >= 0 else None  # an image's placeholder
+            if piece is None or text[spelt : spelt + len(piece)] != piece:
+                return None
+            spelt += len(piece)
+        return spelt
+
+    def _added(self, tokens: Sequence[int]) -> int:
+        """1 if `tokens` open with the BOS the tokenizer added (which the chat text does not hold)."""
+        return 1 if self._adds_bos and len(tokens) > 0 and tokens[0] == self._bos else 0
+
+    def _spelt_piece(self, token: int) -> bytes:
+        piece = self._spelt.get(token)
+        if piece is None:
+            piece = self._spelt[token] = self._piece(token, special=True)
+        return piece
 
     def _piece(self, token: int, special: bool) -> bytes:
         buffer = ctypes.create_string_buffer(256)

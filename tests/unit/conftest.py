@@ -57,6 +57,12 @@ class FakeTokenizer:
     def chat_tokens(self, prompt: str) -> list[int]:
         return [1] * len(prompt.split())
 
+    def chat_text(self, prompt: str) -> str:
+        return prompt
+
+    def spelt_offset(self, prompt: str, tokens: Any, at: int) -> int | None:
+        return None  # words are no pieces of the text: places are found by counting tokens
+
     def text(self, prompt: str) -> list[int]:
         return [1] * len(prompt.split())
 

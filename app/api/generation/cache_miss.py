@@ -36,7 +36,7 @@ def explained(engine: Engine, prompt: Sequence[int], scope: str, locate: Locate 
     shared, held = closest
     if shared < MIN_SHARED or shared >= len(held) or shared >= len(prompt) - 1:
         return None  # little in common (another conversation), or a cached prompt it extends
-    place = locate(shared) if locate is not None else None
+    place = locate(prompt, shared) if locate is not None else None
     where = f"token={shared}" + (f"; message={place.message}; role={place.role}" if place else "")
     tokenizer = engine.tokenizer
     log.info(

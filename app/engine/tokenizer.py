@@ -13,7 +13,7 @@ import llama_cpp
 from llama_cpp import _internals as internals
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-from app.engine import template_limits
+from app.engine import off_hub, template_limits
 from app.engine.errors import GrammarError, PromptRejectedError
 from app.engine.multimodal.projector import Projector
 from app.engine.sampling.grammar import check_gbnf
@@ -27,12 +27,13 @@ FALLBACK_TEMPLATE = (
 
 
 class Tokenizer:
-    """The model's vocabulary and chat template, used on the hub while the model generates.
+    """The model's vocabulary and chat template, used by the views while the model generates.
 
-    llama.cpp's vocabulary is read-only once loaded, so tokenizing on the hub thread
-    (microseconds) while the native thread decodes is safe: llama.cpp's own server
-    tokenizes in its HTTP threads the same way. So a context-length error is an
-    ordinary 400 even while the model is busy with other requests.
+    llama.cpp's vocabulary is read-only once loaded, so tokenizing in another native thread
+    while the engine's decodes is safe: llama.cpp's own server tokenizes in its HTTP threads
+    the same way. So a context-length error is an ordinary 400 even while the model is busy
+    with other requests. Tokenizing and checking a grammar run off the hub (off_hub.py);
+    a generated token's piece is read once and kept.
     """
 
     def __init__(self, model: internals.LlamaModel, chat_template: str | None = None) -> None:
@@ -81,7 +82,7 @@ class Tokenizer:
         key = hashlib.sha256(gbnf.encode("utf-8", "surrogatepass")).digest()
         if key not in self._grammar_verdicts:
             try:
-                check_gbnf(self._vocab, gbnf, self._one_token)
+                off_hub.run(check_gbnf, self._vocab, gbnf, self._one_token)
                 self._grammar_verdicts[key] = None
             except GrammarError as refused:
                 self._grammar_verdicts[key] = refused.message
@@ -110,6 +111,12 @@ class Tokenizer:
             known = self._pieces[token] = self._piece(token, special=False)
         return known
 
+    def pieces(self, tokens: Sequence[int]) -> list[bytes]:
+        """Each token's `piece`, those not read before read off the hub (a client's long text)."""
+        if any(token not in self._pieces for token in tokens):
+            return off_hub.run(lambda: [self.piece(token) for token in tokens])
+        return [self._pieces[token] for token in tokens]
+
     def spelt_within(self, prompt: str, tokens: list[int], prefix: str) -> int | None:
         """How many of `tokens` (`prompt`'s chat tokens) lie wholly within `prefix`, one of its beginnings,
         read off their pieces rather than tokenizing it again; None where the pieces do not spell the
@@ -118,6 +125,7 @@ class Tokenizer:
             return None
         text, end = self.chat_text(prompt).encode(), len(self.chat_text(prefix).encode())
         first = self._added(tokens)
+        self._spell(tokens)
         spelt = 0
         for count, token in enumerate(tokens[first:], start=first):
             piece = self._spelt_piece(token)
@@ -133,6 +141,7 @@ class Tokenizer:
         bytes, read off the pieces before it; None where they do not spell the text (an image's
         placeholders, a prompt cut to fit): the caller counts tokens then."""
         text = self.chat_text(prompt).encode()
+        self._spell(tokens[:at])
         spelt = 0
         for token in tokens[self._added(tokens) : at]:
             piece = self._spelt_piece(token) if token >= 0 else None  # an image's placeholder
@@ -144,6 +153,12 @@ class Tokenizer:
     def _added(self, tokens: Sequence[int]) -> int:
         """1 if `tokens` open with the BOS the tokenizer added (which the chat text does not hold)."""
         return 1 if self._adds_bos and len(tokens) > 0 and tokens[0] == self._bos else 0
+
+    def _spell(self, tokens: Sequence[int]) -> None:
+        """Read the spelt pieces of `tokens` not read before, off the hub (an agent's first prompt)."""
+        missing = {token for token in tokens if token >= 0 and token not in self._spelt}
+        if missing:
+            off_hub.run(lambda: [self._spelt_piece(token) for token in missing])
 
     def _spelt_piece(self, token: int) -> bytes:
         piece = self._spelt.get(token)
@@ -163,6 +178,9 @@ class Tokenizer:
         """Write these markers out when generated, though they are control tokens (which
         llama.cpp writes as nothing): a chat format's parser must see its markup. Returns
         those that are one control token of this vocabulary."""
+        return off_hub.run(self._preserved, markers)
+
+    def _preserved(self, markers: tuple[str, ...]) -> list[str]:
         preserved = []
         for marker in markers:
             tokens = self._encode(marker, add_special=False, parse_special=True)
@@ -182,18 +200,24 @@ class Tokenizer:
             encoded = text.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: no text (the API refuses it before; this holds)
             raise PromptRejectedError("the text holds a lone surrogate, which no tokenizer reads") from None
-        tokens: list[int] = self._model.tokenize(encoded, add_bos=add_special, special=parse_special)
+        tokens: list[int] = off_hub.run(self._model.tokenize, encoded, add_special, parse_special)
         return tokens
 
     def detokenize(self, tokens: list[int]) -> str:
         """Tokens to text, control tokens written out (what /detokenize and echoed token prompts show)."""
-        text = b"".join(self._piece(token, special=True) for token in tokens)
+        text = off_hub.run(self._spelt_out, tokens)
         return text.decode("utf-8", errors="replace")
+
+    def _spelt_out(self, tokens: list[int]) -> bytes:
+        return b"".join(self._piece(token, special=True) for token in tokens)
 
     def vocabulary_strings(self, tokens: list[int]) -> list[str]:
         """Each token as the vocabulary stores it (a tokenizer's convert_ids_to_tokens)."""
-        texts: list[bytes] = [llama_cpp.llama_vocab_get_text(self._vocab, token) for token in tokens]
+        texts: list[bytes] = off_hub.run(self._stored_texts, tokens)
         return [text.decode("utf-8", errors="replace") for text in texts]
+
+    def _stored_texts(self, tokens: list[int]) -> list[bytes]:
+        return [llama_cpp.llama_vocab_get_text(self._vocab, token) for token in tokens]
 
     def in_vocabulary(self, tokens: list[int]) -> bool:
         return all(0 <= token < self.vocabulary_size for token in tokens)

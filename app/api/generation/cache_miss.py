@@ -56,5 +56,7 @@ def explained(engine: Engine, prompt: Sequence[int], scope: str, locate: Locate 
 def _around(tokenizer: Tokenizer, tokens: Sequence[int], at: int) -> str:
     """The text of a few tokens before and after position `at` (an image's or a clip's positions hold
     negative placeholders, which are no tokens of the vocabulary: shown as such, never looked up)."""
-    pieces = [tokenizer.piece(t) if t >= 0 else b"[media]" for t in tokens[max(0, at - 6) : at + 6]]
+    near = tokens[max(0, at - 6) : at + 6]
+    read = iter(tokenizer.pieces([t for t in near if t >= 0]))
+    pieces = [next(read) if t >= 0 else b"[media]" for t in near]
     return re.sub(r"(\[media\])+", "[media]", b"".join(pieces).decode("utf-8", errors="replace"))

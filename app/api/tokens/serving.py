@@ -21,7 +21,8 @@ def tokenized(asked: TokenizeRequest) -> Response:
         sizes["token_strs"] = tokenizer.vocabulary_strings(tokens)
     if not asked.with_pieces:
         return jsonify({"tokens": tokens, **sizes})
-    pieces = [{"id": token, "piece": _piece(tokenizer.piece(token))} for token in tokens]
+    read = tokenizer.pieces(tokens)
+    pieces = [{"id": token, "piece": _piece(piece)} for token, piece in zip(tokens, read, strict=True)]
     return jsonify({"tokens": pieces, **sizes})
 
 

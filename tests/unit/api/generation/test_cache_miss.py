@@ -21,6 +21,9 @@ class WordTokenizer(FakeTokenizer):
     def piece(self, token: int) -> bytes:
         return f"<{token}>".encode()
 
+    def pieces(self, tokens: list[int]) -> list[bytes]:
+        return [self.piece(token) for token in tokens]
+
 
 def conversation(system: str, *turns: str) -> dict:
     messages = [{"role": "system", "content": system}]

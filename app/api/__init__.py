@@ -14,6 +14,7 @@ from app.api import access, openapi
 from app.api.batches import runner as batch_runner
 from app.api.chat import routes as chat_routes
 from app.api.families import FAMILIES
+from app.api.generation import warm_set
 from app.api.http import content_encoding, errors, skipped_tools
 from app.api.routing import front, on_demand
 from app.settings.current import config_of
@@ -43,3 +44,4 @@ def init_app(app: Flask) -> None:
         sleeper.answer_makers["props"] = chat_routes.props_answer
     openapi.init_app(app)
     batch_runner.start(app)  # after the routes: a batch line goes through them
+    warm_set.start(app)  # as do the warm set's requests

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.settings import cache_sharing, derive, otel, values
+from app.settings import cache_sharing, derive, otel, values, warm_set
 from app.settings.cache_sharing import CacheSharing
 from app.settings.keys import ApiKey, operators_from_variable
 from app.settings.keys import from_file as keys_from_file
@@ -19,6 +19,7 @@ from app.settings.models import ModelSpec
 from app.settings.models import parse as parse_models
 from app.settings.setting import ConfigError, Setting, setting
 from app.settings.values import default_model_path
+from app.settings.warm_set import WarmRequest
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,14 @@ class Config:
         "there rather than evaluated again (llama-server's --cache-reuse: an editor's requests after an "
         "edit above the cursor), where the model's memory can move positions; moved cells differ from "
         "a fresh evaluation by rounding, so answers may too; 0: off",
+    )
+    warm_set: tuple[WarmRequest, ...] = setting(
+        "LLM_WARM_SET",
+        warm_set.parse,
+        "",
+        'JSON Lines file of requests ({"url", "body", "key"}, as a batch\'s lines) each worker sends '
+        "itself once its model is loaded, answers cut to one token, so that their prompts (an agent's "
+        "system prompt and tools) are in its cache, and in the disk tier, before the first client's turn",
     )
     route_by_cache: bool = setting(
         "LLM_ROUTE_BY_CACHE",

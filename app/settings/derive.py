@@ -29,6 +29,7 @@ def derive(raw: Parsed) -> Parsed:
         _kv_cells,
         _token_limits,
         _disk_cache,
+        _warm_set,
         _store,
         _grace,
     ):
@@ -54,6 +55,23 @@ def _disk_cache(parsed: Parsed) -> None:
         raise ConfigError(
             "LLM_CACHE_DISK_MB needs LLM_CACHE_RAM_MB above 0: the disk keeps what host memory evicts"
         )
+
+
+def _warm_set(parsed: Parsed) -> None:
+    """Each line of the warm set names a key that exists (one is needed when keys are set: a request
+    without one is refused) and a model loaded at start-up (a pool worker's come and go)."""
+    names = {key.name for key in parsed["api_keys"]}
+    for request in parsed["warm_set"]:
+        where = f"LLM_WARM_SET, line {request.line}"
+        if names and request.key not in names:
+            raise ConfigError(f"{where}: give the name of a key in LLM_API_KEYS(_FILE) or LLM_ADMIN_KEYS, "
+                              "whose cache the prompt goes to" if request.key is None else
+                              f"{where}: {request.key!r} is not the name of a configured key")  # fmt: skip
+        if not names and request.key is not None:
+            raise ConfigError(f"{where}: names key {request.key!r}, but no API keys are configured")
+        model = request.model
+        if model is not None and not any(s.answers_to(model) and not s.on_demand for s in parsed["models"]):
+            raise ConfigError(f"{where}: model {model!r} is not one of LLM_MODELS loaded at start-up")
 
 
 def _keys(parsed: Parsed) -> None:

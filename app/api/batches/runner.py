@@ -21,8 +21,8 @@ from flask import Flask
 
 from app import workers
 from app.api.batches import jobs
-from app.api.batches.dispatch import dispatch
 from app.api.batches.lines import answered_line, error_line
+from app.api.http.in_process import dispatch
 from app.serving import detached
 from app.serving.internal import InternalCall
 from app.settings.config import Config

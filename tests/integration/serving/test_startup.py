@@ -99,6 +99,8 @@ BAD_SETTINGS = [
         ("LLM_SHOW_PATHS", "perhaps"),
         ("LLM_CACHE_SHARING", "alice+"),
         ("LLM_CACHE_SHARING", "ghost"),  # a group naming no key there is (here: no keys at all)
+        ("LLM_WARM_SET", "/nonexistent/warm.jsonl"),
+        ("LLM_WARM_SET", str(ROOT / "wsgi.py")),  # not JSON Lines
         ("LLM_METRICS_MAX_AGE", "-1"),
         ("LLM_STORE", "maybe"),
         ("LLM_DATA_DIR", str(ROOT / "wsgi.py")),

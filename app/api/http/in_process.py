@@ -1,6 +1,7 @@
-"""Run one batch line through this worker's own app, as if a client had sent it, and read the answer.
+"""Run a request through this worker's own app, as if a client had sent it, and read the answer.
 
-Going through the app rather than around it, a line gets exactly what a client would:
+A batch's lines and the warm set's requests go this way. Going through the app rather than
+around it, a request gets exactly what a client would:
 the same validation, the same errors in its API's shape, the same stored Responses, the
 same access log line and metrics. Only the door differs (see app/serving/internal.py).
 """

@@ -124,3 +124,35 @@ def test_keepalive_comments_pass_through_nginx(deployment: tuple[Service, list[S
             assert read_head(reader)[0] == 200
             frames = [read_chunk(reader) for _ in range(2)]
     assert frames == [b": keep-alive\n\n"] * 2
+
+
+def test_each_route_takes_through_nginx_what_the_app_takes(deployment: tuple[Service, list[Server]]) -> None:
+    """deploy/nginx.conf's body limits are the app's, route by route: a 150 MiB file reaches
+    /v1/files (LLM_MAX_FILE_BYTES, 200 MiB), a 15 MiB clip the transcriptions (LLM_MAX_MEDIA_BYTES,
+    20 MiB), and a 2 MiB chat request is refused (LLM_MAX_BODY_BYTES, 1 MiB) by nginx in the API's
+    error shape."""
+    proxy, _ = deployment
+    size = 150 * 1024 * 1024
+    content = b'{"n": 1}\n' * (size // 9) + b"\n" * (size % 9)
+    stored = httpx.post(
+        proxy.url + "/v1/files",
+        files={"file": ("big.jsonl", content, "application/jsonl")},
+        data={"purpose": "user_data"},
+        timeout=300,
+    )
+    assert stored.status_code == 200, stored.text
+    assert stored.json()["bytes"] == size
+    # A 15 MiB clip (within LLM_MAX_MEDIA_BYTES) reaches the app, which answers it itself: this
+    # model has no audio encoder, which the app says in its own words, not nginx's 413.
+    clip = httpx.post(
+        proxy.url + "/v1/audio/transcriptions",
+        files={"file": ("talk.wav", b"\0" * (15 * 1024 * 1024), "audio/wav")},
+        data={"model": "whisper-1"},
+        timeout=120,
+    )
+    assert clip.status_code not in (413, 502) and "error" in clip.json(), clip.text
+    too_big = {"messages": [{"role": "user", "content": "x" * (2 * 1024 * 1024)}], "max_tokens": 1}
+    refused = httpx.post(proxy.url + "/v1/chat/completions", json=too_big, timeout=60)
+    assert refused.status_code == 413
+    assert refused.headers["content-type"] == "application/json"
+    assert refused.json()["error"]["code"] == "request_too_large"

@@ -105,6 +105,11 @@ def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     tab = context.new_page()
     tab.set_default_timeout(60_000)
+    # expect()'s assertions poll until they hold, within their own bound (5 s unless set): a
+    # page waiting on a busy machine's model took longer once, and the suite failed by timing.
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
     errors: list[str] = []
     tab.on("pageerror", lambda error: errors.append(str(error)))
     yield tab

@@ -7,6 +7,7 @@
   family's shape, from the error tree (`app/api/http/errors.py`) and Anthropic's mapping;
 - `operations/drain-reload.md`: every route of the OpenAPI document, refused or answered while
   the server drains, as the drain's own rule (`app/api/access/draining.py`) decides;
+- `api/index.md`: every route of the OpenAPI document with its summary;
 - `api/openapi.json`: the OpenAPI document the server serves at `/openapi.json`, built by the same
   code from the same schemas, which `api/openapi.md` renders (neoteroi's OAD plugin).
 """
@@ -37,6 +38,7 @@ SETTINGS_MARK = "<!-- generated: settings -->"
 ENTRY_MARK = "<!-- generated: model entry keys -->"
 ERRORS_MARK = "<!-- generated: errors -->"
 DRAIN_MARK = "<!-- generated: drain routes -->"
+ROUTES_MARK = "<!-- generated: routes -->"
 # The OAD plugin reads the document from a path before the site is written: the hook puts it here.
 DOCUMENT = Path("build/docs/openapi.json")
 
@@ -114,6 +116,18 @@ def drain_table() -> str:
     )
 
 
+def routes_table() -> str:
+    """Markdown: each route of the document (as a server on the default settings serves it), by path,
+    with its operation's summary."""
+    document = document_of(Config.from_env({}))
+    rows = ["| Route | What it does |", "|---|---|"]
+    for path, operations in sorted(document["paths"].items()):
+        for method, operation in operations.items():
+            if method in ("get", "post", "put", "patch", "delete"):
+                rows.append(f"| `{method.upper()} {path}` | {_cell(operation.get('summary', ''))} |")
+    return "\n".join(rows)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -137,6 +151,10 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         if DRAIN_MARK not in markdown:
             raise ValueError(f"operations/drain-reload.md lost its {DRAIN_MARK!r} line")
         return markdown.replace(DRAIN_MARK, drain_table())
+    if page.file.src_uri == "api/index.md":
+        if ROUTES_MARK not in markdown:
+            raise ValueError(f"api/index.md lost its {ROUTES_MARK!r} line")
+        return markdown.replace(ROUTES_MARK, routes_table())
     if page.file.src_uri == "api/errors.md":
         if ERRORS_MARK not in markdown:
             raise ValueError(f"api/errors.md lost its {ERRORS_MARK!r} line")

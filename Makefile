@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 
 .PHONY: install install-test system-packages serve test test-fast test-docs test-api test-external test-slow \
-	lint docs docs-serve fuzz clean wheelhouse image reference-server test-models test-image bench-peer agents
+	lint docs docs-serve fuzz clean wheelhouse image reference-server test-models test-image bench-peer agents FORCE
 
 # What the build needs of the machine (compilers, CMake, Python's venv and headers), checked
 # first: one line naming what is missing and how to install it, not pip's output half-way.
@@ -15,7 +15,16 @@ $(BIN)/python:
 
 # llama-cpp-python from the wheel deploy/llama-cpp/wheel.sh builds once per machine (no AMX kernels).
 # Beside it, llama.cpp's JSON schema converter (deploy/llama-cpp/json-grammar), built from the same sdist.
+# The CMake options the wheel is built with (LLAMA_CMAKE_ARGS among them), in a file rewritten only when
+# they change: setting LLAMA_CMAKE_ARGS after a first install builds and installs that wheel.
+$(VENV)/.llama-cmake-args: FORCE | $(BIN)/python
+	@bash deploy/llama-cpp/wheel.sh --cmake-args > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+
+FORCE:
+
 $(VENV)/.installed: requirements.txt requirements-model.txt deploy/llama-cpp/wheel.sh deploy/llama-cpp/patches/*.patch \
+		$(VENV)/.llama-cmake-args \
 		$(wildcard deploy/llama-cpp/json-grammar/*.* deploy/llama-cpp/json-grammar/llm_json_grammar/*) \
 		| $(BIN)/python
 	wheels="$$(bash deploy/llama-cpp/wheel.sh $(BIN)/python)" && \

@@ -10,7 +10,9 @@
 # Rapids machines (AMX_INT8) ggml moves the weights to an AMX buffer and its matmul
 # segfaults on the first prompt of more than one token (seen here with SmolLM2's Q4_1;
 # ggml-org/llama.cpp#20824, open, and stanfordnlp/dspy#10079, which had to do the same).
-# LLAMA_CMAKE_ARGS replaces them (e.g. "-DGGML_NATIVE=OFF" for a portable build).
+# LLAMA_CMAKE_ARGS adds to them, after them, so that its -D options win over ours of the same
+# name (e.g. "-DGGML_NATIVE=OFF" for a portable build, "-DGGML_CUDA=ON"): the AMX flags stay
+# unless it sets CMAKE_C_FLAGS/CMAKE_CXX_FLAGS itself. The Makefile rebuilds when it changes.
 #
 # The sources: the sdist's llama.cpp with deploy/llama-cpp/patches/*.patch applied, which
 # give the batch-invariant mode (LLM_BATCH_INVARIANT) fast kernels whose sums do not depend
@@ -24,7 +26,7 @@ if [ "$(uname -m)" = x86_64 ]; then
   no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
   args="$args '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
 fi
-args="${LLAMA_CMAKE_ARGS:-$args}"
+args="$args${LLAMA_CMAKE_ARGS:+ $LLAMA_CMAKE_ARGS}"
 if [ "${1:-}" = --cmake-args ]; then
   echo "$args"
   exit 0

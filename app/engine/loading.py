@@ -12,6 +12,7 @@ import gevent
 import gevent.event
 from gevent.threadpool import ThreadPool
 
+from app.engine import off_hub
 from app.engine.errors import without_paths
 from app.engine.observer import EngineObserver
 from app.engine.tokenizer import Tokenizer
@@ -73,6 +74,7 @@ class LoadingEngine(Generic[LoadedT]):
 
     def start(self) -> None:
         """Load the model in the native thread, so the worker answers /health meanwhile."""
+        off_hub.start()  # the views' tokenizing threads, there before the first request
         self.pool.spawn(self._timed_load).rawlink(self._on_loaded)
 
     def wait_ready(self, timeout: float) -> bool:

@@ -24,22 +24,34 @@ _pool: ThreadPool | None = None
 _owner: tuple[int, object] | None = None  # the process and hub the pool belongs to
 
 
+def start() -> None:
+    """Start the threads now, from the hub's thread (the engine does, as it starts): a worker's
+    threads are then all there at rest, before its first request, as a leak check counts them."""
+    hub = gevent.get_hub()
+    if gevent.getcurrent() is not hub:
+        _pool_of(hub).size = THREADS
+
+
 def run(call: Callable[..., T], *args: object) -> T:
     """`call(*args)`, in a native thread if the caller is a greenlet of the hub's thread."""
-    global _pool, _owner
     hub = get_hub_if_exists()
     if hub is None or gevent.getcurrent() is hub:  # a native thread, or the hub's own loop
         return call(*args)
-    if _owner != (os.getpid(), hub):  # made after fork, by the hub that waits on it
-        _pool, _owner = ThreadPool(THREADS, hub=hub), (os.getpid(), hub)
-    assert _pool is not None
+    pool = _pool_of(hub)
     # The call's own exception is carried back as a value: one raised in the pool's thread would
     # be printed by gevent as a traceback (a refused grammar is an ordinary 400) before reaching us.
-    done, outcome = _pool.apply(_caught, (call, args))
+    done, outcome = pool.apply(_caught, (call, args))
     if not done:
         raise outcome
     result: T = outcome
     return result
+
+
+def _pool_of(hub: object) -> ThreadPool:
+    global _pool, _owner
+    if _pool is None or _owner != (os.getpid(), hub):  # made after fork, by the hub that waits on it
+        _pool, _owner = ThreadPool(THREADS, hub=hub), (os.getpid(), hub)
+    return _pool
 
 
 def _caught(call: Callable[..., T], args: tuple[object, ...]) -> tuple[bool, Any]:

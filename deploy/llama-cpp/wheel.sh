@@ -14,6 +14,10 @@
 # name (e.g. "-DGGML_NATIVE=OFF" for a portable build, "-DGGML_CUDA=ON"): the AMX flags stay
 # unless it sets CMAKE_C_FLAGS/CMAKE_CXX_FLAGS itself. The Makefile rebuilds when it changes.
 #
+# LLAMA_PORTABLE=1 builds the image's wheel instead (make wheelhouse): for any x86-64 CPU, every
+# CPU variant llama.cpp has built as a module (GGML_BACKEND_DL, GGML_CPU_ALL_VARIANTS), of which
+# the server loads the best for the CPU it runs on; no AMX variant (patches/portable/).
+#
 # The sources: the sdist's llama.cpp with deploy/llama-cpp/patches/*.patch applied, which
 # give the batch-invariant mode (LLM_BATCH_INVARIANT) fast kernels whose sums do not depend
 # on how many rows are computed together (each patch says what it changes and why;
@@ -21,10 +25,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-args="-DGGML_NATIVE=ON"
-if [ "$(uname -m)" = x86_64 ]; then
-  no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-  args="$args '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
+portable="${LLAMA_PORTABLE:-0}"
+if [ "$portable" = 1 ]; then
+  # Every CPU variant llama.cpp knows, each a module; the server loads the best at start-up
+  # (app/engine/backends.py). patches/portable/no-amx-variant.patch leaves out the AMX one.
+  args="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON"
+else
+  args="-DGGML_NATIVE=ON"
+  if [ "$(uname -m)" = x86_64 ]; then
+    no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    args="$args '-DCMAKE_C_FLAGS=$no_amx' '-DCMAKE_CXX_FLAGS=$no_amx'"
+  fi
 fi
 args="$args${LLAMA_CMAKE_ARGS:+ $LLAMA_CMAKE_ARGS}"
 if [ "${1:-}" = --cmake-args ]; then
@@ -37,12 +48,19 @@ version="$(sed -n 's/^llama_cpp_python==//p' requirements.txt)"
 patches=()
 if [ "${LLAMA_PATCHES:-1}" != 0 ]; then
   patches=(deploy/llama-cpp/patches/*.patch)
+  if [ "$portable" = 1 ]; then  # those that matter only to a build of every variant, too
+    patches+=(deploy/llama-cpp/patches/portable/*.patch)
+  fi
+  # applied in the order of their names, wherever they are
+  mapfile -t patches < <(for patch in "${patches[@]}"; do printf '%s\t%s\n' "${patch##*/}" "$patch"; done \
+    | sort | cut -f2)
 fi
 key="$(printf '%s|%s|%s|%s' "$version" "$args" "$("$python" -c 'import sys; print(sys.version_info[:2])')" \
   "$(cat /dev/null "${patches[@]}" | sha256sum)" | sha256sum | cut -c1-16)"
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/llm-server/wheels/$key"
 if ! compgen -G "$dir/llama_cpp_python-$version-*.whl" >/dev/null; then
-  echo "building llama-cpp-python $version ($args, ${#patches[@]} patches): about 7 minutes on 2 cores" >&2
+  minutes=7; [ "$portable" = 1 ] && minutes=30
+  echo "building llama-cpp-python $version ($args, ${#patches[@]} patches): about $minutes minutes on 2 cores" >&2
   rm -rf "$dir.partial" && mkdir -p "$dir.partial/src"
   "$python" -m pip download --quiet --no-deps --no-binary llama_cpp_python \
     "llama_cpp_python==$version" -d "$dir.partial/src" >&2
@@ -51,6 +69,17 @@ if ! compgen -G "$dir/llama_cpp_python-$version-*.whl" >/dev/null; then
   for patch in "${patches[@]}"; do  # git applies them: no other tool than the clone's own
     git -C "$source/vendor/llama.cpp" apply -p1 < "$patch" >&2
   done
+  if [ "$portable" = 1 ]; then  # llama-cpp-python installs the one ggml-cpu it knows: these too
+    cat >> "$source/CMakeLists.txt" <<'CMAKE'
+# (llm-server) each CPU variant a module beside libggml, where the server loads the best from
+get_property(ggml_targets DIRECTORY vendor/llama.cpp/ggml/src PROPERTY BUILDSYSTEM_TARGETS)
+foreach(target IN LISTS ggml_targets)
+    if(target MATCHES "^ggml-cpu-")
+        llama_cpp_python_install_target(${target})
+    endif()
+endforeach()
+CMAKE
+  fi
   CMAKE_ARGS="$args" "$python" -m pip wheel --quiet --no-cache-dir --no-deps "$source" -w "$dir.partial" >&2
   rm -rf "$dir.partial/src" "$dir" && mv "$dir.partial" "$dir"
 fi

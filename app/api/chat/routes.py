@@ -99,6 +99,10 @@ def props_answer() -> dict[str, Any]:
         "is_sleeping": False,
         "memory": memory_json(memory, config.ctx_checkpoints) if memory is not None else None,
         "batch_invariant": bool(getattr(engine, "batch_invariant", False)),
+        # The CPU variant a portable build (the image's) loaded for this CPU; null: one built in.
+        "cpu_variant": getattr(engine, "cpu_variant", None),
+        # What llama.cpp's load said of where the model went: layers on a GPU, MiB per device.
+        "offload": placement.as_json() if (placement := getattr(engine, "placement", None)) else None,
         "speculative": speculative_json(memory, config.spec_type),
     }
     return answer

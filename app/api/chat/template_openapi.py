@@ -39,6 +39,24 @@ _PROPERTIES = {
             "description": "Answers do not depend on batching, the cache or threads (LLM_BATCH_INVARIANT)",
         },
         "speculative": {"type": "object", "properties": SPECULATIVE_PROPERTIES},
+        "cpu_variant": {
+            "type": ["string", "null"],
+            "description": "The CPU kernels a portable build (the image's) loaded for this CPU, e.g. "
+            "haswell or zen4; null where the build has one CPU backend built in",
+        },
+        "offload": {
+            "type": ["object", "null"],
+            "description": "Where llama.cpp's load put the model (LLM_N_GPU_LAYERS): the layers offloaded "
+            "to a GPU of all, and each device buffer's MiB of weights (model) and KV cache (KV)",
+            "properties": {
+                "layers_offloaded": {"type": "integer"},
+                "layers": {"type": "integer"},
+                "buffers": {
+                    "type": "object",
+                    "additionalProperties": {"type": "object", "additionalProperties": {"type": "number"}},
+                },
+            },
+        },
     },
 }
 

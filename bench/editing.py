@@ -212,9 +212,9 @@ def main(argv: list[str] | None = None) -> int:
         infill_servers = {
             "ours": references.ours(1, args.threads, args.n_ctx, LLM_MODEL_PATH=fim),
             "llama-server, --cache-reuse 256": llama_server.start(
-                fim, args.threads, 1, args.n_ctx, (*batch, "--cache-reuse", "256")
+                fim, args.threads, 1, args.n_ctx, (*batch, "--cache-reuse", "256"), stock=True
             ),
-            "llama-server": llama_server.start(fim, args.threads, 1, args.n_ctx, batch),
+            "llama-server": llama_server.start(fim, args.threads, 1, args.n_ctx, batch, stock=True),
         }
         started.extend(infill_servers.values())
         progress("keystrokes through /infill")

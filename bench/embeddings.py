@@ -85,12 +85,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=lambda v: [int(c) for c in v.split(",")], default=[1, 16, 64])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
+    llama_server.build_option(parser)
     add_output_options(parser)
     args = parser.parse_args(argv)
     spec = [{"id": "embed", "path": args.model, "embedding": True, "pooling": "mean", "n_ctx": args.n_ctx}]
     ours = references.ours(1, args.threads, args.n_ctx, LLM_MODELS=json.dumps(spec), LLM_MAX_QUEUE="256")
     cpp = llama_server.start(
-        args.model, args.threads, args.clients, args.n_ctx, ("--embeddings", "--pooling", "mean")
+        args.model,
+        args.threads,
+        args.clients,
+        args.n_ctx,
+        ("--embeddings", "--pooling", "mean"),
+        stock=args.llama_server == "stock",
     )
     raw = llama_cpp.Llama(
         args.model, embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN, n_ctx=args.n_ctx,

@@ -72,6 +72,7 @@ def clients(url: str, mix: list[list[dict[str, Any]]], requests: int, tokens: in
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
+    llama_server.build_option(parser)
     parser.add_argument("--requests", type=int, default=4, help="requests per client and run")
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
@@ -91,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[str, str], list[float]] = {}
     try:
         extra = ("--lora-init-without-apply", *(flag for path in paths for flag in ("--lora", str(path))))
-        cpp = llama_server.start(args.model, args.threads, 4, args.n_ctx, extra)
+        cpp = llama_server.start(
+            args.model, args.threads, 4, args.n_ctx, extra, stock=args.llama_server == "stock"
+        )
         runs = [(target, mix) for mix in MIXES for target in ("ours", "llama-server")]
         seed = 0
         for repeat in range(args.repeats):

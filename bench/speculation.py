@@ -37,9 +37,11 @@ def start(args: argparse.Namespace) -> dict[str, Service]:
         started["ours"] = references.ours(1, args.threads, args.n_ctx, **parallel)
         quantized = {"LLM_CACHE_TYPE_K": "q8_0", "LLM_CACHE_TYPE_V": "q8_0"}
         started["ours q8_0"] = references.ours(1, args.threads, args.n_ctx, **quantized, **parallel)
-        started[CPP_OFF] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx)
+        started[CPP_OFF] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx, stock=True)
         for name, flags in CPP_MODES.items():
-            started[name] = llama_server.start(args.model, args.threads, args.slots, args.n_ctx, flags)
+            started[name] = llama_server.start(
+                args.model, args.threads, args.slots, args.n_ctx, flags, stock=True
+            )
     except BaseException:
         for service in started.values():
             service.stop()

@@ -50,7 +50,7 @@ def start(args: argparse.Namespace) -> dict[str, Service]:
         started[CHECKPOINTS] = references.ours(1, args.threads, args.n_ctx, **settings)
         started[FULL] = references.ours(1, args.threads, args.n_ctx, **settings, LLM_CTX_CHECKPOINTS="0")
         started[SWA_FULL] = references.ours(1, args.threads, args.n_ctx, **{**settings, "LLM_SWA_FULL": "1"})
-        started[CPP] = llama_server.start(model, args.threads, 2, args.n_ctx)
+        started[CPP] = llama_server.start(model, args.threads, 2, args.n_ctx, stock=True)
     except BaseException:
         for service in started.values():
             service.stop()

@@ -50,7 +50,9 @@ def start(args: argparse.Namespace, projector: str) -> dict[str, Service]:
             LLM_MAX_BODY_BYTES=str(16 << 20),
         )
         extra = ("--mmproj", projector, "--swa-full")
-        started[CPP] = llama_server.start(model, args.threads, 4, args.n_ctx, extra, same_kernels=True)
+        started[CPP] = llama_server.start(
+            model, args.threads, 4, args.n_ctx, extra, same_kernels=True, stock=True
+        )
     except BaseException:
         for service in started.values():
             service.stop()

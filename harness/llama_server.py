@@ -8,6 +8,7 @@ llama.cpp versions.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib.metadata
 import os
@@ -100,6 +101,21 @@ def binary(stock: bool = False) -> Path:
     return built
 
 
+def build_option(parser: argparse.ArgumentParser) -> None:
+    """`--llama-server`: the stock build (the default: speed targets are against it) or the tests'
+    build (`make reference-server` builds it before the smoke runs, which make no speed claim)."""
+    parser.add_argument(
+        "--llama-server", choices=("stock", "tests"), default="stock",
+        help="which llama-server to compare with: as users build it, or the tests' build (no speed claim)",
+    )  # fmt: skip
+
+
+def named(stock: bool) -> Path:
+    """`binary(stock)`, its build named in BUILDS: what the run's record says it compared with."""
+    BUILDS[describe(stock)] = " ".join([*CMAKE_OPTIONS, *(stock_options() if stock else cpu_options())])
+    return binary(stock)
+
+
 def describe(stock: bool) -> str:
     """The build in words: whose options and patches, from which sources."""
     version = importlib.metadata.version("llama_cpp_python")
@@ -129,9 +145,8 @@ def start(
     `same_kernels`: with the batch-invariant kernels of ours' reproducible mode, to compare answers;
     `stock`: the build users run (stock_options), to compare speed."""
     port = free_port()
-    BUILDS[describe(stock)] = " ".join([*CMAKE_OPTIONS, *(stock_options() if stock else cpu_options())])
     command = [
-        str(binary(stock)),
+        str(named(stock)),
         "--model", model_path,
         "--host", "127.0.0.1",
         "--port", str(port),

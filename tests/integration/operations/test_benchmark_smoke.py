@@ -72,7 +72,7 @@ def test_embedding_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "embeddings.md"
     ran = bench(
         "embeddings", *ONE_THREAD, "--repeats", "1", "--total", "4", "--sizes", "1,4", "--clients", "2",
-        "--markdown", str(markdown),
+        "--llama-server", "tests", "--markdown", str(markdown),
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
@@ -128,7 +128,9 @@ def test_scrape_benchmark_runs_end_to_end(tmp_path: Path) -> None:
 @pytest.mark.timeout(3600)
 def test_cold_load_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "cold.md"
-    ran = bench("cold_load", *ONE_THREAD, "--repeats", "1", "--markdown", str(markdown))
+    ran = bench(
+        "cold_load", *ONE_THREAD, "--repeats", "1", "--llama-server", "tests", "--markdown", str(markdown)
+    )
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
     assert text == ran.stdout
@@ -144,7 +146,7 @@ def test_cold_load_benchmark_runs_end_to_end(tmp_path: Path) -> None:
 def test_lora_mix_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     markdown = tmp_path / "lora.md"
     ran = bench("lora_mix", *ONE_THREAD, "--repeats", "1", "--requests", "1", "--tokens", "8",
-                "--markdown", str(markdown))  # fmt: skip
+                "--llama-server", "tests", "--markdown", str(markdown))  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     text = markdown.read_text()
     assert text == ran.stdout

@@ -64,6 +64,7 @@ dir="${XDG_CACHE_HOME:-$HOME/.cache}/llm-server/wheels/$key"
 if ! compgen -G "$dir/llama_cpp_python-$version-*.whl" >/dev/null; then
   minutes=7; [ "$portable" = 1 ] && minutes=10
   echo "building llama-cpp-python $version ($args, ${#patches[@]} patches): about $minutes minutes on 2 cores" >&2
+  started=$SECONDS
   rm -rf "$dir.partial" && mkdir -p "$dir.partial/src"
   "$python" -m pip download --quiet --no-deps --no-binary llama_cpp_python \
     "llama_cpp_python==$version" -d "$dir.partial/src" >&2
@@ -84,6 +85,7 @@ endforeach()
 CMAKE
   fi
   CMAKE_ARGS="$args" "$python" -m pip wheel --quiet --no-cache-dir --no-deps "$source" -w "$dir.partial" >&2
+  echo $((SECONDS - started)) > "$dir.partial/build-seconds"  # what building it took (bench.vulkan says)
   rm -rf "$dir.partial/src" "$dir" && mv "$dir.partial" "$dir"
 fi
 # Beside it, llama.cpp's JSON schema converter from the same sdist (deploy/llama-cpp/json-grammar,

@@ -46,7 +46,10 @@ def cpu_variant(maps: str | None = None) -> str | None:
     """The CPU variant this process loaded ("zen4", "haswell"...), None where the build links
     its one CPU backend in. Read from the process's mapped files (`maps`: their text)."""
     if maps is None:
-        maps = Path("/proc/self/maps").read_text()
+        try:
+            maps = Path("/proc/self/maps").read_text()
+        except OSError:  # not Linux (macOS has no /proc): the variant goes unnamed
+            return None
     for line in maps.splitlines():
         if found := _VARIANT.search(line):
             return found.group(1)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import llama_cpp
 import numpy as np
 from llama_cpp import _internals as internals
-from llama_cpp._logger import set_verbose
 
-from app.engine import backends
+from app.engine import backends, native_log
 from app.engine.batch import TokenBatch
 from app.engine.gguf import vocabulary_check
 from app.engine.model import fingerprint
@@ -30,11 +29,12 @@ class Embedder:
         self, path: str, n_ctx: int, n_threads: int, pooling: str | None, n_gpu_layers: int = 0
     ) -> None:
         vocabulary_check.check(path)  # before llama.cpp, which would abort on some vocabularies
-        set_verbose(False)
+        native_log.install()
         backends.load()
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = n_gpu_layers
-        self.model = internals.LlamaModel(path_model=path, params=model_params, verbose=False)
+        with native_log.recording():  # a failed load says llama.cpp's reason
+            self.model = internals.LlamaModel(path_model=path, params=model_params, verbose=False)
         # Past its trained context a BERT-like model has no position embeddings at all.
         n_ctx = min(n_ctx, llama_cpp.llama_model_n_ctx_train(self.model.model))
         params = llama_cpp.llama_context_default_params()

@@ -62,7 +62,7 @@ class LoadedModel:
         mmproj: str | None = None,
     ) -> None:
         vocabulary_check.check(path)  # before llama.cpp, which would abort on some vocabularies
-        native_log.install()  # llama.cpp's own log: errors only, not a line per layer
+        native_log.install()  # llama.cpp's own log: warnings, not a line per layer (native_log.py)
         backends.load()
         self.cpu_variant = backends.cpu_variant()
         invariant = shape.batch_invariant

@@ -1,4 +1,4 @@
-"""llama.cpp's own log: its errors printed as before, and what a model's load says kept for the server.
+"""llama.cpp's own log: its warnings printed as before, and what a model's load says kept for the server.
 
 llama.cpp says where it put a model only in its log, at the INFO level this server does not
 print: how many layers went to a GPU, and each device's share of the weights and of the KV

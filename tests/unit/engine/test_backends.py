@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from app.engine import backends
 
 _LIB = "/opt/llm/lib/python3.11/site-packages/llama_cpp/lib"
@@ -26,4 +30,13 @@ def test_loading_on_this_machine_s_wheel_registers_nothing_more() -> None:
     before = backends.registry().ggml_backend_reg_count()
     backends.load()
     assert before >= 1 and backends.registry().ggml_backend_reg_count() == before
+    assert backends.cpu_variant() is None
+
+
+def test_without_proc_the_variant_goes_unnamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # macOS has no /proc: the model must still load, its variant unnamed.
+    def unreadable(_path: Path) -> str:
+        raise FileNotFoundError("/proc/self/maps")
+
+    monkeypatch.setattr(Path, "read_text", unreadable)
     assert backends.cpu_variant() is None
